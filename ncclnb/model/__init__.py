@@ -1,0 +1,25 @@
+"""Frozen, JSON-ready facts: the bottom layer, importing nothing else of ncclnb."""
+from ._serde import SchemaError
+from .cluster import REPORT_SCHEMA, ClusterReport, RankEntry
+from .diagnosis import DIAGNOSIS_SCHEMA, Diagnosis, RankStatus
+from .findings import CATEGORIES, SEVERITIES, Evidence, Finding
+from .node import (
+    NODE_SCHEMA,
+    UNLIMITED,
+    Gpu,
+    Host,
+    Library,
+    Links,
+    Nic,
+    NodeSnapshot,
+    NumaNode,
+    Versions,
+    nvlink_count,
+)
+
+__all__ = [
+    "CATEGORIES", "SEVERITIES", "NODE_SCHEMA", "REPORT_SCHEMA", "UNLIMITED",
+    "ClusterReport", "DIAGNOSIS_SCHEMA", "Diagnosis", "RankStatus", "Evidence", "Finding", "Gpu", "Host", "Library", "Links",
+    "Nic", "NodeSnapshot", "NumaNode", "RankEntry", "SchemaError", "Versions",
+    "nvlink_count",
+]

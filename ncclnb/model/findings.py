@@ -1,0 +1,64 @@
+"""Finding: what a check or the doctor concludes, with the lines that prove it."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ._serde import SchemaError, from_dict, to_dict
+
+CATEGORIES = (
+    "rank_world_size_mismatch",
+    "rendezvous_unreachable",
+    "socket_ifname",
+    "net_plugin_missing",
+    "ib_misconfig",
+    "p2p_topology",
+    "shm_too_small",
+    "device_mapping",
+    "version_mismatch",
+    "collective_desync",
+    "p2p_pairing",
+    "oom_or_resource",
+    "slow_rank_timeout",
+    "driver_or_hardware",
+    "nccl_env_override",
+    "unknown",
+)
+SEVERITIES = ("error", "warning", "info")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    source: str          # file name, "<stdin>", "snapshot:<host>"
+    line: Optional[int]  # 1-based line number in source, None for facts
+    text: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    category: str
+    severity: str
+    confidence: float    # 0..1
+    title: str
+    evidence: tuple[Evidence, ...] = ()
+    cause: str = ""
+    fix: str = ""
+    docs: str = ""       # the guided notebook or page that teaches this failure
+    ranks: tuple[int, ...] = ()  # global ranks the finding blames
+    hosts: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if self.category not in CATEGORIES:
+            raise SchemaError("category", f"unknown category {self.category!r}")
+        if self.severity not in SEVERITIES:
+            raise SchemaError("severity", f"unknown severity {self.severity!r}")
+        if not 0.0 <= self.confidence <= 1.0:
+            raise SchemaError("confidence", f"must be within 0..1, got {self.confidence}")
+
+    def to_dict(self) -> dict:
+        return to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: object) -> "Finding":
+        return from_dict(cls, data)
