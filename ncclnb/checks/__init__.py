@@ -1,0 +1,99 @@
+"""Checks: pure functions from facts (a NodeSnapshot or a ClusterReport) to
+findings, each registered under a stable id.
+
+>>> import ncclnb
+>>> findings = ncclnb.check(ncclnb.load("hgx-h100"))      # doctest: +SKIP
+
+``check`` never raises because of what it is given: a check that fails on
+odd input becomes an info finding naming the check, and the others still run.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Optional, Union
+
+from ..model import ClusterReport, Evidence, Finding, NodeSnapshot, RankEntry
+from ._registry import REGISTRY, CheckInfo, register
+from . import environment, network, ranks, resources, topology, versions  # noqa: F401  (registers the checks)
+
+__all__ = ["check", "registry", "CheckInfo", "register", "SEVERITY_ORDER"]
+
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+Target = Union[NodeSnapshot, ClusterReport, Iterable[NodeSnapshot]]
+
+
+def registry() -> dict[str, CheckInfo]:
+    """Every registered check by id (a copy: changing it changes nothing)."""
+    return dict(sorted(REGISTRY.items()))
+
+
+def _selected(only) -> list[CheckInfo]:
+    if only is None:
+        return list(registry().values())
+    ids = [p.strip() for p in only.split(",")] if isinstance(only, str) else [str(p).strip() for p in only]
+    ids = [i for i in ids if i]
+    unknown = [i for i in ids if i not in REGISTRY]
+    if unknown:
+        raise ValueError(f"unknown check id(s): {', '.join(unknown)} (known: {', '.join(sorted(REGISTRY))})")
+    return [REGISTRY[i] for i in dict.fromkeys(ids)]
+
+
+def as_report(target: Target) -> ClusterReport:
+    """A ClusterReport view of any accepted target (a lone snapshot becomes a
+    one-node report with no rank table)."""
+    if isinstance(target, ClusterReport):
+        return target
+    if isinstance(target, NodeSnapshot):
+        return ClusterReport(snapshots=(target,))
+    if isinstance(target, (str, bytes, dict)) or not hasattr(target, "__iter__"):
+        raise TypeError(f"check() takes a NodeSnapshot, a ClusterReport or snapshots, not {type(target).__name__}")
+    snaps = tuple(target)
+    bad = [type(s).__name__ for s in snaps if not isinstance(s, NodeSnapshot)]
+    if bad:
+        raise TypeError(f"check() got {bad[0]} among the snapshots")
+    return ClusterReport(snapshots=snaps)
+
+
+def _crashed(info: CheckInfo, exc: BaseException, where: str) -> Finding:
+    return Finding(
+        rule=info.id, category="unknown", severity="info", confidence=0.0,
+        title=f"check {info.id} could not run on {where}",
+        evidence=(Evidence(source=where, line=None, text=f"{type(exc).__name__}: {exc}"[:300]),),
+        cause="The check failed on facts it did not expect; its verdict is unknown, the other checks still ran.",
+        fix="Report this with the snapshot attached (ncclnb collect > node.json).",
+    )
+
+
+def _host_ranks(report: ClusterReport, host: str) -> tuple[RankEntry, ...]:
+    return tuple(r for r in report.ranks or () if isinstance(r, RankEntry) and r.host == host)
+
+
+def _sort_key(f: Finding):
+    return (SEVERITY_ORDER.get(f.severity, 3), -f.confidence, f.rule, f.hosts, f.title)
+
+
+def check(target: Target, only: Optional[Union[str, Iterable[str]]] = None) -> list[Finding]:
+    """Run the registered checks on a snapshot, a report, or several snapshots
+    (treated as the nodes of one job) and return the findings, errors first,
+    then warnings, then info, each group by confidence.
+
+    ``only`` limits the run to check ids (a list, or "id1,id2"); an unknown id
+    raises ValueError. Node checks run once per snapshot with the rank-table
+    entries on that host; report checks run once."""
+    report = as_report(target)
+    findings: list[Finding] = []
+    for info in _selected(only):
+        if info.takes == "node":
+            for snap in report.snapshots:
+                where = f"snapshot:{getattr(getattr(snap, 'host', None), 'hostname', '?')}"
+                try:
+                    findings.extend(info.func(snap, _host_ranks(report, snap.hostname)) or [])
+                except Exception as exc:  # a broken check must not hide the others
+                    findings.append(_crashed(info, exc, where))
+        else:
+            try:
+                findings.extend(info.func(report) or [])
+            except Exception as exc:
+                findings.append(_crashed(info, exc, "report"))
+    findings.sort(key=_sort_key)
+    return findings

@@ -1,0 +1,265 @@
+"""Rank-table checks (seed 000's ranks beyond the world size) and the GPU each
+rank uses (seed 001's barrier on a guessed GPU)."""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Iterable, Optional
+
+from ..model import ClusterReport, NodeSnapshot, RankEntry
+from ._facts import gpus, majority, parse_visible_devices, rank_gpu, visible_gpus
+from ._registry import fact, make, node_source, register
+
+MAX_EVIDENCE = 8  # lines per finding; a 1024-node table must stay readable
+
+
+def span(numbers: Iterable[int]) -> str:
+    """[0,1,2,3,7] -> "0-3,7"."""
+    nums = sorted(set(numbers))
+    parts, i = [], 0
+    while i < len(nums):
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        parts.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def _capped(lines: list, source: str = "report"):
+    out = [fact(source, t) for t in lines[:MAX_EVIDENCE]]
+    if len(lines) > MAX_EVIDENCE:
+        out.append(fact(source, f"... and {len(lines) - MAX_EVIDENCE} more"))
+    return out
+
+
+def _entries(report: ClusterReport) -> list[RankEntry]:
+    return [r for r in report.ranks or () if isinstance(r, RankEntry) and isinstance(r.rank, int)]
+
+
+def _world_size(entries: list[RankEntry]) -> Optional[int]:
+    sizes = [r.world_size for r in entries if isinstance(r.world_size, int)]
+    return majority(sizes) if sizes else None
+
+
+def _by_host(entries: list[RankEntry]) -> dict[str, list[RankEntry]]:
+    out: dict[str, list[RankEntry]] = defaultdict(list)
+    for r in entries:
+        out[r.host].append(r)
+    return out
+
+
+_RANK_FIX = ("Launch every node with the same --nnodes and --nproc-per-node and a distinct --node-rank "
+             "(torchrun sets RANK, LOCAL_RANK and WORLD_SIZE consistently); with a custom ClusterEnvironment or "
+             "launcher, WORLD_SIZE must be nodes x processes per node and RANK = node_rank x per_node + local_rank.")
+
+
+@register("rank_out_of_range", "rank_world_size_mismatch", "report")
+def rank_out_of_range(report: ClusterReport):
+    """A rank is >= the WORLD_SIZE it was started with (NCCL: 'Invalid rank requested : 7/4')."""
+    bad = [r for r in _entries(report) if isinstance(r.world_size, int) and not 0 <= r.rank < r.world_size]
+    if not bad:
+        return []
+    lines = []
+    for host, rs in _by_host(bad).items():
+        sizes = sorted({r.world_size for r in rs})
+        lines.append(f"{host}: RANK {span(r.rank for r in rs)} with WORLD_SIZE={'/'.join(map(str, sizes))}")
+    worst = max(bad, key=lambda r: r.rank)
+    return [make(
+        "rank_out_of_range", "error", 0.95,
+        f"{len(bad)} rank(s) outside the world: RANK {span(r.rank for r in bad)} >= WORLD_SIZE "
+        f"(NCCL would say 'Invalid rank requested : {worst.rank}/{worst.world_size}')",
+        _capped(lines),
+        cause="Each process's RANK must be below the WORLD_SIZE it was given; here the per-node numbering and the "
+              "world size disagree, typically WORLD_SIZE counts one node's GPUs while ranks count all nodes'.",
+        fix=_RANK_FIX, ranks=[r.rank for r in bad], hosts=[r.host for r in bad])]
+
+
+@register("rank_table_gaps", "rank_world_size_mismatch", "report")
+def rank_table_gaps(report: ClusterReport):
+    """Ranks missing from 0..WORLD_SIZE-1, or the same rank started twice."""
+    entries = _entries(report)
+    world = _world_size(entries)
+    if not entries or world is None:
+        return []
+    counts = Counter(r.rank for r in entries)
+    dup = sorted(k for k, n in counts.items() if n > 1)
+    missing = sorted(set(range(world)) - set(counts)) if world <= 1 << 20 else []
+    out = []
+    if dup:
+        lines = [f"RANK {k} on " + ", ".join(sorted({r.host for r in entries if r.rank == k})) for k in dup]
+        out.append(make(
+            "rank_table_gaps", "error", 0.9,
+            f"Rank(s) {span(dup)} started more than once",
+            _capped(lines),
+            cause="Two processes claim the same global rank, so the rendezvous waits for a rank that never comes "
+                  "or NCCL pairs the wrong peers.",
+            fix=_RANK_FIX, ranks=dup, hosts=[r.host for r in entries if r.rank in set(dup)]))
+    if missing:
+        out.append(make(
+            "rank_table_gaps", "error", 0.8,
+            f"{len(missing)} of {world} rank(s) never started: {span(missing)}",
+            [fact("report", f"WORLD_SIZE={world}; ranks present: {span(counts)}; missing: {span(missing)}")],
+            cause="init_process_group waits for all WORLD_SIZE ranks ('Timed out ... waiting for clients. n/m clients "
+                  "joined'); the missing ranks were never launched or died before joining.",
+            fix="Start the missing ranks (check the launcher on the nodes that should host them), or lower WORLD_SIZE "
+                "to the number of processes actually started.",
+            ranks=missing))
+    return out
+
+
+@register("world_size_vs_nodes", "rank_world_size_mismatch", "report")
+def world_size_vs_nodes(report: ClusterReport):
+    """WORLD_SIZE is not nodes x ranks per node, or ranks disagree on WORLD_SIZE."""
+    entries = _entries(report)
+    if not entries:
+        return []
+    hosts = _by_host(entries)
+    sizes = defaultdict(set)
+    for r in entries:
+        if isinstance(r.world_size, int):
+            sizes[r.world_size].add(r.host)
+    out = []
+    if len(sizes) > 1:
+        lines = [f"WORLD_SIZE={w} on {', '.join(sorted(h))}" for w, h in sorted(sizes.items())]
+        common = _world_size(entries)
+        odd = [r for r in entries if isinstance(r.world_size, int) and r.world_size != common]
+        out.append(make(
+            "world_size_vs_nodes", "error", 0.9,
+            "Ranks were started with different WORLD_SIZE values: " + ", ".join(str(w) for w in sorted(sizes)),
+            _capped(lines), cause="Every rank must agree on WORLD_SIZE; the rendezvous cannot complete otherwise.",
+            fix=_RANK_FIX, ranks=[r.rank for r in odd], hosts=[r.host for r in odd]))
+    world = _world_size(entries)
+    per_node = {h: len(rs) for h, rs in hosts.items()}
+    if world is not None and len(set(per_node.values())) == 1:
+        n = next(iter(per_node.values()))
+        expected = len(hosts) * n
+        if expected != world:
+            out.append(make(
+                "world_size_vs_nodes", "error", 0.85,
+                f"WORLD_SIZE={world} but {len(hosts)} node(s) x {n} rank(s) per node = {expected}",
+                [fact("report", f"{h}: {c} rank(s), RANK {span(r.rank for r in hosts[h])}") for h, c in list(per_node.items())[:MAX_EVIDENCE]],
+                cause="The launcher's world size does not count every process it started: with 2 nodes x 4 GPUs "
+                      "(seed 000) WORLD_SIZE must be 8, not 4.",
+                fix=_RANK_FIX, ranks=[r.rank for r in entries if r.rank >= world], hosts=list(hosts)))
+    return out
+
+
+def _gpu_key(report: ClusterReport, r: RankEntry):
+    snap = report.snapshot(r.host) if r.host else None
+    g = rank_gpu(snap, r)
+    if g is not None:
+        return (r.host, f"GPU{g.index}"), 0.95
+    if isinstance(r.gpu_uuid, str) and r.gpu_uuid:
+        return (r.host, r.gpu_uuid), 0.9
+    if isinstance(r.cuda_index, int):
+        return (r.host, f"cuda:{r.cuda_index}"), 0.75
+    return None, 0.0
+
+
+@register("ranks_share_gpu", "device_mapping", "report")
+def ranks_share_gpu(report: ClusterReport):
+    """Two or more ranks use the same GPU (NCCL: 'Duplicate GPU detected')."""
+    groups: dict[tuple, list[RankEntry]] = defaultdict(list)
+    conf = {}
+    for r in _entries(report):
+        key, c = _gpu_key(report, r)
+        if key is not None:
+            groups[key].append(r)
+            conf[key] = min(conf.get(key, 1.0), c)
+    shared = {k: v for k, v in groups.items() if len(v) > 1}
+    if not shared:
+        return []
+    lines = [f"{host} {gpu}: RANK {span(r.rank for r in rs)} (LOCAL_RANK "
+             f"{', '.join(str(r.local_rank) for r in rs)})" for (host, gpu), rs in shared.items()]
+    blamed = [r for rs in shared.values() for r in rs]
+    return [make(
+        "ranks_share_gpu", "error", min(conf[k] for k in shared),
+        f"{len(blamed)} ranks share {len(shared)} GPU(s)",
+        _capped(lines),
+        cause="NCCL needs one GPU per rank within a communicator: it fails with 'Duplicate GPU detected'. Usually every process kept cuda:0 because torch.cuda.set_device was "
+              "never called, or CUDA_VISIBLE_DEVICES gave each process the same single GPU.",
+        fix="Call torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) before init_process_group (or pass "
+            "device_id=torch.device('cuda', local_rank)), and start at most as many processes per node as GPUs.",
+        ranks=[r.rank for r in blamed], hosts=[r.host for r in blamed])]
+
+
+@register("local_rank_device", "device_mapping", "report")
+def local_rank_device(report: ClusterReport):
+    """A rank's GPU differs from its LOCAL_RANK, or no device was set and torch
+    will guess one for barrier() (global rank % local device count)."""
+    wrong, guessed_bad, guessed_ok = [], [], []
+    for r in _entries(report):
+        if not isinstance(r.local_rank, int):
+            continue
+        if isinstance(r.cuda_index, int):
+            if r.cuda_index != r.local_rank:
+                wrong.append(f"{r.host}: RANK {r.rank} LOCAL_RANK {r.local_rank} uses cuda:{r.cuda_index}")
+            continue
+        snap = report.snapshot(r.host)
+        count = len(visible_gpus(snap)) if snap is not None else 0
+        if count <= 0:
+            continue
+        guess = r.rank % count
+        line = (f"{r.host}: RANK {r.rank} LOCAL_RANK {r.local_rank}, no device set: barrier() guesses "
+                f"cuda:{guess} ({r.rank} % {count} visible GPUs)")
+        (guessed_ok if guess == r.local_rank else guessed_bad).append((r, line))
+    out = []
+    if wrong:
+        blamed = [r for r in _entries(report) if isinstance(r.cuda_index, int) and isinstance(r.local_rank, int)
+                  and r.cuda_index != r.local_rank]
+        out.append(make(
+            "local_rank_device", "warning", 0.6,
+            f"{len(blamed)} rank(s) use a GPU other than cuda:LOCAL_RANK",
+            _capped(wrong),
+            cause="By convention rank LOCAL_RANK drives cuda:LOCAL_RANK; a rank that picked another device may share "
+                  "a GPU with a neighbour or sit on a GPU far from its CPU and NIC.",
+            fix="torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) before any CUDA work, unless the mapping is "
+                "deliberate (then make sure no two ranks share a GPU).",
+            ranks=[r.rank for r in blamed], hosts=[r.host for r in blamed]))
+    barrier_src = ("torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp guessDeviceForRank(): "
+                   "rank % localDeviceCount when no device is bound")
+    if guessed_bad:
+        out.append(make(
+            "local_rank_device", "warning", 0.75,
+            f"{len(guessed_bad)} rank(s) set no GPU, and torch's barrier guess is not their LOCAL_RANK",
+            _capped([line for _, line in guessed_bad]) + [fact(barrier_src, "using GPU N to perform barrier as devices "
+                                                                "used by this process are currently unknown")],
+            cause="With no device set, ProcessGroupNCCL runs barrier() on cuda:(global rank % visible GPUs). That is "
+                  "not the rank's own GPU here, so barrier() creates a context on a neighbour's GPU and can hang or "
+                  "pair the wrong devices (seed 001's 'using GPU 3 to perform barrier').",
+            fix="Call torch.cuda.set_device(local_rank) before init_process_group, or pass "
+                "init_process_group(..., device_id=torch.device('cuda', local_rank)) (torch >= 2.3), or "
+                "barrier(device_ids=[local_rank]).",
+            ranks=[r.rank for r, _ in guessed_bad], hosts=[r.host for r, _ in guessed_bad]))
+    if guessed_ok:
+        out.append(make(
+            "local_rank_device", "info", 0.5,
+            f"{len(guessed_ok)} rank(s) set no GPU; torch's barrier guess happens to be their LOCAL_RANK",
+            _capped([line for _, line in guessed_ok]),
+            cause="torch will warn 'using GPU N to perform barrier as devices used by this process are currently "
+                  "unknown'. The guess is right only while ranks per node equals visible GPUs per node.",
+            fix="Set the device explicitly (torch.cuda.set_device(local_rank) or device_id= in init_process_group).",
+            ranks=[r.rank for r, _ in guessed_ok], hosts=[r.host for r, _ in guessed_ok]))
+    return out
+
+
+@register("cuda_visible_devices_invalid", "device_mapping", "node")
+def cuda_visible_devices_invalid(snap: NodeSnapshot, ranks=()):
+    """CUDA_VISIBLE_DEVICES names a GPU this node does not have (CUDA hides it and every later entry)."""
+    if not gpus(snap):
+        return []
+    chosen, bad = parse_visible_devices(snap)
+    if not bad:
+        return []
+    raw = snap.env.get("CUDA_VISIBLE_DEVICES")
+    have = ", ".join(str(g.index) for g in gpus(snap))
+    return [make(
+        "cuda_visible_devices_invalid", "error" if not chosen else "warning", 0.85,
+        f"CUDA_VISIBLE_DEVICES={raw} names GPU(s) {','.join(bad)} that {snap.hostname} does not have (or repeats one)",
+        [fact(node_source(snap.hostname), f"CUDA_VISIBLE_DEVICES={raw}; GPUs present: {have}; "
+                                          f"visible to CUDA: {len(chosen or [])}")],
+        cause="CUDA stops reading CUDA_VISIBLE_DEVICES at the first entry it cannot resolve, so fewer GPUs are "
+              "visible than the job expects and ranks end up sharing devices or failing 'invalid device ordinal'.",
+        fix="List GPUs that exist (nvidia-smi -L); with mixed GPU models also set CUDA_DEVICE_ORDER=PCI_BUS_ID so "
+            "indices match nvidia-smi's.",
+        hosts=(snap.hostname,), ranks=[r.rank for r in ranks or () if isinstance(r.rank, int)])]

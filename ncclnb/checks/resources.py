@@ -1,0 +1,146 @@
+"""Resource checks: /dev/shm size, open-file and locked-memory limits."""
+from __future__ import annotations
+
+from ..model import UNLIMITED, NodeSnapshot
+from ._facts import env_flag, gpus_in_use, rdma_nics, visible_gpus
+from ._registry import fact, make, node_source, register
+
+MIB = 1 << 20
+# Size of one NCCL SHM-transport segment with default buffer sizes, as NCCL
+# reports it when /dev/shm runs out: "Error while creating shared memory
+# segment nccl-shm-recv-... (size 9637888)" (dmlc/xgboost#5963, in
+# ../shared/corpus/dev.jsonl). NCCL creates one per connection between two
+# local ranks on each channel.
+SHM_SEGMENT_BYTES = 9637888
+SHM_CHANNELS = 2           # rings use at least 2 channels on most topologies
+DOCKER_DEFAULT_SHM = 64 * MIB  # `docker run` without --shm-size
+
+
+def shm_needed(local_gpus: int) -> int:
+    """Bytes of /dev/shm a job with ``local_gpus`` ranks on a node needs, by
+    the rule: each rank's connection to its ring neighbour, on each of
+    SHM_CHANNELS channels, holds one SHM_SEGMENT_BYTES segment. It is a floor:
+    trees, p2p operations and more channels add segments."""
+    return local_gpus * SHM_CHANNELS * SHM_SEGMENT_BYTES if local_gpus > 1 else 0
+
+
+@register("shm_too_small", "shm_too_small", "node")
+def shm_too_small(snap: NodeSnapshot, ranks=()):
+    """/dev/shm is smaller than NCCL's shared-memory segments for the local GPU count need."""
+    total = snap.host.shm_total_bytes
+    if not isinstance(total, int) or total <= 0:
+        return []
+    chosen, how = gpus_in_use(snap, ranks)
+    n = len(chosen) or len(visible_gpus(snap))
+    how = how or "GPUs visible"
+    need = shm_needed(n)
+    if not need:
+        return []
+    src = node_source(snap.hostname)
+    rule = (f"rule: {n} local ranks x {SHM_CHANNELS} channels x {SHM_SEGMENT_BYTES} B per segment "
+            f"(NCCL's segment size in dmlc/xgboost#5963) = {need / MIB:.0f} MiB")
+    free = snap.host.shm_free_bytes
+    docker = " (Docker's default without --shm-size)" if total == DOCKER_DEFAULT_SHM else ""
+    if total < need:
+        return [make(
+            "shm_too_small", "error", 0.8,
+            f"/dev/shm is {total / MIB:.0f} MiB{docker}; {n} GPUs need about {need / MIB:.0f} MiB",
+            [fact(src, f"/dev/shm size {total} B, {n} GPUs ({how})"), fact("ncclnb", rule)],
+            cause="NCCL's SHM transport (and its proxy) create segments in /dev/shm; when it is full, init fails "
+                  "with 'Error while creating shared memory segment ... (size N)' or posix_fallocate 'No space left "
+                  "on device'.",
+            fix="Give the container more shared memory: docker run --shm-size=1g (or --ipc=host); on Kubernetes mount "
+                "an emptyDir with medium: Memory at /dev/shm.",
+            hosts=(snap.hostname,), ranks=[r.rank for r in ranks or ()])]
+    if isinstance(free, int) and 0 <= free < need:
+        return [make(
+            "shm_too_small", "warning", 0.6,
+            f"/dev/shm has {free / MIB:.0f} MiB free of {total / MIB:.0f} MiB; {n} GPUs need about {need / MIB:.0f} MiB",
+            [fact(src, f"/dev/shm free {free} B of {total} B"), fact("ncclnb", rule)],
+            cause="Leftover segments from crashed jobs (/dev/shm/nccl-*, torch_*) fill /dev/shm.",
+            fix="Remove stale files in /dev/shm left by dead processes, or enlarge it.",
+            hosts=(snap.hostname,))]
+    return []
+
+
+def _world(snap, ranks, default):
+    sizes = [r.world_size for r in ranks or () if isinstance(r.world_size, int) and r.world_size > 0]
+    if sizes:
+        return max(sizes)
+    ws = (snap.env or {}).get("WORLD_SIZE", "")
+    return int(ws) if isinstance(ws, str) and ws.strip().isdigit() and int(ws) > 0 else default
+
+
+def _env_int(env, name, default):
+    v = (env or {}).get(name, "")
+    return int(v) if isinstance(v, str) and v.strip().isdigit() else default
+
+
+FD_BASELINE = 256       # python, CUDA driver, torch libraries and logs of one process
+P2P_CHANNELS = 4        # channels per peer a send/recv-heavy job (all-to-all) may open
+
+
+def fds_needed(peers: int, sockets_per_conn: int, sockets_transport: bool) -> int:
+    """File descriptors one rank may hold: the baseline, a bootstrap/proxy
+    socket per peer, and when NCCL's socket transport carries the data,
+    sockets_per_conn sockets per connection, send and receive, on each of
+    P2P_CHANNELS channels per peer."""
+    data = peers * P2P_CHANNELS * 2 * sockets_per_conn if sockets_transport else 0
+    return FD_BASELINE + peers + data
+
+
+@register("nofile_low", "oom_or_resource", "node")
+def nofile_low(snap: NodeSnapshot, ranks=()):
+    """The open-file limit (ulimit -n) is too low for the sockets NCCL opens."""
+    soft = snap.host.rlimit_nofile_soft
+    if not isinstance(soft, int) or soft == UNLIMITED or soft <= 0:
+        return []
+    env = snap.env or {}
+    world = _world(snap, ranks, len(visible_gpus(snap)))
+    if world < 2:
+        return []
+    per_conn = _env_int(env, "NCCL_NSOCKS_PERTHREAD", 1) * _env_int(env, "NCCL_SOCKET_NTHREADS", 1)
+    sockets = not rdma_nics(snap) or env_flag(env, "NCCL_IB_DISABLE")
+    need = fds_needed(world - 1, max(per_conn, 1), sockets)
+    if soft >= need:
+        return []
+    hard = snap.host.rlimit_nofile_hard
+    src = node_source(snap.hostname)
+    return [make(
+        "nofile_low", "warning", 0.55,
+        f"ulimit -n is {soft}; a rank of a {world}-rank job may need about {need} file descriptors",
+        [fact(src, f"RLIMIT_NOFILE soft {soft}, hard {'unlimited' if hard == UNLIMITED else hard}"),
+         fact("ncclnb", f"rule: {FD_BASELINE} baseline + {world - 1} peers"
+                        + (f" + {world - 1} peers x {P2P_CHANNELS} channels x 2 directions x {per_conn} socket(s) "
+                           f"per connection (NCCL_NSOCKS_PERTHREAD x NCCL_SOCKET_NTHREADS)" if sockets else "")
+                        + f" = {need}")],
+        cause="NCCL's bootstrap, proxy and socket transport each hold sockets; past the limit accept()/socket() fail "
+              "and NCCL reports 'Resource temporarily unavailable' or 'Too many open files' from its proxy thread "
+              "(seed 004, an all-to-all over 32 ranks).",
+        fix=f"Raise the limit before launching: ulimit -n {hard if isinstance(hard, int) and hard > need else 1048576} "
+            "(or LimitNOFILE= in the systemd unit, --ulimit nofile=1048576 for docker, and the Slurm/PAM limits).",
+        hosts=(snap.hostname,), ranks=[r.rank for r in ranks or ()])]
+
+
+@register("memlock_low_with_ib", "ib_misconfig", "node")
+def memlock_low_with_ib(snap: NodeSnapshot, ranks=()):
+    """InfiniBand/RoCE is in use but the locked-memory limit (ulimit -l) is not unlimited."""
+    if env_flag(snap.env or {}, "NCCL_IB_DISABLE"):
+        return []
+    hcas = rdma_nics(snap)
+    soft = snap.host.rlimit_memlock_soft
+    if not hcas or not isinstance(soft, int) or soft == UNLIMITED or soft < 0:
+        return []
+    src = node_source(snap.hostname)
+    tiny = soft < 64 * MIB
+    return [make(
+        "memlock_low_with_ib", "error" if tiny else "warning", 0.75 if tiny else 0.5,
+        f"ulimit -l is {soft // 1024} KiB on {snap.hostname}, which has {len(hcas)} InfiniBand/RoCE port(s)",
+        [fact(src, f"RLIMIT_MEMLOCK soft {soft} B"),
+         fact(src, "RDMA: " + ", ".join(n.name for n in hcas[:8]))],
+        cause="The IB transport pins (registers) its buffers with ibv_reg_mr, which counts against RLIMIT_MEMLOCK; "
+              "a low limit makes registration fail ('NET/IB : ... ibv_reg_mr failed: Cannot allocate memory') or "
+              "NCCL fall back to sockets. Containers default to 64 KiB or 8 MiB.",
+        fix="ulimit -l unlimited for the job (docker run --ulimit memlock=-1, LimitMEMLOCK=infinity in systemd, "
+            "'* - memlock unlimited' in /etc/security/limits.conf; Slurm passes on the submitting shell's limits).",
+        hosts=(snap.hostname,), ranks=[r.rank for r in ranks or ()])]

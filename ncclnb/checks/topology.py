@@ -1,0 +1,190 @@
+"""Topology checks: where the job's GPUs sit (NUMA, SYS links, NIC distance)
+and NCCL settings that throw NVLink or PCIe peer-to-peer away."""
+from __future__ import annotations
+
+from collections import Counter
+from itertools import combinations
+
+from ..model import NodeSnapshot, nvlink_count
+from ._facts import env_flag, gpu_position, gpus, gpus_in_use, label_between, link_distance
+from ._registry import fact, make, node_source, register
+
+# all_reduce_perf bus bandwidth (busbw, out-of-place, largest size) read from
+# the recorded nccl-tests outputs in ../shared/fixtures. Each is one machine.
+BUSBW = {
+    "h100_nvlink": (473.60, "8x H100 SXM, NVSwitch with NVLS, 4 GiB",
+                    "nccl_tests__hgx-h100-1node-8gpu-nvls__nccl-tests-issue-290.txt (NVIDIA/nccl-tests#290)"),
+    "a100_nvlink": (232.44, "8x A100-SXM4-80GB, NVSwitch, 4 GiB",
+                    "nccl_tests__hgx-a100-8x-sxm4-80gb-single-node__unidentified-repo-thanos.txt (repository unidentified)"),
+    "pcie_no_p2p": (4.00, "2x RTX 2080 Ti, PCIe Gen3 behind one switch, P2P not supported, 1 GiB",
+                    "nccl_tests__2x-rtx2080ti-pcie-no-p2p__anthony-hoo-autodl.txt"),
+    "pcie_p2p": (24.58, "6x RTX 4090, PCIe with P2P enabled (patched driver), 32 MiB",
+                 "nccl_tests__tinybox-6x-rtx4090-p2p-patched-single-size__tinygrad-ogkm-readme.txt"),
+}
+
+
+def busbw_line(key: str) -> str:
+    value, what, source = BUSBW[key]
+    return f"all_reduce busbw {value:.2f} GB/s on {what} [{source}]"
+
+
+def _pairs(gs):
+    return list(combinations(gs, 2))
+
+
+def _set_or_all(snap, ranks):
+    chosen, how = gpus_in_use(snap, ranks)
+    return (chosen, how) if chosen else (list(gpus(snap)), "all GPUs of the node")
+
+
+def _names(gs) -> str:
+    return ",".join(str(g.index) for g in gs)
+
+
+@register("gpu_set_numa", "p2p_topology", "node")
+def gpu_set_numa(snap: NodeSnapshot, ranks=()):
+    """The GPUs a job uses straddle NUMA nodes or talk over SYS (inter-socket) links."""
+    chosen, how = gpus_in_use(snap, ranks)
+    if len(chosen) < 2 or len(chosen) >= len(gpus(snap)):
+        return []  # a job on every GPU of the node had no other choice
+    numas = {g.numa_node for g in chosen if isinstance(g.numa_node, int)}
+    sys_pairs = [(a, b) for a, b in _pairs(chosen) if label_between(snap, a, b) == "SYS"]
+    if len(numas) < 2 and not sys_pairs:
+        return []
+    src = node_source(snap.hostname)
+    ev = [fact(src, f"GPUs in use ({how}): " + ", ".join(f"GPU{g.index} NUMA {g.numa_node}" for g in chosen))]
+    for a, b in sys_pairs[:6]:
+        ev.append(fact(src, f"GPU{a.index} NUMA {a.numa_node}, GPU{b.index} NUMA {b.numa_node}: SYS"))
+    if len(sys_pairs) > 6:
+        ev.append(fact(src, f"... {len(sys_pairs) - 6} more SYS pairs"))
+    per_numa = Counter(g.numa_node for g in gpus(snap) if isinstance(g.numa_node, int))
+    room = [n for n, c in sorted(per_numa.items()) if c >= len(chosen)]
+    better = ""
+    if room:
+        alt = [g for g in gpus(snap) if g.numa_node == room[0]][: len(chosen)]
+        if not any(label_between(snap, a, b) == "SYS" for a, b in _pairs(alt)):
+            better = _names(alt)
+    severity = "warning" if better and sys_pairs else "info"
+    return [make(
+        "gpu_set_numa", severity, 0.7 if sys_pairs else 0.5,
+        f"The job's GPUs {_names(chosen)} span NUMA nodes {sorted(numas)}"
+        + (f"; {len(sys_pairs)} pair(s) cross the inter-socket link (SYS)" if sys_pairs else ""),
+        ev,
+        cause="Traffic between GPUs on different sockets crosses the CPU interconnect (QPI/UPI/Infinity Fabric); "
+              "PCIe peer-to-peer across it is slow or unsupported, so NCCL often stages through host memory, and "
+              "each rank's CPU threads should be pinned to its own GPU's NUMA node.",
+        fix=(f"Prefer GPUs on one socket: CUDA_VISIBLE_DEVICES={better} share NUMA node {room[0]}. " if better else "")
+        + "Check with `nvidia-smi topo -m`, and bind each rank's CPU threads to its GPU's NUMA node "
+          "(numactl --cpunodebind=N --membind=N).",
+        hosts=(snap.hostname,), ranks=[r.rank for r in ranks or ()])]
+
+
+@register("nic_far_from_gpu", "p2p_topology", "node")
+def nic_far_from_gpu(snap: NodeSnapshot, ranks=()):
+    """A GPU's nearest NIC is on the other socket (SYS), so GPUDirect RDMA is not used for it."""
+    chosen, how = _set_or_all(snap, ranks)
+    names = list(snap.links.nic_names or ())
+    src = node_source(snap.hostname)
+    far = []
+    for g in chosen:
+        i = gpu_position(snap, g)
+        best = None
+        if names and i is not None and i < len(snap.links.gpu_nic or ()):
+            row = snap.links.gpu_nic[i]
+            dists = [(link_distance(row[k]), names[k], row[k]) for k in range(min(len(row), len(names)))]
+            dists = [d for d in dists if d[0] is not None]
+            if dists:
+                best = min(dists)
+        elif not names and snap.nics and isinstance(g.numa_node, int):
+            local = [n for n in snap.nics if (n.kind or "") in ("infiniband", "roce") and isinstance(n.numa_node, int)]
+            if local:
+                same = [n for n in local if n.numa_node == g.numa_node]
+                best = (5, same[0].name, "NODE") if same else (6, local[0].name, "SYS")
+        if best is not None and best[0] >= 6:
+            far.append((g, best))
+    if not far:
+        return []
+    multi_node = any(isinstance(r.world_size, int) and r.world_size > len(ranks) for r in ranks or ())
+    ev = [fact(src, f"GPU{g.index} (NUMA {g.numa_node}): nearest NIC {nic} is {label}") for g, (_, nic, label) in far[:8]]
+    return [make(
+        "nic_far_from_gpu", "warning" if multi_node else "info", 0.6,
+        f"{len(far)} GPU(s) ({how}) have no NIC on their own socket",
+        ev,
+        cause="NCCL uses GPUDirect RDMA only when the NIC is close to the GPU; across SYS the network data is staged "
+              "through host memory and the inter-socket link, lowering inter-node bandwidth for these GPUs.",
+        fix="For multi-node jobs prefer GPUs that share a PCIe switch or NUMA node with a NIC; NCCL_NET_GDR_LEVEL "
+            "can force GPUDirect RDMA over longer paths where the platform supports it.",
+        hosts=(snap.hostname,))]
+
+
+def _nvlink_pairs(snap, chosen):
+    return [(a, b, label_between(snap, a, b)) for a, b in _pairs(chosen) if nvlink_count(label_between(snap, a, b))]
+
+
+@register("p2p_disabled_on_nvlink", "p2p_topology", "node")
+def p2p_disabled_on_nvlink(snap: NodeSnapshot, ranks=()):
+    """NCCL_P2P_DISABLE=1 (or NCCL_P2P_LEVEL=LOC) on GPUs joined by NVLink."""
+    env = snap.env or {}
+    level = (env.get("NCCL_P2P_LEVEL") or "").strip().upper()
+    if not (env_flag(env, "NCCL_P2P_DISABLE") or level in ("LOC", "0")):
+        return []
+    chosen, how = _set_or_all(snap, ranks)
+    pairs = _nvlink_pairs(snap, chosen)
+    if not pairs:
+        return []
+    src = node_source(snap.hostname)
+    setting = "NCCL_P2P_DISABLE=" + env["NCCL_P2P_DISABLE"] if env_flag(env, "NCCL_P2P_DISABLE") else f"NCCL_P2P_LEVEL={level}"
+    names = " ".join(g.name or "" for g in chosen).upper()
+    ev = [fact(src, setting),
+          fact(src, f"{len(pairs)} NVLink pair(s) among GPUs {_names(chosen)} ({how}), e.g. "
+                    f"GPU{pairs[0][0].index}-GPU{pairs[0][1].index}: {pairs[0][2]}")]
+    if "H100" in names or "H200" in names or "H800" in names:
+        ev.append(fact("fixtures", busbw_line("h100_nvlink")))
+    elif "A100" in names or "A800" in names:
+        ev.append(fact("fixtures", busbw_line("a100_nvlink")))
+    else:  # no recorded all_reduce for this GPU: the two NVLink machines we have show the scale
+        ev.append(fact("fixtures", busbw_line("h100_nvlink")))
+        ev.append(fact("fixtures", busbw_line("a100_nvlink")))
+    ev.append(fact("fixtures", busbw_line("pcie_no_p2p")))
+    return [make(
+        "p2p_disabled_on_nvlink", "warning", 0.85,
+        f"{setting} turns off NVLink between {len(pairs)} GPU pair(s)",
+        ev,
+        cause="With P2P disabled NCCL moves intra-node data through host memory (the SHM transport) over PCIe "
+              "instead of NVLink. The recorded NVLink machines above reach hundreds of GB/s of all_reduce bus "
+              "bandwidth; the recorded PCIe machine without P2P reaches 4 GB/s, about 50-100x less, and a newer "
+              "PCIe generation narrows but does not close that gap. Seed 001 set it to get past a hang whose "
+              "cause was the device mapping, not P2P.",
+        fix="Unset NCCL_P2P_DISABLE and fix the real cause (set the device per rank: torch.cuda.set_device(local_rank)); "
+            "if P2P truly hangs, check IOMMU/ACS (NCCL troubleshooting guide) rather than disabling it.",
+        hosts=(snap.hostname,), ranks=[r.rank for r in ranks or ()])]
+
+
+@register("iommu_with_pcie_p2p", "p2p_topology", "node")
+def iommu_with_pcie_p2p(snap: NodeSnapshot, ranks=()):
+    """IOMMU is on (not passthrough) while the job's GPUs use PCIe peer-to-peer."""
+    if (snap.host.iommu or "").lower() != "on":
+        return []
+    env = snap.env or {}
+    if env_flag(env, "NCCL_P2P_DISABLE"):
+        return []
+    chosen, how = _set_or_all(snap, ranks)
+    pcie = [(a, b, label_between(snap, a, b)) for a, b in _pairs(chosen)
+            if link_distance(label_between(snap, a, b)) in (2, 3, 4, 5, 6)]
+    if not pcie:
+        return []
+    src = node_source(snap.hostname)
+    return [make(
+        "iommu_with_pcie_p2p", "warning", 0.6,
+        f"IOMMU is on and {len(pcie)} GPU pair(s) talk over PCIe",
+        [fact(src, "IOMMU: on (not iommu=pt)"),
+         fact(src, f"GPUs {_names(chosen)} ({how}): e.g. GPU{pcie[0][0].index}-GPU{pcie[0][1].index} {pcie[0][2]}"),
+         fact("NCCL troubleshooting guide, 'PCI Access Control Services (ACS)'",
+              "IO virtualization (VT-d / IOMMU) can redirect PCI peer-to-peer traffic to the CPU root complex: "
+              "a large slowdown or a hang")],
+        cause="With the IOMMU translating DMA, PCIe peer-to-peer writes between GPUs are routed through the root "
+              "complex; all_reduce can hang at the first P2P transfer (NVIDIA/nccl#257) or run far slower.",
+        fix="Boot with iommu=pt (intel_iommu=on iommu=pt / amd_iommu=pt) or disable VT-d/IOMMU and ACS in the BIOS on "
+            "bare metal; in a VM, pass the GPUs through with ATS. As a stopgap, NCCL_P2P_DISABLE=1 avoids the hang "
+            "at a bandwidth cost.",
+        hosts=(snap.hostname,), ranks=[r.rank for r in ranks or ()])]

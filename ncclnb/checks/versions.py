@@ -1,0 +1,267 @@
+"""Version checks: what differs across nodes, which NCCL a node really loads,
+and whether the driver can run the CUDA that torch was built with."""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Optional
+
+from ..model import ClusterReport, NodeSnapshot
+from ._facts import parse_version, short_version
+from ._registry import fact, make, node_source, register
+
+# Minimum Linux x86_64 driver for each CUDA toolkit's GA release, from NVIDIA's
+# CUDA Toolkit Release Notes, Table 3 "CUDA Toolkit and Corresponding Driver
+# Versions" ("Toolkit Driver Version", Linux column).
+TOOLKIT_DRIVER_MIN: dict[tuple[int, int], tuple[int, ...]] = {
+    (11, 0): (450, 36, 6), (11, 1): (455, 23), (11, 2): (460, 27, 3),
+    (11, 3): (465, 19, 1), (11, 4): (470, 42, 1), (11, 5): (495, 29, 5),
+    (11, 6): (510, 39, 1), (11, 7): (515, 43, 4), (11, 8): (520, 61, 5),
+    (12, 0): (525, 60, 13), (12, 1): (530, 30, 2), (12, 2): (535, 54, 3),
+    (12, 3): (545, 23, 6), (12, 4): (550, 54, 14), (12, 5): (555, 42, 2),
+    (12, 6): (560, 28, 3), (12, 8): (570, 26), (12, 9): (575, 51, 3),
+    (13, 0): (580, 65, 6),
+}
+# Minimum driver for CUDA *minor version compatibility* (an app built with any
+# 12.x runs on a >= 525.60.13 driver, with limits such as no JIT of newer PTX),
+# from the same release notes, Table 2 "CUDA Toolkit and Minimum Required
+# Driver Version for CUDA Minor Version Compatibility".
+MINOR_COMPAT_DRIVER_MIN: dict[int, tuple[int, ...]] = {
+    11: (450, 80, 2), 12: (525, 60, 13), 13: (580,),
+}
+DRIVER_TABLE_SOURCE = ("NVIDIA CUDA Toolkit Release Notes, Tables 2 and 3 "
+                       "(minimum Linux driver per CUDA version)")
+
+
+def _fmt(v: tuple[int, ...]) -> str:
+    return ".".join(f"{p:02d}" if i else str(p) for i, p in enumerate(v))
+
+
+@register("driver_too_old", "driver_or_hardware", "node")
+def driver_too_old(snap: NodeSnapshot, ranks=()):
+    """The NVIDIA driver is older than the CUDA version torch was built with needs."""
+    v = snap.versions
+    cuda = parse_version(v.torch_cuda)
+    if not cuda or len(cuda) < 2:
+        return []
+    src = node_source(snap.hostname)
+    host = (snap.hostname,)
+    driver = parse_version(v.driver)
+    cuda_s = f"{cuda[0]}.{cuda[1]}"
+    if driver:
+        floor = MINOR_COMPAT_DRIVER_MIN.get(cuda[0])
+        need = TOOLKIT_DRIVER_MIN.get(cuda[:2])
+        if need is None:  # an unlisted minor (12.7): the nearest lower listed one
+            lower = [k for k in TOOLKIT_DRIVER_MIN if k[0] == cuda[0] and k[1] <= cuda[1]]
+            need = TOOLKIT_DRIVER_MIN[max(lower)] if lower else None
+        ev = [fact(src, f"driver {v.driver}, torch {v.torch or '?'} built with CUDA {v.torch_cuda}")]
+        if floor and driver < floor:
+            return [make(
+                "driver_too_old", "error", 0.9,
+                f"Driver {v.driver} cannot run CUDA {cuda[0]}.x (torch built with CUDA {cuda_s})",
+                ev + [fact(DRIVER_TABLE_SOURCE, f"CUDA {cuda[0]}.x needs driver >= {_fmt(floor)} even with minor version compatibility")],
+                cause="CUDA applications need a driver at least as new as their CUDA major version's minimum; "
+                      "torch.cuda.is_available() is False or CUDA init fails with 'driver version is insufficient'.",
+                fix=f"Upgrade the driver to >= {_fmt(need or floor)}, install a torch build for an older CUDA "
+                    "(e.g. a cu118 wheel), or on datacenter GPUs use the cuda-compat forward-compatibility package.",
+                hosts=host)]
+        if need and driver < need:
+            return [make(
+                "driver_too_old", "info", 0.5,
+                f"Driver {v.driver} is older than CUDA {cuda_s}'s own driver; it runs under minor version compatibility",
+                ev + [fact(DRIVER_TABLE_SOURCE, f"CUDA {cuda_s} ships with driver >= {_fmt(need)}; "
+                                                f"minor version compatibility needs >= {_fmt(floor)}" if floor else
+                           f"CUDA {cuda_s} ships with driver >= {_fmt(need)}")],
+                cause="Minor version compatibility runs the build, but PTX compiled by the newer toolkit cannot be JIT-compiled "
+                      "and a few newer APIs return cudaErrorCallRequiresNewerDriver.",
+                fix=f"Fine for most torch jobs; upgrade the driver to >= {_fmt(need)} if kernels fail with "
+                    "'the provided PTX was compiled with an unsupported toolchain'.",
+                hosts=host)]
+        return []
+    top = parse_version(v.cuda_driver)  # nvidia-smi "CUDA Version": newest CUDA this driver runs
+    if top and len(top) >= 2 and top[0] < cuda[0]:
+        return [make(
+            "driver_too_old", "error", 0.8,
+            f"The driver runs CUDA up to {v.cuda_driver}, torch was built with CUDA {cuda_s}",
+            [fact(src, f"nvidia-smi CUDA Version {v.cuda_driver}, torch.version.cuda {v.torch_cuda}")],
+            cause="A CUDA major version newer than the driver supports cannot run.",
+            fix="Upgrade the driver, or install a torch build for the CUDA the driver supports.",
+            hosts=host)]
+    return []
+
+
+# --- which NCCL a node loads -------------------------------------------------
+
+def _pip_nccl_cuda_major(package: str) -> Optional[int]:
+    m = re.search(r"cu(\d+)", package)
+    return int(m.group(1)) if m else None
+
+
+@register("nccl_multiple_libraries", "version_mismatch", "node")
+def nccl_multiple_libraries(snap: NodeSnapshot, ranks=()):
+    """More than one NCCL library on a node, and which one torch loads."""
+    v = snap.versions
+    env = snap.env or {}
+    src = node_source(snap.hostname)
+    copies: list[tuple[str, str, str]] = []  # (where, version, label)
+    for pkg, ver in sorted((v.nccl_pip or {}).items()):
+        if isinstance(ver, str):
+            copies.append(("pip", short_version(ver) or ver, f"pip {pkg} {ver} (site-packages/nvidia/nccl/lib/libnccl.so.2)"))
+    for lib in v.nccl_system or ():
+        if not isinstance(getattr(lib, "path", None), str):
+            continue
+        ver = short_version(lib.version) or "?"
+        copies.append((lib.source or "system", ver, f"{lib.path} ({lib.source or 'system'}, {lib.version or 'version unknown'})"))
+    versions = {c[1] for c in copies if c[1] != "?"}
+    pip_pkgs = [p for p in (v.nccl_pip or {}) if isinstance(p, str)]
+    torch_nccl = short_version(v.nccl_torch)
+    if torch_nccl:
+        versions.add(torch_nccl)
+    if len(versions) <= 1 and len(pip_pkgs) <= 1:
+        return []
+
+    ev = [fact(src, c[2]) for c in copies]
+    if v.nccl_torch:
+        ev.append(fact(src, f"torch.cuda.nccl.version() = {v.nccl_torch}"))
+    preload = env.get("LD_PRELOAD", "")
+    winner: str
+    if isinstance(preload, str) and "libnccl" in preload:
+        winner = f"LD_PRELOAD={preload} loads that libnccl first, in every process of this environment"
+        ev.append(fact(src, f"LD_PRELOAD={preload}"))
+    elif torch_nccl:
+        match = [c for c in copies if c[1] == torch_nccl]
+        if match:
+            winner = f"torch uses NCCL {torch_nccl}: {match[0][2]}"
+        else:
+            winner = (f"torch reports NCCL {torch_nccl}, which matches no copy on disk: it is linked into torch "
+                      "itself (older wheels and some builds link NCCL statically)")
+    elif pip_pkgs and v.torch:
+        winner = ("pip torch loads libnccl.so.2 from the nvidia-nccl-cu* wheel it depends on "
+                  "(site-packages/nvidia/nccl/lib, through the RUNPATH of torch's libraries), "
+                  "unless LD_PRELOAD or an earlier LD_LIBRARY_PATH entry supplies another libnccl.so.2")
+    else:
+        winner = "the dynamic loader's order decides: LD_PRELOAD, then LD_LIBRARY_PATH, then RUNPATH, then ldconfig's cache"
+    cuda = parse_version(v.torch_cuda)
+    notes = []
+    if len(pip_pkgs) > 1:
+        notes.append(f"{' and '.join(sorted(pip_pkgs))} both install site-packages/nvidia/nccl/lib/libnccl.so.2: "
+                     "the one installed last overwrote the other's file")
+    for pkg in pip_pkgs:
+        major = _pip_nccl_cuda_major(pkg)
+        if cuda and major and major != cuda[0]:
+            notes.append(f"{pkg} is built for CUDA {major}, torch for CUDA {cuda[0]}")
+    severity = "warning" if (notes or (torch_nccl and len(versions) > 1)) else "info"
+    system_versions = sorted({c[1] for c in copies if c[0] != "pip" and c[1] != "?"} - {torch_nccl})
+    cause = winner + "."
+    if system_versions:
+        cause += (f" Programs linked against the system library (nccl-tests, MPI jobs, other frameworks) load "
+                  f"{', '.join(system_versions)} instead, so a test that passes with one says nothing about the other.")
+    if notes:
+        cause += " " + "; ".join(notes) + "."
+    return [make(
+        "nccl_multiple_libraries", severity, 0.7,
+        f"{len(versions)} NCCL versions on {snap.hostname}: {', '.join(sorted(versions))}",
+        ev, cause=cause,
+        fix="Keep one NCCL per environment: `pip uninstall` the wheel for the wrong CUDA (e.g. nvidia-nccl-cu11 under a "
+            "cu12 torch), install the nvidia-nccl-cu* version that matches torch on every node, and check with "
+            "`python -c 'import torch; print(torch.cuda.nccl.version())'` and NCCL_DEBUG=INFO's 'NCCL version' line.",
+        hosts=(snap.hostname,))]
+
+
+# --- differences across nodes ------------------------------------------------
+
+def _effective_nccl(snap: NodeSnapshot) -> Optional[str]:
+    """The NCCL the job's torch uses: torch's own answer, else the pip wheel
+    torch depends on, else a lone system copy (marked as a guess)."""
+    v = snap.versions
+    if short_version(v.nccl_torch):
+        return short_version(v.nccl_torch)
+    pip = sorted({short_version(x) for x in (v.nccl_pip or {}).values() if short_version(x)})
+    if len(pip) == 1:
+        return pip[0] + " (pip wheel, guessed)"
+    system = sorted({short_version(lib.version) for lib in v.nccl_system or () if short_version(lib.version)})
+    if len(system) == 1 and not pip:
+        return system[0] + " (system, guessed)"
+    return None
+
+
+def _components(snap: NodeSnapshot) -> dict[str, Optional[str]]:
+    v = snap.versions
+    pip = ", ".join(f"{k} {x}" for k, x in sorted((v.nccl_pip or {}).items()))
+    system = ", ".join(sorted({short_version(lib.version) or "?" for lib in v.nccl_system or ()}))
+    return {
+        "NCCL (used by torch)": _effective_nccl(snap),
+        "torch": v.torch,
+        "CUDA (torch build)": v.torch_cuda,
+        "NVIDIA driver": v.driver,
+        "NCCL (pip)": pip or None,
+        "NCCL (system)": system or None,
+    }
+
+
+# component -> (severity, confidence, why it matters)
+_COMPONENT_WEIGHT = {
+    "NCCL (used by torch)": ("error", 0.9, "NCCL does not promise that different versions interoperate: seed 002's "
+                             "2.14.3 vs 2.19.3 failed at connect with 'address with family 0 is neither AF_INET nor AF_INET6'"),
+    "torch": ("warning", 0.7, "different torch versions can disagree on collective order and on the c10d store protocol"),
+    "CUDA (torch build)": ("warning", 0.6, "torch builds for different CUDA versions ship different NCCL builds"),
+    "NCCL (pip)": ("warning", 0.5, "the NCCL wheels differ, so the NCCL torch loads is likely to differ"),
+    "NCCL (system)": ("info", 0.4, "programs linked against the system NCCL (nccl-tests, MPI) run different versions"),
+    "NVIDIA driver": ("info", 0.4, "drivers of one branch interoperate, but a mixed fleet hides per-node bugs"),
+}
+
+
+def _group(hosts_by_value: dict[str, list[str]], limit: int = 5) -> list[str]:
+    lines = []
+    for value, hosts in sorted(hosts_by_value.items(), key=lambda kv: -len(kv[1])):
+        names = ", ".join(hosts[:limit]) + (f", ... ({len(hosts)} hosts)" if len(hosts) > limit else "")
+        lines.append(f"{value}: {names}")
+    return lines
+
+
+def _ranks_on(report: ClusterReport, hosts: set[str]) -> list[int]:
+    return [r.rank for r in report.ranks or () if r.host in hosts and isinstance(r.rank, int)]
+
+
+@register("versions_differ", "version_mismatch", "report")
+def versions_differ(report: ClusterReport):
+    """NCCL, torch, CUDA or driver versions differ across the nodes of a job."""
+    snaps = [s for s in report.snapshots or () if isinstance(s, NodeSnapshot)]
+    if len(snaps) < 2:
+        return []
+    table = {s.hostname: _components(s) for s in snaps}
+    out = []
+    for comp, (severity, conf, why) in _COMPONENT_WEIGHT.items():
+        by_value: dict[str, list[str]] = defaultdict(list)
+        for host, comps in table.items():
+            if comps.get(comp):
+                by_value[comps[comp]].append(host)
+        if comp in ("NCCL (pip)", "NCCL (system)"):  # absence is a difference too, once anyone has one
+            if by_value:
+                for host, comps in table.items():
+                    if not comps.get(comp):
+                        by_value["(none)"].append(host)
+        if len(by_value) < 2:
+            continue
+        norm = {short_version(k.split(" (")[0]) or k for k in by_value}
+        if comp == "NCCL (used by torch)" and len(norm) < 2:
+            continue  # same version, only the way we know it differs
+        sizes = sorted((len(hs) for hs in by_value.values()), reverse=True)
+        if sizes[0] > sizes[1]:  # a strict majority: blame the others
+            common = max(by_value, key=lambda k: len(by_value[k]))
+            odd = {h for val, hs in by_value.items() if val != common for h in hs}
+        else:  # a tie: nothing says which side is wrong
+            odd = {h for hs in by_value.values() for h in hs}
+        sev = severity
+        if comp == "NVIDIA driver":
+            majors = {(parse_version(k) or (0,))[0] for k in by_value}
+            sev = "warning" if len(majors) > 1 else "info"
+        out.append(make(
+            "versions_differ", sev, conf,
+            f"{comp} differs across nodes: " + " vs ".join(sorted(by_value)),
+            [fact("report", line) for line in _group(by_value)],
+            cause=f"{comp} is not the same on every node; {why}.",
+            fix="Install the same versions on every node (one container image, or pin torch and nvidia-nccl-cu* in one "
+                "requirements file) and compare again with `ncclnb check` before the run.",
+            hosts=sorted(odd), ranks=_ranks_on(report, odd)))
+    return out

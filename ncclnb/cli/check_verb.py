@@ -1,0 +1,102 @@
+"""``ncclnb check``: run the checks on snapshots, cluster reports or bundled
+machines. Python twin: ``ncclnb.check(target, only=...)``."""
+from __future__ import annotations
+
+import json
+import sys
+
+from . import UsageError, write_output
+
+USAGE = "ncclnb check SNAPSHOT_OR_REPORT_OR_NAME... [--json] [--only ID,...] [--list]"
+
+
+def add_parser(subparsers):
+    p = subparsers.add_parser(
+        "check", help="run the checks on snapshots / reports / bundled machines",
+        usage=USAGE,
+        description="Run the checks on node snapshots, cluster reports or bundled machine names. Several "
+                    "snapshots are checked together as the nodes of one job. Exit 0 whether or not anything "
+                    "was found; 2 on unreadable input.")
+    p.add_argument("inputs", nargs="*", metavar="SNAPSHOT_OR_REPORT_OR_NAME",
+                   help="a JSON file written by `ncclnb collect` or a report, a bundled name, or - for stdin")
+    p.add_argument("--json", action="store_true", help='print {"findings": [...]} like `ncclnb doctor --json`')
+    p.add_argument("--only", metavar="ID,...", help="run only these check ids")
+    p.add_argument("--list", action="store_true", help="list the check ids and exit")
+    p.add_argument("-o", "--output", metavar="PATH", help="write to PATH instead of stdout")
+    return p
+
+
+def _load(item: str):
+    from ..machines import load, load_bytes
+
+    if item == "-":
+        return load_bytes(sys.stdin.buffer.read(), "<stdin>")
+    return load(item)
+
+
+def combine(targets):
+    """One target for ``check()``: a lone report as is, snapshots as one job,
+    reports and snapshots merged (snapshots and rank tables concatenated)."""
+    from ..model import ClusterReport, NodeSnapshot
+
+    if len(targets) == 1:
+        return targets[0]
+    if all(isinstance(t, NodeSnapshot) for t in targets):
+        return list(targets)
+    snaps, ranks = [], []
+    for t in targets:
+        if isinstance(t, ClusterReport):
+            snaps.extend(t.snapshots)
+            ranks.extend(t.ranks)
+        else:
+            snaps.append(t)
+    return ClusterReport(snapshots=tuple(snaps), ranks=tuple(ranks), description="combined by ncclnb check")
+
+
+def format_text(findings, n_checks: int, n_nodes: int) -> str:
+    """Human-readable findings: severity, title, evidence, fix."""
+    if not findings:
+        return f"No findings: {n_checks} checks on {n_nodes} node(s)."
+    lines = []
+    for f in findings:
+        lines.append(f"{f.severity.upper():8}{f.title}")
+        lines.append(f"        [{f.rule}, {f.category}, confidence {f.confidence:.2f}]")
+        for e in f.evidence:
+            lines.append(f"        > {e.source}: {e.text}")
+        if f.ranks:
+            from ..checks.ranks import span
+
+            lines.append(f"        ranks: {span(f.ranks)}")
+        if f.fix:
+            lines.append(f"        fix: {f.fix}")
+        lines.append("")
+    counts = {s: sum(f.severity == s for f in findings) for s in ("error", "warning", "info")}
+    lines.append(f"{len(findings)} finding(s): {counts['error']} error, {counts['warning']} warning, "
+                 f"{counts['info']} info ({n_checks} checks on {n_nodes} node(s)).")
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    from ..checks import as_report, check, registry
+
+    if args.list:
+        reg = registry()
+        if args.json:
+            text = json.dumps({"checks": [{"id": i.id, "category": i.category, "takes": i.takes,
+                                           "summary": i.summary} for i in reg.values()]}, indent=2)
+        else:
+            width = max(len(i) for i in reg)
+            text = "\n".join(f"{i.id:{width}}  {i.takes:6}  {i.category:24}  {i.summary}" for i in reg.values())
+        write_output(text, args.output)
+        return 0
+    if not args.inputs:
+        raise UsageError(f"nothing to check; usage: {USAGE}")
+    target = combine([_load(item) for item in args.inputs])
+    findings = check(target, only=args.only)
+    if args.json:
+        text = json.dumps({"findings": [f.to_dict() for f in findings]}, indent=2, ensure_ascii=False)
+    else:
+        n_checks = len(registry()) if not args.only else len([p for p in args.only.split(",") if p.strip()])
+        text = format_text(findings, n_checks, len(as_report(target).snapshots))
+    write_output(text, args.output)
+    return 0

@@ -1,0 +1,174 @@
+"""Plain-text summary of a NodeSnapshot or ClusterReport for a terminal.
+
+Formatting only: it reads a frozen snapshot and never collects anything, so
+`ncclnb show` of a snapshot saved on a cluster node reads the same on a laptop.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Optional, Union
+
+from .model import ClusterReport, NodeSnapshot, UNLIMITED, nvlink_count
+
+
+def summary(target: Union[NodeSnapshot, ClusterReport], *, width: int = 100) -> str:
+    """Return a compact, readable multi-line summary of ``target``."""
+    if isinstance(target, ClusterReport):
+        return _report_summary(target, width)
+    return _node_summary(target, width)
+
+
+def _fmt_bytes(n: Optional[int]) -> str:
+    if n is None:
+        return "?"
+    if n == UNLIMITED:
+        return "unlimited"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _fmt_limit(n: Optional[int]) -> str:
+    if n is None:
+        return "?"
+    return "unlimited" if n == UNLIMITED else str(n)
+
+
+def _or(value, default="?") -> str:
+    return default if value is None or value == "" else str(value)
+
+
+def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
+    if not rows:
+        return []
+    widths = [max(len(r[i]) if i < len(r) else 0 for r in rows) for i in range(max(map(len, rows)))]
+    out = []
+    for r in rows:
+        cells = [c.ljust(widths[i]) for i, c in enumerate(r)]
+        out.append((indent + "  ".join(cells)).rstrip())
+    return out
+
+
+def _section(title: str) -> str:
+    return f"\n{title}"
+
+
+def _node_summary(s: NodeSnapshot, width: int) -> str:
+    h = s.host
+    lines = [f"{h.hostname}  ({s.origin}{', ' + s.captured_at if s.captured_at else ''})"]
+    if s.description:
+        lines.append(f"  {s.description}")
+    lines.append(
+        f"  OS {_or(h.os)} | kernel {_or(h.kernel)} | CPU {_or(h.cpu_model)}"
+        f" x{_or(h.cpu_count)} | container {', '.join(h.container) or 'none'} | IOMMU {_or(h.iommu)}"
+    )
+    lines.append(
+        f"  /dev/shm {_fmt_bytes(h.shm_free_bytes)} free of {_fmt_bytes(h.shm_total_bytes)}"
+        f" | nofile {_fmt_limit(h.rlimit_nofile_soft)}/{_fmt_limit(h.rlimit_nofile_hard)}"
+        f" | memlock {_fmt_bytes(h.rlimit_memlock_soft)}"
+    )
+
+    lines.append(_section(f"GPUs ({len(s.gpus)})"))
+    if s.gpus:
+        rows = [["#", "cuda", "name", "bus id", "NUMA", "CPU affinity", "memory", "MIG", "compute"]]
+        for g in s.gpus:
+            rows.append([
+                str(g.index), _or(g.cuda_index, "-"), _or(g.name), _or(g.pci_bus_id), _or(g.numa_node),
+                _or(g.cpu_affinity), f"{g.memory_total_mib} MiB" if g.memory_total_mib is not None else "?",
+                _or(g.mig_mode, "-"), _or(g.compute_mode, "-"),
+            ])
+        lines += _table(rows)
+    else:
+        lines.append("  none" + (f" ({s.missing['gpus']})" if "gpus" in s.missing else ""))
+
+    links = s.links
+    if links.gpu_gpu:
+        nic_cols = list(links.nic_names)
+        lines.append(_section("Links (nvidia-smi topo -m terms)"))
+        if len(s.gpus) == len(links.gpu_gpu):
+            gpu_names = [f"GPU{g.index}" for g in s.gpus]
+        else:
+            gpu_names = [f"GPU{i}" for i in range(len(links.gpu_gpu))]
+        header = [""] + gpu_names + nic_cols
+        rows = [header]
+        for i, row in enumerate(links.gpu_gpu):
+            nic_row = list(links.gpu_nic[i]) if i < len(links.gpu_nic) else []
+            rows.append([header[i + 1]] + list(row) + nic_row)
+        lines += _table(rows)
+        counts = sorted({nvlink_count(x) for r in links.gpu_gpu for x in r} - {0})
+        if counts:
+            lines.append(f"  NVLink: {', '.join('NV%d' % c for c in counts)} (bonded links per pair)")
+    for cap, matrix in sorted(links.p2p.items()):
+        bad = sum(1 for r in matrix for x in r if x not in ("X", "OK"))
+        total = sum(1 for r in matrix for x in r if x != "X")
+        verdict = "all OK" if bad == 0 else f"{bad} of {total} pairs not OK ({', '.join(sorted({x for r in matrix for x in r} - {'X', 'OK'}))})"
+        lines.append(f"  P2P {cap}: {verdict}")
+
+    lines.append(_section(f"NUMA ({len(h.numa_nodes)} node{'s' if len(h.numa_nodes) != 1 else ''})"))
+    if h.numa_nodes:
+        for n in h.numa_nodes:
+            gpus = [str(g.index) for g in s.gpus if g.numa_node == n.id]
+            nics = [x.name for x in s.nics if x.numa_node == n.id]
+            mem = f", {n.memory_mib} MiB" if n.memory_mib is not None else ""
+            lines.append(f"  node {n.id}: CPUs {n.cpus or '?'}{mem} | GPUs {','.join(gpus) or '-'} | NICs {','.join(nics) or '-'}")
+    else:
+        lines.append("  unknown")
+
+    lines.append(_section(f"NICs ({len(s.nics)})"))
+    if s.nics:
+        rows = [["name", "kind", "state", "speed", "NUMA", "addresses", "IB"]]
+        for n in s.nics:
+            ib = "/".join(x for x in (n.ib_device, n.ib_port_state, n.ib_link_layer) if x) or "-"
+            rows.append([
+                n.name, _or(n.kind), _or(n.state), f"{n.speed_mbps} Mb/s" if n.speed_mbps else "?",
+                _or(n.numa_node), ", ".join(n.addresses) or "-", ib,
+            ])
+        lines += _table(rows)
+    elif links.nic_names:
+        lines.append(f"  from topo -m only: {', '.join(links.nic_names)}")
+
+    v = s.versions
+    lines.append(_section("Versions"))
+    lines.append(f"  driver {_or(v.driver)} (CUDA {_or(v.cuda_driver)}) | torch {_or(v.torch)} (CUDA {_or(v.torch_cuda)})"
+                 f" | python {_or(v.python)}")
+    nccl = [f"torch reports {v.nccl_torch}"] if v.nccl_torch else []
+    nccl += [f"pip {k}=={val}" for k, val in sorted(v.nccl_pip.items())]
+    nccl += [f"{lib.path}" + (f" ({lib.version})" if lib.version else "") for lib in v.nccl_system]
+    lines.append("  NCCL: " + ("; ".join(nccl) if nccl else "none found"))
+    if v.net_plugins:
+        lines.append("  net plugins: " + ", ".join(p.path for p in v.net_plugins))
+    if v.frameworks:
+        lines.append("  " + ", ".join(f"{k} {val}" for k, val in sorted(v.frameworks.items())))
+
+    if s.env:
+        lines.append(_section("Environment"))
+        lines += [f"  {k}={val}" for k, val in sorted(s.env.items())]
+
+    if s.missing:
+        lines.append(_section("Not read"))
+        lines += [f"  {k}: {reason}" for k, reason in sorted(s.missing.items())]
+    return "\n".join(_clip(lines, width))
+
+
+def _clip(lines: Iterable[str], width: int) -> list[str]:
+    return [ln if len(ln) <= width else ln[: width - 1] + "…" for ln in lines]
+
+
+def _report_summary(r: ClusterReport, width: int) -> str:
+    lines = [f"Cluster report: {len(r.snapshots)} node(s), {len(r.ranks)} rank(s)"]
+    if r.description:
+        lines.append(f"  {r.description}")
+    rows = [["host", "GPUs", "driver", "CUDA", "torch", "NCCL"]]
+    for s in r.snapshots:
+        v = s.versions
+        nccl = v.nccl_torch or ",".join(sorted(set(v.nccl_pip.values()))) or "?"
+        rows.append([s.hostname, str(len(s.gpus)), _or(v.driver), _or(v.cuda_driver), _or(v.torch), nccl])
+    lines += _table(rows)
+    if r.ranks:
+        lines.append(_section("Ranks"))
+        rows = [["rank", "host", "local", "world", "cuda", "pid"]]
+        for e in sorted(r.ranks, key=lambda e: (e.host, e.rank)):
+            rows.append([str(e.rank), e.host, _or(e.local_rank), _or(e.world_size), _or(e.cuda_index), _or(e.pid)])
+        lines += _table(rows)
+    return "\n".join(_clip(lines, width))

@@ -1,0 +1,40 @@
+"""Shared test helpers: where the shared fixtures live, and a CLI runner."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+FIXTURES = SHARED / "fixtures"
+
+
+@pytest.fixture
+def shared_dir() -> Path:
+    if not SHARED.is_dir():
+        pytest.skip(f"{SHARED} is absent: the shared fixtures live beside the repo")
+    return SHARED
+
+
+def run_cli(*args: str, input: bytes | None = None, env: dict | None = None, timeout: float = 120):
+    """Run the real `ncclnb` command in a subprocess; returns CompletedProcess (text)."""
+    full_env = dict(os.environ, PYTHONUNBUFFERED="1")
+    if env:
+        full_env.update(env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ncclnb", *args],
+        input=input, capture_output=True, env=full_env, timeout=timeout, cwd=REPO,
+    )
+    return subprocess.CompletedProcess(
+        proc.args, proc.returncode,
+        proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"),
+    )
+
+
+@pytest.fixture
+def cli():
+    return run_cli
