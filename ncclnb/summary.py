@@ -5,6 +5,7 @@ Formatting only: it reads a frozen snapshot and never collects anything, so
 """
 from __future__ import annotations
 
+import re
 from typing import Iterable, Optional, Union
 
 from .model import ClusterReport, NodeSnapshot, UNLIMITED, nvlink_count
@@ -147,8 +148,25 @@ def _node_summary(s: NodeSnapshot, width: int) -> str:
 
     if s.missing:
         lines.append(_section("Not read"))
-        lines += [f"  {k}: {reason}" for k, reason in sorted(s.missing.items())]
+        lines += [f"  {k}: {reason}" for k, reason in _grouped_missing(s.missing)]
     return "\n".join(_clip(lines, width))
+
+
+def _grouped_missing(missing: dict[str, str]) -> list[tuple[str, str]]:
+    """Fold per-GPU/NIC entries with the same reason: gpus[0..3].uuid."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    singles = []
+    for key, reason in missing.items():
+        m = re.fullmatch(r"(\w+)\[(\d+)\](.*)", key)
+        if m:
+            groups.setdefault((f"{m.group(1)}[{{}}]{m.group(3)}", reason), []).append(int(m.group(2)))
+        else:
+            singles.append((key, reason))
+    for (pattern, reason), idx in groups.items():
+        idx.sort()
+        span = str(idx[0]) if len(idx) == 1 else f"{idx[0]}..{idx[-1]}" if idx == list(range(idx[0], idx[-1] + 1)) else ",".join(map(str, idx))
+        singles.append((pattern.format(span), reason))
+    return sorted(singles)
 
 
 def _clip(lines: Iterable[str], width: int) -> list[str]:

@@ -1,0 +1,84 @@
+"""NCCL's own version lines from an ``NCCL_DEBUG=INFO`` log.
+
+``NCCL version 2.19.3+cuda12.3`` names the NCCL the logging process loaded
+(and the CUDA it was built for); ``NCCL INFO cudaDriverVersion 12040`` the
+newest CUDA the driver supports (12040 -> "12.4"). Log lines start with
+``host:pid:tid [dev]``, which gives the hostname.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from ._common import ParseError, Partial
+
+KIND = "NCCL log"
+
+VERSION_RE = re.compile(r"\bNCCL version (\d+\.\d+\.\d+)((?:[-+][\w.]+)?)")
+CUDA_DRIVER_RE = re.compile(r"\bNCCL INFO cudaDriverVersion (\d+)")
+PREFIX_RE = re.compile(r"^\s*(?:\[\d+\]\s*[:]?\s*)?([A-Za-z0-9][A-Za-z0-9._-]*):(\d+):(\d+) \[\d+\] NCCL ")
+
+
+def nccl_versions(text: str) -> list[str]:
+    """Every distinct NCCL version the log prints, in order ("2.19.3+cuda12.3")."""
+    seen: list[str] = []
+    for m in VERSION_RE.finditer(text):
+        full = m.group(1) + m.group(2)
+        if full not in seen:
+            seen.append(full)
+    return seen
+
+
+def cuda_driver_versions(text: str) -> list[str]:
+    """Every distinct ``cudaDriverVersion`` as "major.minor" (12040 -> "12.4")."""
+    seen: list[str] = []
+    for m in CUDA_DRIVER_RE.finditer(text):
+        value = int(m.group(1))
+        text_value = f"{value // 1000}.{(value % 1000) // 10}"
+        if text_value not in seen:
+            seen.append(text_value)
+    return seen
+
+
+def log_hosts(text: str) -> list[str]:
+    """Distinct hostnames in the ``host:pid:tid [dev] NCCL`` prefixes, in order."""
+    seen: list[str] = []
+    for line in text.splitlines():
+        m = PREFIX_RE.match(line)
+        if m and m.group(1) not in seen:
+            seen.append(m.group(1))
+    return seen
+
+
+def is_nccl_line(line: str) -> bool:
+    return bool(VERSION_RE.search(line) or CUDA_DRIVER_RE.search(line))
+
+
+def parse_nccl_version(text: str) -> Partial:
+    """Partial facts from NCCL log lines: the NCCL version the process loaded
+    (as ``versions.nccl_torch``), the driver's CUDA version, the hostname
+    when the log shows exactly one."""
+    versions_found = nccl_versions(text)
+    drivers = cuda_driver_versions(text)
+    if not versions_found and not drivers:
+        raise ParseError("NCCL log: no 'NCCL version' or 'cudaDriverVersion' line")
+    versions: dict = {}
+    notes: dict = {}
+    if versions_found:
+        versions["nccl_torch"] = versions_found[0].split("+")[0].split("-")[0]
+        note = f"'NCCL version {versions_found[0]}' in an NCCL_DEBUG=INFO log: the NCCL the logging process loaded"
+        if len(versions_found) > 1:
+            note += "; the log also shows " + ", ".join(versions_found[1:])
+        notes["versions.nccl_torch"] = note
+    if drivers:
+        versions["cuda_driver"] = drivers[0]
+        if len(drivers) > 1:
+            notes["versions.cuda_driver"] = "the log also shows cudaDriverVersion " + ", ".join(drivers[1:])
+    host: dict = {}
+    hosts = log_hosts(text)
+    hostname: Optional[str] = hosts[0] if len(hosts) == 1 else None
+    if hostname:
+        host["hostname"] = hostname
+    elif len(hosts) > 1:
+        notes["host.hostname"] = "the NCCL log comes from several hosts: " + ", ".join(hosts[:8])
+    return Partial(kind=KIND, host=host, versions=versions, notes=notes)

@@ -1,0 +1,95 @@
+"""The default ``nvidia-smi`` table: driver and CUDA version, one entry per GPU.
+
+Both layouts are read: the old one (driver <= 470, 79 columns) and the new
+one (>= 510, 89 columns; 580 drops the ``|---`` line under the title). Each
+GPU takes two or three ``|``-separated lines: name and bus id; memory use and
+compute mode; MIG mode (absent before driver 450). Only the first three
+cells are read, so the Processes table below never matches.
+"""
+from __future__ import annotations
+
+import re
+
+from ._common import ParseError, Partial, content_lines
+
+KIND = "nvidia-smi"
+
+HEADER_RE = re.compile(
+    r"NVIDIA-SMI\s+(?P<smi>\S+)\s+Driver Version:\s*(?P<driver>\S+)(?:\s+CUDA Version:\s*(?P<cuda>\S+))?")
+FAILED_RE = re.compile(r"NVIDIA-SMI has failed.*|No devices were found")
+_NAME_CELL = re.compile(r"\s*(\d+)\s+(.*?)\s+(On|Off|WDDM|TCC|N/A)\s*")
+_BUS_CELL = re.compile(r"\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s+\S+\s*")
+_MEMORY = re.compile(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
+_COMPUTE = {"Default": "Default", "E. Process": "Exclusive_Process", "E. Thread": "Exclusive_Thread",
+            "Prohibited": "Prohibited", "Exclusive_Process": "Exclusive_Process"}
+_COMPUTE_RE = re.compile(r"(Default|E\. Process|E\. Thread|Prohibited|Exclusive_Process)\s*$")
+
+
+def is_header(line: str) -> bool:
+    return bool(HEADER_RE.search(line)) or bool(FAILED_RE.match(line.strip()))
+
+
+def _cells(line: str) -> list[str]:
+    s = line.strip()
+    if not (s.startswith("|") and s.endswith("|")):
+        return []
+    return s[1:-1].split("|")
+
+
+def parse_nvidia_smi(text: str) -> Partial:
+    """Parse the ``nvidia-smi`` table into partial facts: driver and CUDA
+    version; per GPU its name, PCI bus id, total memory (MiB), compute mode
+    and MIG mode."""
+    lines = content_lines(text)
+    header = next(((i, HEADER_RE.search(ln)) for i, ln in enumerate(lines) if HEADER_RE.search(ln)), None)
+    if header is None:
+        failed = next((ln.strip() for ln in lines if FAILED_RE.match(ln.strip())), None)
+        if failed:
+            reason = "nvidia-smi: " + failed
+            return Partial(kind=KIND, missing={"gpus": reason, "versions.driver": reason})
+        raise ParseError("nvidia-smi: no 'NVIDIA-SMI ... Driver Version' line")
+    start, m = header
+    versions = {"driver": m.group("driver")}
+    missing = {}
+    cuda = m.group("cuda")
+    if cuda and cuda != "N/A":
+        versions["cuda_driver"] = cuda
+    else:
+        missing["versions.cuda_driver"] = "nvidia-smi shows no CUDA Version" + (" (N/A)" if cuda else "")
+
+    gpus: dict[int, dict] = {}
+    body = lines[start + 1:]
+    i = 0
+    while i < len(body):
+        cells = _cells(body[i])
+        name_m = _NAME_CELL.fullmatch(cells[0]) if len(cells) >= 3 else None
+        bus_m = _BUS_CELL.fullmatch(cells[1]) if name_m else None
+        if not (name_m and bus_m):
+            i += 1
+            continue
+        index = int(name_m.group(1))
+        if index in gpus:
+            raise ParseError(f"nvidia-smi: GPU {index} is listed twice")
+        second = _cells(body[i + 1]) if i + 1 < len(body) else []
+        mem = _MEMORY.search(second[1]) if len(second) >= 3 else None
+        if mem is None:
+            raise ParseError(f"nvidia-smi: the entry of GPU {index} is cut short (no memory line after its name)")
+        facts = {"name": name_m.group(2), "pci_bus_id": bus_m.group(1), "memory_total_mib": int(mem.group(2))}
+        comp = _COMPUTE_RE.search(second[2])
+        if comp:
+            facts["compute_mode"] = _COMPUTE[comp.group(1)]
+        i += 2
+        third = _cells(body[i]) if i < len(body) else []
+        if len(third) >= 3 and not third[0].strip() and not third[1].strip():
+            mig = third[2].strip()
+            if mig in ("Enabled", "Disabled"):
+                facts["mig_mode"] = mig
+            elif mig:
+                missing[f"gpus[{index}].mig_mode"] = f"nvidia-smi shows MIG M. {mig}"
+            i += 1
+        else:
+            missing[f"gpus[{index}].mig_mode"] = "this nvidia-smi table has no MIG M. line (driver before 450)"
+        gpus[index] = facts
+    if not gpus:
+        raise ParseError("nvidia-smi: no GPU entries after the header (text cut short?)")
+    return Partial(kind=KIND, gpus=gpus, versions=versions, missing=missing)

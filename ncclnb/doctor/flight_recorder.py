@@ -1,0 +1,871 @@
+"""Flight recorder dumps: who ran which collective, aligned across ranks.
+
+Input is what ``torch._C._distributed_c10d._dump_fr_trace_json()`` returns,
+one JSON document per rank, already parsed (never a pickle: the pickled
+``_dump_fr_trace`` format is not read here at all). The analysis follows the
+stock analyzer in ``torch/distributed/flight_recorder`` (align entries by
+process group and ``collective_seq_id``; pair sends with receives) but never
+asserts on its input: a dump that does not look right is skipped with an info
+finding, and the others are still analysed.
+
+What torch 2.13 writes, and what this module relies on
+------------------------------------------------------
+Top level: ``version`` ("2.10"), ``comm_lib_version`` ("" on gloo, the NCCL
+version on NCCL), ``pg_config``, ``pg_status``, ``nccl_comm_state``,
+``entries``. No key names the rank that wrote the dump. Each entry has
+``record_id``, ``pg_id``, ``process_group`` ([name, desc]),
+``collective_seq_id``, ``p2p_seq_id``, ``op_id``, ``is_p2p``,
+``profiling_name`` ("gloo:all_reduce", "nccl:send 0->1", "nccl:recv 1<-0"),
+``input_sizes``/``output_sizes`` (one list of dims per tensor),
+``input_dtypes``/``output_dtypes`` ("Float", "BFloat16", ...), ``state``,
+``time_created_ns``, ``timeout_ms``, ``retired``. The JSON form carries no
+``frames``.
+
+On gloo every ``state`` reads ``scheduled`` and ``pg_config`` is keyed by ""
+with empty name and desc, so it cannot be tied to the groups named in the
+entries: group membership is then rebuilt from the entries (the default group
+holds every rank that gave a dump; another group holds the ranks that
+recorded an entry in it). gloo does not record send/recv at all, so point to
+point pairing only has something to say on NCCL dumps.
+
+Which rank wrote a dump
+-----------------------
+1. a top-level integer ``rank`` key, if a tool added one (torch does not);
+2. the file name: ``rank<N>`` anywhere in it (``rank3.json``,
+   ``fr_rank_3.json``), else trailing digits before the extension
+   (``nccl_trace_3``, ``trace_3.json``: the stock analyzer's
+   ``<prefix><rank>``);
+3. the dump's own sends and receives on the default group (``send 3->x`` and
+   ``recv 3<-x`` are written by rank 3).
+A dump whose rank none of these tell is skipped with an info finding.
+
+Rules for the first divergence of a process group (collective entries only,
+in ``collective_seq_id`` order, starting where every wrapped ring buffer
+still has entries):
+- ranks at the same sequence id ran different ops: ``fr.desync_op``;
+  same ops but other sizes: ``fr.size_mismatch``; other dtypes:
+  ``fr.dtype_mismatch`` (all ``collective_desync``). The majority is taken as
+  right and the others are blamed; on a tie every rank involved is blamed.
+- some members have no entry at a sequence id the others reached. If those
+  that reached it are fewer than those that did not, the few ran collectives
+  the rest never ran: ``fr.extra_collective`` (``collective_desync``, blames
+  the few). Otherwise the missing ranks are blamed: a missing rank is
+  *merely behind* when its last entry anywhere is either finished
+  (``completed``) or a collective of this group or of a group whose every
+  member reached it; it then hangs in its own code (a checkpoint, an
+  evaluation, a data loader): ``fr.missing_rank`` (``slow_rank_timeout``).
+  When its last entry is a send/recv, or a collective of another group that
+  the others of that group never reached, or it skipped this sequence id but
+  ran later ones, it ran something else: ``fr.missing_rank_elsewhere``
+  (``collective_desync``).
+- every rank reached the same collective, but one issued it later than its
+  peers by more than the collective's timeout, measured from each rank's own
+  previous collective of the group (so clocks of different hosts need not
+  agree): ``fr.late_rank`` (``slow_rank_timeout``). This is how a slow rank
+  shows on gloo when it does reach the collective in the end.
+
+Point to point (per process group, per ordered pair src -> dst, in record
+order): the i-th send a->b pairs with the i-th recv b<-a. Extra sends or
+receives are ``fr.p2p_unmatched``; a pair whose sizes or dtypes differ is
+``fr.p2p_order`` when the pair's sizes agree as a multiset (same messages,
+other order) and ``fr.p2p_size_mismatch`` otherwise (all ``p2p_pairing``,
+blaming both ends, the rank involved most often first).
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Any, Iterable, Optional, Union
+
+from ncclnb.model import Evidence, Finding, RankStatus
+
+__all__ = ["looks_like_dump", "analyze_dumps", "dump_rank_status", "MAX_ENTRIES"]
+
+MAX_ENTRIES = 200_000        # per dump; torch's default ring buffer holds 2000
+_MAX_EVIDENCE = 12           # evidence lines per finding
+_MAX_RANK = 1_000_000        # a "rank" in a file name beyond this is a date or an id
+_DOCS = "flight_recorder"
+
+# Collectives whose input and output sizes must agree on every rank.
+# all_to_all, scatter, gather, the *_v variants and barrier legitimately differ.
+_SAME_SIZE_OPS = frozenset({
+    "all_reduce", "allreduce_coalesced", "all_reduce_barrier",
+    "broadcast", "_broadcast_oop", "reduce", "_reduce_oop",
+    "all_gather", "_all_gather_base", "all_gather_into_tensor", "all_gather_into_tensor_coalesced",
+    "all_gather_single", "reduce_scatter", "_reduce_scatter_base", "reduce_scatter_tensor",
+    "reduce_scatter_tensor_coalesced", "reduce_scatter_single",
+})
+_P2P_OPS = frozenset({"send", "recv"})
+_DTYPE_NAMES = {
+    "Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16",
+    "Long": "int64", "Int": "int32", "Short": "int16", "Char": "int8", "Byte": "uint8",
+    "Bool": "bool", "ComplexFloat": "complex64", "ComplexDouble": "complex128",
+    "Float8_e4m3fn": "float8_e4m3fn", "Float8_e5m2": "float8_e5m2",
+}
+_SEND_RE = re.compile(r"^\s*(\d+)\s*->\s*(\d+)\s*$")
+_RECV_RE = re.compile(r"^\s*(\d+)\s*<-\s*(\d+)\s*$")
+_RANK_IN_NAME = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)
+_TRAILING_DIGITS = re.compile(r"(\d+)$")
+
+
+# --------------------------------------------------------------------------- parsing
+
+@dataclass(frozen=True)
+class _Entry:
+    rank: int                    # global rank of the dump that holds it
+    source: str
+    record_id: int
+    pg: str                      # process_group[0]
+    pg_desc: str                 # process_group[1]
+    op: str                      # "all_reduce", "send", "coalesced", ...
+    peer_spec: Optional[str]     # "0->1" / "1<-0" for send/recv
+    coll_seq: int
+    p2p_seq: int
+    is_p2p: bool
+    in_sizes: tuple
+    out_sizes: tuple
+    dtypes: tuple                # input dtypes then output dtypes
+    state: str
+    t_ns: Optional[int]
+    timeout_ms: Optional[int]
+
+
+@dataclass(frozen=True)
+class _Dump:
+    rank: int
+    source: str
+    entries: tuple               # of _Entry, in record order
+    pg_ranks: dict               # pg name -> tuple of global ranks, from a usable pg_config
+    lib_version: Optional[str]
+    wrapped: bool                # the ring buffer dropped older entries
+
+
+class _BadDump(Exception):
+    """A dump that cannot be analysed; the message says why, in one line."""
+
+
+def looks_like_dump(data: Union[str, bytes]) -> bool:
+    """Cheap check that ``data`` (a file's text or bytes) is a flight-recorder
+    JSON dump: a JSON object whose first 64 KiB name ``"entries"`` and one of
+    the keys torch writes beside it (``pg_config``, ``pg_status``,
+    ``comm_lib_version``, ``nccl_comm_state``, ``profiling_name``), or, for a
+    recorder that was switched off and wrote no entries, ``pg_config``,
+    ``pg_status`` and ``version``.
+
+    Only the head is looked at; the file is not parsed. Never raises.
+    """
+    try:
+        head = data[:65536]
+        if isinstance(head, (bytes, bytearray)):
+            head = bytes(head).decode("utf-8", errors="replace")
+        if not isinstance(head, str):
+            return False
+        head = head.lstrip("\ufeff \t\r\n")
+        if not head.startswith("{"):
+            return False
+        if '"entries"' not in head:
+            # a recorder that was off (TORCH_FR_BUFFER_SIZE=0) writes no "entries" key
+            return all(k in head for k in ('"pg_config"', '"pg_status"', '"version"'))
+        return any(k in head for k in ('"pg_config"', '"pg_status"', '"comm_lib_version"',
+                                       '"nccl_comm_state"', '"profiling_name"'))
+    except Exception:  # odd input of any kind is simply "not a dump"
+        return False
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _sizes(v: Any, what: str) -> tuple:
+    if not isinstance(v, list):
+        raise _BadDump(f"{what} is not a list")
+    out = []
+    for dims in v:
+        if not isinstance(dims, list) or not all(_is_int(d) for d in dims):
+            raise _BadDump(f"{what} holds something other than lists of integers")
+        out.append(tuple(dims))
+    return tuple(out)
+
+
+def _strs(v: Any, what: str) -> tuple:
+    if v is None:
+        return ()
+    if not isinstance(v, list) or not all(isinstance(s, str) for s in v):
+        raise _BadDump(f"{what} is not a list of strings")
+    return tuple(v)
+
+
+def _parse_entry(raw: Any, index: int, rank: int, source: str) -> _Entry:
+    where = f"entries[{index}]"
+    if not isinstance(raw, dict):
+        raise _BadDump(f"{where} is not an object")
+    name = raw.get("profiling_name")
+    if not isinstance(name, str) or not name:
+        raise _BadDump(f"{where}.profiling_name is missing")
+    op_part = name.split(":", 1)[1] if ":" in name else name
+    op, _, meta = op_part.strip().partition(" ")
+    pg = raw.get("process_group")
+    if (not isinstance(pg, list) or len(pg) != 2
+            or not all(isinstance(x, str) for x in pg)):
+        raise _BadDump(f"{where}.process_group is not [name, desc]")
+    seq = raw.get("collective_seq_id")
+    if not _is_int(seq):
+        raise _BadDump(f"{where}.collective_seq_id is not an integer")
+    p2p_seq = raw.get("p2p_seq_id", 0)
+    record_id = raw.get("record_id", index)
+    if not _is_int(p2p_seq) or not _is_int(record_id):
+        raise _BadDump(f"{where}: p2p_seq_id or record_id is not an integer")
+    is_p2p = raw.get("is_p2p")
+    if not isinstance(is_p2p, bool):
+        is_p2p = op in _P2P_OPS
+    t_ns = raw.get("time_created_ns")
+    timeout_ms = raw.get("timeout_ms")
+    state = raw.get("state", "")
+    return _Entry(
+        rank=rank, source=source, record_id=record_id, pg=pg[0], pg_desc=pg[1],
+        op=op, peer_spec=meta.strip() or None, coll_seq=seq, p2p_seq=p2p_seq, is_p2p=is_p2p,
+        in_sizes=_sizes(raw.get("input_sizes", []), f"{where}.input_sizes"),
+        out_sizes=_sizes(raw.get("output_sizes", []), f"{where}.output_sizes"),
+        dtypes=_strs(raw.get("input_dtypes"), f"{where}.input_dtypes")
+        + _strs(raw.get("output_dtypes"), f"{where}.output_dtypes"),
+        state=state if isinstance(state, str) else "",
+        t_ns=t_ns if _is_int(t_ns) else None,
+        timeout_ms=timeout_ms if _is_int(timeout_ms) and timeout_ms > 0 else None,
+    )
+
+
+def _rank_from_name(source: str) -> Optional[int]:
+    name = PurePath(str(source)).name
+    found = _RANK_IN_NAME.findall(name)
+    if found:
+        rank = int(found[-1])
+    else:
+        stem = name
+        for ext in (".gz", ".json", ".txt", ".pkl", ".pickle"):
+            if stem.lower().endswith(ext):
+                stem = stem[: -len(ext)]
+        m = _TRAILING_DIGITS.search(stem)
+        if not m:
+            return None
+        rank = int(m.group(1))
+    return rank if rank < _MAX_RANK else None
+
+
+def _rank_from_p2p(raw_entries: list) -> Optional[int]:
+    """The rank a dump belongs to, read from its own default-group p2p entries."""
+    seen = set()
+    for raw in raw_entries:
+        if not isinstance(raw, dict):
+            continue
+        name, pg = raw.get("profiling_name"), raw.get("process_group")
+        if not isinstance(name, str) or not isinstance(pg, list) or len(pg) != 2:
+            continue
+        if pg[1] != "default_pg" and pg[0] != "0":
+            continue
+        op, _, meta = (name.split(":", 1)[-1]).strip().partition(" ")
+        m = (_SEND_RE if op == "send" else _RECV_RE if op == "recv" else None)
+        m = m.match(meta) if m else None
+        if m:
+            seen.add(int(m.group(1)))   # "a->b": a sends; "b<-a": b receives
+    return seen.pop() if len(seen) == 1 else None
+
+
+def _parse_ranks_text(v: Any) -> Optional[tuple]:
+    """pg_config ``ranks``: a JSON list of ints, written as text ("[0, 1]")."""
+    if isinstance(v, str):
+        try:
+            v = json.loads(v)
+        except ValueError:
+            return None
+    if isinstance(v, list) and v and all(_is_int(r) and r >= 0 for r in v):
+        return tuple(v)
+    return None
+
+
+def _parse_dump(source: str, data: Any) -> _Dump:
+    if not isinstance(data, dict):
+        raise _BadDump("it is not a JSON object")
+    raw_entries = data.get("entries")
+    if raw_entries is None and "pg_status" in data:
+        raise _BadDump("it holds no entries: the flight recorder was off "
+                       "(TORCH_FR_BUFFER_SIZE=0 or TORCH_NCCL_TRACE_BUFFER_SIZE=0)")
+    if not isinstance(raw_entries, list):
+        raise _BadDump('it has no "entries" list')
+    if len(raw_entries) > MAX_ENTRIES:
+        raise _BadDump(f"it holds {len(raw_entries)} entries, more than the {MAX_ENTRIES} read")
+    rank = data.get("rank")
+    if not (_is_int(rank) and 0 <= rank < _MAX_RANK):
+        rank = _rank_from_name(source)
+    if rank is None:
+        rank = _rank_from_p2p(raw_entries)
+    if rank is None:
+        raise _BadDump("no rank in its file name (rank<N> or trailing digits) or in its entries")
+    entries = tuple(_parse_entry(raw, i, rank, source) for i, raw in enumerate(raw_entries))
+    entries = tuple(sorted(entries, key=lambda e: e.record_id))
+    pg_ranks = {}
+    cfg = data.get("pg_config")
+    if isinstance(cfg, dict):
+        for key, val in cfg.items():
+            # gloo writes {"": {"name": "", "desc": "", ...}}: no group name, unusable.
+            if not key or not isinstance(val, dict):
+                continue
+            ranks = _parse_ranks_text(val.get("ranks"))
+            if ranks is not None:
+                pg_ranks[key] = ranks
+    lib = data.get("comm_lib_version", data.get("nccl_version"))
+    return _Dump(
+        rank=rank, source=str(source), entries=entries, pg_ranks=pg_ranks,
+        lib_version=lib if isinstance(lib, str) and lib else None,
+        wrapped=bool(entries) and entries[0].record_id > 0,
+    )
+
+
+def _load(dumps: Iterable) -> tuple[dict, list]:
+    """Parse every dump; returns ({rank: _Dump}, [info findings for the skipped])."""
+    by_rank: dict[int, _Dump] = {}
+    notes: list[Finding] = []
+    for item in dumps:
+        try:
+            source, data = item
+        except (TypeError, ValueError):
+            source, data = "<dump>", None
+        source = str(source)
+        try:
+            dump = _parse_dump(source, data)
+        except _BadDump as exc:
+            notes.append(_info("fr.bad_dump", f"Skipped flight-recorder dump {source}: {exc}",
+                               source, "This file was not analysed; the other dumps were."))
+            continue
+        except Exception as exc:  # never let one odd file stop the doctor
+            notes.append(_info("fr.bad_dump", f"Skipped flight-recorder dump {source}: "
+                               f"{type(exc).__name__}", source, "This file was not analysed."))
+            continue
+        if dump.rank in by_rank:
+            notes.append(_info(
+                "fr.duplicate_rank",
+                f"Two flight-recorder dumps claim rank {dump.rank}; kept {by_rank[dump.rank].source}",
+                source, "Name per-rank dumps rank<N>.json so that each rank is known."))
+            continue
+        by_rank[dump.rank] = dump
+    return by_rank, notes
+
+
+def _info(rule: str, title: str, source: str, cause: str) -> Finding:
+    return Finding(rule=rule, category="unknown", severity="info", confidence=1.0, title=title,
+                   evidence=(Evidence(source=source, line=None, text=title),), cause=cause,
+                   docs=_DOCS)
+
+
+# --------------------------------------------------------------------------- text
+
+def _dtype(name: str) -> str:
+    return _DTYPE_NAMES.get(name, name)
+
+
+def _fmt_sizes(sizes: tuple) -> str:
+    if not sizes:
+        return "[]"
+    shown = " ".join("[" + ", ".join(str(d) for d in dims) + "]" for dims in sizes[:4])
+    return shown + (f" (+{len(sizes) - 4} tensors)" if len(sizes) > 4 else "")
+
+
+def _fmt_entry(e: _Entry, seq: Optional[int] = None) -> str:
+    op = e.op if not e.peer_spec else f"{e.op} {e.peer_spec}"
+    dtypes = sorted({_dtype(d) for d in e.dtypes})
+    sizes = _fmt_sizes(e.in_sizes if e.in_sizes else e.out_sizes)
+    text = f"rank {e.rank} seq {e.coll_seq if seq is None else seq}: {op} {sizes}"
+    if dtypes:
+        text += " " + "/".join(dtypes)
+    if e.state:
+        text += f" (state {e.state})"
+    return text
+
+
+def _fmt_group(entries: list, seq: int) -> str:
+    if len(entries) == 1:
+        return _fmt_entry(entries[0], seq)
+    return f"rank {entries[0].rank} seq {seq}: " + " + ".join(
+        _fmt_entry(e, seq).split(": ", 1)[1] for e in entries)
+
+
+def _ranks_text(ranks: Iterable[int]) -> str:
+    ranks = sorted(ranks)
+    if len(ranks) == 1:
+        return f"rank {ranks[0]}"
+    if len(ranks) > 8:
+        return f"ranks {', '.join(map(str, ranks[:8]))} and {len(ranks) - 8} more"
+    return "ranks " + ", ".join(map(str, ranks[:-1])) + f" and {ranks[-1]}"
+
+
+def _pg_text(pg: str, desc: str) -> str:
+    return f"process group {pg}" + (f" ({desc})" if desc and desc not in ("undefined", pg) else "")
+
+
+# --------------------------------------------------------------------------- groups
+
+def _memberships(dumps: dict) -> tuple[dict, dict, list]:
+    """pg name -> (members, desc); a pg_config is used when it names the group
+    the entries use, otherwise membership is rebuilt from the entries."""
+    seen: dict[str, set] = defaultdict(set)
+    desc: dict[str, str] = {}
+    for d in dumps.values():
+        for e in d.entries:
+            seen[e.pg].add(d.rank)
+            desc.setdefault(e.pg, e.pg_desc)
+    config: dict[str, tuple] = {}
+    for d in sorted(dumps.values(), key=lambda d: d.rank):
+        for pg, ranks in d.pg_ranks.items():
+            config.setdefault(pg, ranks)
+    members: dict[str, frozenset] = {}
+    notes: list[Finding] = []
+    all_ranks = frozenset(dumps)
+    for pg in seen:
+        if pg in config:
+            members[pg] = frozenset(config[pg])
+        elif desc.get(pg) == "default_pg":
+            members[pg] = all_ranks
+        else:
+            members[pg] = frozenset(seen[pg])
+        absent = sorted(members[pg] - all_ranks)
+        if absent:
+            notes.append(_info(
+                "fr.missing_dump",
+                f"No flight-recorder dump from {_ranks_text(absent)} of {_pg_text(pg, desc[pg])}",
+                "flight recorder", "Those ranks are left out of the comparison; give every "
+                "rank's dump to see whether they diverged."))
+    return members, desc, notes
+
+
+def _ordered(dumps: dict) -> dict:
+    return {r: dumps[r] for r in sorted(dumps)}
+
+
+# --------------------------------------------------------------------------- collectives
+
+def _blame_groups(by_key: dict) -> tuple[list, bool]:
+    """Ranks grouped by a signature: (ranks to blame, whether the majority was clear)."""
+    sizes = sorted((len(v) for v in by_key.values()), reverse=True)
+    if len(sizes) > 1 and sizes[0] == sizes[1]:
+        return sorted(r for v in by_key.values() for r in v), False
+    majority = max(by_key, key=lambda k: len(by_key[k]))
+    return sorted(r for k, v in by_key.items() if k != majority for r in v), True
+
+
+def _mismatch_finding(kind: str, pg: str, desc: str, seq: int, groups: dict,
+                      at: dict) -> Finding:
+    blamed, clear = _blame_groups(groups)
+    majority_key = max(groups, key=lambda k: len(groups[k])) if clear else None
+    evidence = []
+    for key, ranks in sorted(groups.items(), key=lambda kv: (-len(kv[1]), min(kv[1]))):
+        shown = sorted(ranks)
+        for r in shown[:3]:
+            evidence.append(Evidence(source=at[r][0].source, line=None, text=_fmt_group(at[r], seq)))
+        if len(shown) > 3:
+            evidence.append(Evidence(source=at[shown[0]][0].source, line=None,
+                                     text=f"... and {len(shown) - 3} more ranks like rank {shown[0]}"))
+    where = f"collective #{seq} of {_pg_text(pg, desc)}"
+
+    def ops(r):
+        return " + ".join(e.op for e in at[r])
+
+    if kind == "op":
+        rule, what = "fr.desync_op", "different collectives"
+        if clear:
+            good = sorted(groups[majority_key])
+            title = (f"{_ranks_text(blamed).capitalize()} called {ops(blamed[0])} where "
+                     f"{_ranks_text(good)} called {ops(good[0])} ({where})")
+        else:
+            title = f"Ranks called different collectives at {where}"
+    elif kind == "size":
+        rule, what = "fr.size_mismatch", "tensors of different sizes"
+        title = (f"{_ranks_text(blamed).capitalize()} passed other tensor sizes to "
+                 f"{ops(blamed[0])} than the other ranks ({where})" if clear else
+                 f"Ranks passed different tensor sizes to {ops(blamed[0])} at {where}")
+    else:
+        rule, what = "fr.dtype_mismatch", "tensors of different dtypes"
+        title = (f"{_ranks_text(blamed).capitalize()} passed other dtypes to "
+                 f"{ops(blamed[0])} than the other ranks ({where})" if clear else
+                 f"Ranks passed different dtypes to {ops(blamed[0])} at {where}")
+    cause = (f"At {where} the ranks issued {what}. A collective only completes when every rank "
+             "of the group calls the same one with matching tensors, so each side waits for the "
+             "other until the timeout (NCCL may also corrupt data or crash instead of waiting)."
+             + ("" if clear else " No majority tells which side is wrong, so every rank involved "
+                "is named."))
+    fix = ("Make every rank of the group call the same collectives, in the same order, with the "
+           "same shapes and dtypes: look for a collective under a rank-dependent branch "
+           "(`if rank == 0:` logging, evaluation or checkpointing), an early return or break, a "
+           "loop whose length depends on the rank's data, or a tensor shaped by local data. "
+           "TORCH_DISTRIBUTED_DEBUG=DETAIL checks every call and names the first mismatch.")
+    return Finding(rule=rule, category="collective_desync", severity="error",
+                   confidence=0.9 if clear else 0.6, title=title,
+                   evidence=tuple(evidence[:_MAX_EVIDENCE]), cause=cause, fix=fix, docs=_DOCS,
+                   ranks=tuple(blamed))
+
+
+def _last_entry(dump: _Dump) -> Optional[_Entry]:
+    return dump.entries[-1] if dump.entries else None
+
+
+def _classify_missing(rank: int, dumps: dict, pg: str, seq: int, coll: dict,
+                      members: dict) -> tuple[bool, str]:
+    """(merely behind?, one line on where the rank is) for a rank without ``seq``."""
+    own = coll[pg].get(rank, {})
+    if any(s > seq for s in own):
+        return False, f"rank {rank} skipped collective #{seq} but ran later ones"
+    last = _last_entry(dumps[rank])
+    if last is None:
+        return True, f"rank {rank} recorded no collective at all"
+    where = _fmt_entry(last)
+    if last.state == "completed":
+        return True, f"{where}: its last entry, finished"
+    if last.is_p2p:
+        return False, f"{where}: its last entry, a point-to-point op"
+    if last.pg == pg:
+        return True, f"{where}: its last entry"
+    others = [r for r in members.get(last.pg, ()) if r in dumps and r != rank]
+    reached = all(any(s >= last.coll_seq for s in coll.get(last.pg, {}).get(r, {})) for r in others)
+    if reached:
+        return True, f"{where}: its last entry (its group's peers got past it)"
+    return False, f"{where}: its last entry, which its peers in that group never reached"
+
+
+def _missing_finding(pg: str, desc: str, seq: int, present: dict, absent: list,
+                     dumps: dict, coll: dict, members: dict) -> Finding:
+    where = f"collective #{seq} of {_pg_text(pg, desc)}"
+    sample = sorted(present)[:3]
+    arrived_ev = [Evidence(source=present[r][0].source, line=None, text=_fmt_group(present[r], seq))
+                  for r in sample]
+    if len(present) < len(absent):
+        # A minority went further than everybody else: it ran extra collectives.
+        ahead = sorted(present)
+        ev = arrived_ev + [
+            Evidence(source=dumps[r].source, line=None,
+                     text=(_fmt_entry(_last_entry(dumps[r])) if _last_entry(dumps[r])
+                           else f"rank {r}: no entries")) for r in absent[:4]]
+        return Finding(
+            rule="fr.extra_collective", category="collective_desync", severity="error",
+            confidence=0.7,
+            title=f"{_ranks_text(ahead).capitalize()} ran {where}, which "
+                  f"{_ranks_text(absent)} never called",
+            evidence=tuple(ev[:_MAX_EVIDENCE]),
+            cause=(f"Only {_ranks_text(ahead)} reached {where}; the majority never issued it. "
+                   "Most often the few ran a collective the others skip (rank 0 reducing a metric "
+                   "for logging, an extra barrier), and now wait for peers that will never join. "
+                   "If instead the many are stuck in their own code, they are slow, not desynced."),
+            fix=("Make every rank call the same collectives: move the collective out of the "
+                 "rank-dependent branch, or make the other ranks call it too."),
+            docs=_DOCS, ranks=tuple(ahead))
+    verdicts = {r: _classify_missing(r, dumps, pg, seq, coll, members) for r in absent}
+    elsewhere = [r for r in absent if not verdicts[r][0]]
+    tie = len(present) == len(absent)   # no majority says who is out of step
+    ev = [Evidence(source=dumps[r].source, line=None, text=verdicts[r][1]) for r in absent[:6]]
+    ev += arrived_ev
+    if elsewhere:
+        return Finding(
+            rule="fr.missing_rank_elsewhere", category="collective_desync", severity="error",
+            confidence=0.55 if tie else 0.75,
+            title=f"{_ranks_text(absent).capitalize()} never reached {where}; "
+                  f"{_ranks_text(elsewhere)} ran something else",
+            evidence=tuple(ev[:_MAX_EVIDENCE]),
+            cause=(f"{_ranks_text(present).capitalize()} wait in {where}, but "
+                   f"{_ranks_text(elsewhere)} went another way (another group's collective, a "
+                   "send/recv, or past this collective without it): the ranks do not call the "
+                   "same collectives in the same order, so both sides wait until the timeout."),
+            fix=("Make every rank issue collectives of every group in the same order; create and "
+                 "use sub-groups identically on all ranks; do not skip a collective on some ranks. "
+                 "TORCH_DISTRIBUTED_DEBUG=DETAIL names the first mismatched call."),
+            docs=_DOCS, ranks=tuple(absent))
+    return Finding(
+        rule="fr.missing_rank", category="slow_rank_timeout", severity="error",
+        confidence=0.6 if tie else 0.8,
+        title=f"{_ranks_text(absent).capitalize()} never reached {where} that "
+              f"{_ranks_text(present)} waited in",
+        evidence=tuple(ev[:_MAX_EVIDENCE]),
+        cause=(f"{_ranks_text(absent).capitalize()} ran the same collectives as the others up to "
+               f"its last one, then stopped issuing any: it is busy (or stuck) in its own code "
+               "(saving a checkpoint, evaluating, loading data, a Python hang) for longer than "
+               f"the collective timeout, while {_ranks_text(present)} wait in {where}."),
+        fix=("Find what the late rank was doing (py-spy dump on its PID, its own log): make slow "
+             "work (checkpointing, evaluation) happen on every rank or outside the timed region, "
+             "or raise the `timeout=` of init_process_group above its duration."),
+        docs=_DOCS, ranks=tuple(absent))
+
+
+def _late_finding(pg: str, desc: str, seq: int, prev: int, at: dict, prev_at: dict) -> Optional[Finding]:
+    timeouts = [e.timeout_ms for es in at.values() for e in es if e.timeout_ms]
+    gaps = {}
+    for r in at:
+        t1, t0 = at[r][0].t_ns, prev_at[r][-1].t_ns
+        if t1 is None or t0 is None:
+            return None
+        gaps[r] = t1 - t0
+    if not timeouts or len(gaps) < 2:
+        return None
+    limit_ns = min(timeouts) * 1_000_000
+    fastest = min(gaps.values())
+    late = sorted(r for r, g in gaps.items() if g - fastest >= limit_ns)
+    if not late or len(late) == len(gaps):
+        return None
+    on_time = sorted(set(gaps) - set(late))
+    where = f"collective #{seq} of {_pg_text(pg, desc)}"
+    ev = [Evidence(source=at[r][0].source, line=None,
+                   text=f"{_fmt_group(at[r], seq)}: issued {gaps[r] / 1e9:.1f} s after its "
+                        f"collective #{prev}") for r in (late[:4] + on_time[:3])]
+    return Finding(
+        rule="fr.late_rank", category="slow_rank_timeout", severity="error", confidence=0.7,
+        title=f"{_ranks_text(late).capitalize()} reached {where} more than the "
+              f"{min(timeouts) / 1000:g} s timeout after {_ranks_text(on_time)}",
+        evidence=tuple(ev[:_MAX_EVIDENCE]),
+        cause=(f"Every rank called the same collective, but {_ranks_text(late)} took longer "
+               f"between collective #{prev} and #{seq} than the collective timeout, so the others "
+               "timed out waiting: the late rank was busy in its own code (checkpoint, "
+               "evaluation, data loading), not in a different collective."),
+        fix=("Make the slow work happen on every rank or outside the gap between collectives, "
+             "or raise the `timeout=` of init_process_group above its duration."),
+        docs=_DOCS, ranks=tuple(late))
+
+
+def _collective_findings(dumps: dict, members: dict, desc: dict) -> list:
+    # coll[pg][rank][seq] -> entries at that sequence id (several when coalesced)
+    coll: dict[str, dict[int, dict[int, list]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    for d in dumps.values():
+        for e in d.entries:
+            if not e.is_p2p:
+                coll[e.pg][d.rank][e.coll_seq].append(e)
+    findings = []
+    waiting: dict[int, frozenset] = {}   # id(finding) -> ranks that wait in its collective
+    for pg in sorted(coll, key=lambda p: (not desc.get(p) == "default_pg", p)):
+        ranks = sorted(r for r in members.get(pg, ()) if r in dumps)
+        per_rank = coll[pg]
+        wrapped_starts = [min(per_rank[r]) for r in ranks if per_rank.get(r) and dumps[r].wrapped]
+        start = max(wrapped_starts, default=-math.inf)
+        seqs = sorted({s for r in ranks for s in per_rank.get(r, {}) if s >= start})
+        prev = None
+        late_found = False
+        for seq in seqs:
+            at = {r: per_rank[r][seq] for r in ranks if seq in per_rank.get(r, {})}
+            absent = [r for r in ranks if r not in at]
+            by_op: dict = defaultdict(list)
+            by_size: dict = defaultdict(list)
+            by_dtype: dict = defaultdict(list)
+            for r, es in at.items():
+                by_op[tuple(e.op for e in es)].append(r)
+                by_size[tuple((e.in_sizes, e.out_sizes) for e in es if e.op in _SAME_SIZE_OPS)].append(r)
+                by_dtype[tuple(frozenset(e.dtypes) for e in es if e.dtypes)].append(r)
+            if len(by_op) > 1:
+                findings.append(_mismatch_finding("op", pg, desc[pg], seq, by_op, at))
+                break
+            if len(by_size) > 1:
+                findings.append(_mismatch_finding("size", pg, desc[pg], seq, by_size, at))
+                break
+            if len(by_dtype) > 1:
+                findings.append(_mismatch_finding("dtype", pg, desc[pg], seq, by_dtype, at))
+                break
+            if absent:
+                found = _missing_finding(pg, desc[pg], seq, at, absent, dumps, coll, members)
+                findings.append(found)
+                waiting[id(found)] = frozenset(at)
+                break
+            if prev is not None and not late_found:
+                late = _late_finding(pg, desc[pg], seq, prev, at,
+                                     {r: per_rank[r][prev] for r in at})
+                if late is not None:
+                    findings.append(late)
+                    late_found = True
+            prev = seq
+    return _drop_mirrors(findings, waiting)
+
+
+def _drop_mirrors(findings: list, waiting: dict) -> list:
+    """Two groups that wait on each other (rank A in group 1 for B, B in group
+    0 for A) give two findings that blame each other's waiters; keep the one a
+    majority backs and drop its mirror image."""
+    drop = set()
+    for a in findings:
+        for b in findings:
+            if (a is not b and id(a) in waiting and id(b) in waiting
+                    and set(b.ranks) <= waiting[id(a)] and set(a.ranks) <= waiting[id(b)]
+                    and a.confidence > b.confidence):
+                drop.add(id(b))
+    return [f for f in findings if id(f) not in drop]
+
+
+# --------------------------------------------------------------------------- point to point
+
+def _p2p_endpoints(e: _Entry, members: tuple) -> Optional[tuple]:
+    """(global src, global dst) of a send/recv entry; group ranks map to global
+    ranks through the sorted member list, as in torch's analyzer."""
+    if e.peer_spec is None:
+        return None
+    m = (_SEND_RE if e.op == "send" else _RECV_RE).match(e.peer_spec)
+    if not m:
+        return None
+    a, b = int(m.group(1)), int(m.group(2))
+    src, dst = (a, b) if e.op == "send" else (b, a)
+    if members:
+        if src >= len(members) or dst >= len(members):
+            return None
+        return members[src], members[dst]
+    return src, dst
+
+
+def _p2p_findings(dumps: dict, members: dict, desc: dict) -> list:
+    sends: dict = defaultdict(list)   # (pg, src, dst) -> entries on src, in order
+    recvs: dict = defaultdict(list)   # (pg, src, dst) -> entries on dst, in order
+    for d in dumps.values():
+        for e in d.entries:
+            if e.op not in _P2P_OPS:
+                continue
+            group = tuple(sorted(members.get(e.pg, ()))) if desc.get(e.pg) != "default_pg" else ()
+            ends = _p2p_endpoints(e, group)
+            if ends is None:
+                continue
+            src, dst = ends
+            own = src if e.op == "send" else dst
+            if own != d.rank:   # written by another rank than the one this dump is for
+                continue
+            (sends if e.op == "send" else recvs)[(e.pg, src, dst)].append(e)
+
+    unmatched: list = []               # (entry, src, dst, pg)
+    mismatched: dict = {"order": [], "size": []}
+    for key in sorted(set(sends) | set(recvs)):
+        pg, src, dst = key
+        if src not in dumps or dst not in dumps or dumps[src].wrapped or dumps[dst].wrapped:
+            continue   # the other side's record is absent or cut by the ring buffer
+        ss, rr = sends.get(key, []), recvs.get(key, [])
+        for s, r in zip(ss, rr):
+            if s.in_sizes != r.out_sizes or (s.dtypes and r.dtypes and set(s.dtypes) != set(r.dtypes)):
+                same_msgs = Counter(x.in_sizes for x in ss) == Counter(x.out_sizes for x in rr)
+                mismatched["order" if same_msgs else "size"].append((s, r, src, dst, pg))
+                break
+        for e in ss[len(rr):] + rr[len(ss):]:
+            unmatched.append((e, src, dst, pg))
+
+    findings = []
+    if unmatched:
+        count = Counter()
+        for _, src, dst, _ in unmatched:
+            count[src] += 1
+            count[dst] += 1
+        blamed = tuple(sorted(count, key=lambda r: (-count[r], r)))
+        lines = []
+        for e, src, dst, pg in unmatched:
+            if e.op == "send":
+                text = f"{_fmt_entry(e)}: rank {dst} posted no matching recv from rank {src}"
+            else:
+                text = f"{_fmt_entry(e)}: rank {src} posted no matching send to rank {dst}"
+            if desc.get(pg) != "default_pg":
+                text += f" [{_pg_text(pg, desc.get(pg, ''))}]"
+            lines.append(Evidence(source=e.source, line=None, text=text))
+        first = unmatched[0]
+        what = "send" if first[0].op == "send" else "receive"
+        findings.append(Finding(
+            rule="fr.p2p_unmatched", category="p2p_pairing", severity="error", confidence=0.85,
+            title=(f"{len(unmatched)} point-to-point op{'s' if len(unmatched) > 1 else ''} without a "
+                   f"partner, first a {what} between rank {first[1]} and rank {first[2]}"),
+            evidence=tuple(lines[:_MAX_EVIDENCE]),
+            cause=("Every send from rank a to rank b must meet a receive on b from a, in the same "
+                   "order. These sends or receives have none on the other side, so both peers "
+                   "wait until the timeout (NCCL then aborts the communicator: 'Abort COMPLETE'). "
+                   "A hand-written all-to-all that computes a peer or a message count wrongly on "
+                   "some ranks does exactly this."),
+            fix=("Check the peer arithmetic of the exchange on every rank (send to (rank + k) % "
+                 "world, receive from (rank - k) % world), post sends and receives together with "
+                 "dist.batch_isend_irecv, or use dist.all_to_all_single instead of a hand-made "
+                 "all-to-all."),
+            docs=_DOCS, ranks=blamed))
+    for kind, items in mismatched.items():
+        if not items:
+            continue
+        count = Counter()
+        for _, _, src, dst, _ in items:
+            count[src] += 1
+            count[dst] += 1
+        blamed = tuple(sorted(count, key=lambda r: (-count[r], r)))
+        lines = []
+        for s, r, src, dst, pg in items:
+            lines.append(Evidence(source=s.source, line=None, text=_fmt_entry(s)))
+            lines.append(Evidence(source=r.source, line=None, text=_fmt_entry(r)))
+        s0, _, src0, dst0, _ = items[0]
+        if kind == "order":
+            rule = "fr.p2p_order"
+            title = (f"Rank {src0} sends its messages to rank {dst0} in another order than "
+                     f"rank {dst0} receives them")
+            cause = ("The sends and the receives between the pair carry the same sizes, but not in "
+                     "the same order: each receive is matched with the next send of its peer, so "
+                     "sizes disagree and the transfer fails or hangs.")
+        else:
+            rule = "fr.p2p_size_mismatch"
+            title = f"Rank {src0} sends rank {dst0} a tensor of another size or dtype than it receives"
+            cause = ("A send and the receive that pairs with it (the n-th of each between the two "
+                     "ranks) disagree on size or dtype, so the transfer fails or hangs.")
+        findings.append(Finding(
+            rule=rule, category="p2p_pairing", severity="error", confidence=0.8, title=title,
+            evidence=tuple(lines[:_MAX_EVIDENCE]), cause=cause,
+            fix=("Post sends and receives between each pair of ranks in the same order with the "
+                 "same shapes and dtypes; exchange sizes first when they depend on local data."),
+            docs=_DOCS, ranks=blamed))
+    return findings
+
+
+# --------------------------------------------------------------------------- public
+
+_SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
+def analyze_dumps(dumps: list[tuple[str, dict]]) -> list[Finding]:
+    """Compare the flight-recorder dumps of several ranks; return findings.
+
+    ``dumps`` holds (source name, parsed JSON) per rank, as written by
+    ``torch._C._distributed_c10d._dump_fr_trace_json()``. The rank of each
+    dump comes from a ``rank`` key, else its file name (``rank<N>`` or
+    trailing digits), else its own send/recv entries. Returns the first
+    divergence of each process group (``collective_desync`` or
+    ``slow_rank_timeout``), unpaired or mismatched point-to-point ops
+    (``p2p_pairing``), and info findings for dumps that were skipped; errors
+    first. Dumps that agree give no error finding. Never raises.
+    """
+    try:
+        loaded, notes = _load(dumps if dumps is not None else ())
+    except TypeError:
+        return [_info("fr.bad_dump", "Flight-recorder input is not a list of (name, dump) pairs",
+                      "<dumps>", "Nothing was analysed.")]
+    loaded = _ordered(loaded)
+    if not loaded:
+        return notes
+    members, desc, member_notes = _memberships(loaded)
+    findings = _collective_findings(loaded, members, desc) + _p2p_findings(loaded, members, desc)
+    findings += member_notes + notes
+    return sorted(findings, key=lambda f: (_SEVERITY_ORDER[f.severity], -f.confidence))
+
+
+def dump_rank_status(dumps: list[tuple[str, dict]]) -> list[RankStatus]:
+    """One ``RankStatus`` per usable dump, sorted by rank: the rank, its last
+    collective (``last_seq`` is its ``collective_seq_id`` within its process
+    group; ``last_op`` names the op, and the group when it is not the default
+    one), the NCCL version (``comm_lib_version``; empty on gloo, so None) and
+    the source file. Dumps that cannot be read are left out (``analyze_dumps``
+    reports them). Never raises."""
+    try:
+        loaded, _ = _load(dumps if dumps is not None else ())
+    except TypeError:
+        return []
+    out = []
+    for rank in sorted(loaded):
+        d = loaded[rank]
+        colls = [e for e in d.entries if not e.is_p2p and e.op != "coalesced"]
+        last_seq = last_op = None
+        if colls:
+            last = colls[-1]
+            last_seq = last.coll_seq
+            last_op = last.op if last.pg_desc == "default_pg" else f"{last.op} ({_pg_text(last.pg, last.pg_desc)})"
+        elif d.entries:
+            last = d.entries[-1]
+            last_op = f"{last.op} {last.peer_spec}" if last.peer_spec else last.op
+        out.append(RankStatus(rank=rank, nccl_version=d.lib_version, last_seq=last_seq,
+                              last_op=last_op, source=d.source))
+    return out
