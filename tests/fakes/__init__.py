@@ -1,0 +1,1 @@
+"""Test doubles for hardware this machine lacks, built from recorded machines."""
