@@ -1,0 +1,456 @@
+"""``diagnose``: logs of any number of ranks in, ranked findings out."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ..model import Diagnosis, Evidence, Finding, RankStatus
+from .kb import Signature, load_signatures
+from .normalize import clean, normalize
+from .reason import (COMM, VERSION, WATCHDOG, WORK, CommRecord, ReasonState, WatchdogRecord,
+                     version_findings, watchdog_findings, world_size_findings)
+from .scan import LineScanner
+from .sources import DoctorInputError, Source, expand, rank_from_name
+
+MAX_EVIDENCE = 5          # evidence lines kept per finding
+MAX_TEXT = 500            # characters of a line kept as evidence
+MAX_RANKS = 8192          # rows of the per-rank table
+MAX_BLAMED = 1024
+MAX_DUMP = 512 << 20      # a flight-recorder JSON larger than this is read as text
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+# ranking tiers, most likely root cause first
+_TIER_ROOT_ERROR, _TIER_ROOT_WARNING, _TIER_ALTERNATIVE, _TIER_CONSEQUENCE, _TIER_INFO, _TIER_BENIGN = range(6)
+
+
+@dataclass
+class _Hits:
+    sig: Signature
+    count: int = 0
+    evidence: list = field(default_factory=list)
+    first: tuple = ()
+    groups: dict = field(default_factory=dict)
+    blamed: set = field(default_factory=set)
+    printers: set = field(default_factory=set)     # rank or ("pid", host, pid) of the lines
+    hosts: set = field(default_factory=set)
+
+
+@dataclass
+class _RankRow:
+    host: Optional[str] = None
+    local_rank: Optional[int] = None
+    pid: Optional[int] = None
+    nccl_version: Optional[str] = None
+    last_seq: Optional[int] = None
+    last_op: Optional[str] = None
+    first_error: Optional[str] = None
+    first_error_at: tuple = ()
+    source: Optional[str] = None
+
+
+@dataclass
+class _SourceContext:
+    name: str
+    index: int
+    rank_hint: Optional[int]
+    host: Optional[str] = None
+
+
+class _Collector:
+    def __init__(self, sigs: tuple[Signature, ...]):
+        self.sigs = sigs
+        # flat (signature, literal, regex) list: the per-line loop is the hot path for candidate lines
+        self._matchers = [(sig, lit, rx) for sig in sigs for lit, rx in sig.compiled]
+        self.hits: dict[str, _Hits] = {}
+        self.state = ReasonState()
+        self.rows: dict = {}             # rank (int) or ("pid", host, pid) -> _RankRow
+        self.pid_rank: dict = {}         # (host, pid) -> (nranks, rank, local_rank)
+        self.lines_read = 0
+        self.truncated: list[tuple[str, str]] = []
+        self.world_size: Optional[int] = None
+
+    # ---- per-rank rows -------------------------------------------------
+    def _row(self, key) -> Optional[_RankRow]:
+        if key is None:
+            return None
+        row = self.rows.get(key)
+        if row is None:
+            if len(self.rows) >= MAX_RANKS:
+                return None
+            row = self.rows[key] = _RankRow()
+        return row
+
+    @staticmethod
+    def _key(rank, host, pid):
+        if rank is not None:
+            return rank
+        if pid is not None:
+            return ("pid", host, pid)
+        return None
+
+    # ---- reading -------------------------------------------------------
+    def read(self, src: Source, index: int, dumps: list) -> None:
+        stream = src.open()
+        try:
+            head = stream.read(65536) or b""
+        except (EOFError, OSError) as exc:
+            if isinstance(exc, DoctorInputError):
+                raise
+            self.truncated.append((src.name, f"{type(exc).__name__}: {exc}".splitlines()[0]))
+            head = b""
+        try:
+            if head[:1] in (b"{", b" ", b"\n", b"\t", b"\xef") and _looks_like_dump(head):
+                rest = stream.read(MAX_DUMP) or b""
+                data = head + rest
+                if len(data) < MAX_DUMP:
+                    try:
+                        parsed = json.loads(data.decode("utf-8", "replace"))
+                    except ValueError:
+                        parsed = None
+                    if isinstance(parsed, dict):
+                        dumps.append((src.name, parsed))
+                        return
+                stream = _Chained(data, stream)
+            else:
+                stream = _Chained(head, stream)
+            ctx = _SourceContext(src.name, index, rank_from_name(src.name))
+            scanner = LineScanner(stream)
+            for line_no, raw in scanner:
+                self.line(ctx, line_no, raw)
+            self.lines_read += scanner.lines_read
+            if scanner.truncated:
+                self.truncated.append((src.name, scanner.truncated))
+        finally:
+            if src.name != "<stdin>":
+                try:
+                    stream.close()
+                except Exception:  # closing a half-read gzip can raise again
+                    pass
+
+    def line(self, ctx: _SourceContext, line_no: int, raw: bytes) -> None:
+        text = raw.decode("utf-8", "replace")
+        ln = normalize(text)
+        if ln is None:
+            return
+        msg = ln.text
+        if ln.host:
+            ctx.host = ln.host
+        rank = ln.rank if ln.rank is not None else ctx.rank_hint
+        host = ln.host
+        ev = Evidence(ctx.name, line_no, clean(text)[:MAX_TEXT])
+        order = (ctx.index, line_no)
+
+        if "NCCL version" in msg:
+            m = VERSION.search(msg)
+            if m:
+                # one entry per process: two processes on one host may load different libraries
+                where = (host or ctx.host or ctx.name, ln.pid if ln.pid is not None else rank)
+                self.state.add_version(where, m.group("ver"), m.group("cuda"), ev)
+                row = self._row(self._key(rank, host or ctx.host, ln.pid))
+                if row is not None:
+                    row.nccl_version = row.nccl_version or m.group("ver") + (f"+cuda{m.group('cuda')}" if m.group("cuda") else "")
+                    self._fill(row, host or ctx.host, ln.pid, ctx.name)
+        if "nRanks" in msg:
+            m = COMM.search(msg)
+            if m:
+                r, n, lr = int(m.group("rank")), int(m.group("nranks")), int(m.group("lrank"))
+                self.state.add_comm(CommRecord(host, r, n, int(m.group("nnodes")), ev))
+                self.world_size = max(self.world_size or 0, n)
+                if ln.pid is not None:
+                    old = self.pid_rank.get((host, ln.pid))
+                    if old is None or n > old[0]:
+                        if old is not None or len(self.pid_rank) < MAX_RANKS:
+                            self.pid_rank[(host, ln.pid)] = (n, r, lr)
+                largest = ln.pid is None or old_is_smaller(self.pid_rank.get((host, ln.pid)), n)
+                row = self._row(r if largest else self._key(None, host, ln.pid))
+                if row is not None:
+                    row.local_rank = lr if row.local_rank is None else row.local_rank
+                    self._fill(row, host, ln.pid, ctx.name)
+        if "WorkNCCL(" in msg or "NCCL work:" in msg:
+            self._watchdog(msg, rank, host, ln.pid, ev, ctx.name)
+
+        matched = None
+        for sig, lit, rx in self._matchers:
+            if lit is not None and lit not in msg:
+                continue
+            if matched is not None and sig.id in matched:
+                continue  # one hit per signature per line; its first pattern that matches
+            m = rx.search(msg)
+            if m:
+                matched = matched or set()
+                matched.add(sig.id)
+                self._hit(sig, m, rank, host, ln.pid, ln.ts, ev, order, msg, ctx.name)
+
+    def _fill(self, row: _RankRow, host, pid, source) -> None:
+        row.host = row.host or host
+        row.pid = row.pid if row.pid is not None else pid
+        row.source = row.source or source
+
+    def _watchdog(self, msg, rank, host, pid, ev, source) -> None:
+        m = WATCHDOG.search(msg)
+        seq = op = None
+        if m:
+            seq, op = int(m.group("seq")), m.group("op")
+            numel = (int(m.group("nin")), int(m.group("nout"))) if m.group("nin") is not None else None
+            key = self._key(rank, host, pid)
+            if key is not None:
+                self.state.add_watchdog(WatchdogRecord(key, seq, op, numel, ev))
+        else:
+            w = WORK.search(msg)
+            if w:
+                seq = int(w.group("enq"))
+        if seq is None:
+            return
+        row = self._row(self._key(rank, host, pid))
+        if row is not None and (row.last_seq is None or seq >= row.last_seq):
+            row.last_seq = seq
+            row.last_op = op or row.last_op
+            self._fill(row, host, pid, source)
+
+    def _hit(self, sig, m, rank, host, pid, ts, ev, order, msg, source) -> None:
+        h = self.hits.get(sig.id)
+        if h is None:
+            h = self.hits[sig.id] = _Hits(sig, first=order, groups={k: v for k, v in m.groupdict().items() if v is not None})
+        h.count += 1
+        if len(h.evidence) < MAX_EVIDENCE:
+            h.evidence.append(ev)
+        groups = m.groupdict()
+        for name in ("rank", "rank2"):
+            if groups.get(name) is not None and len(h.blamed) < MAX_BLAMED:
+                r = int(groups[name])
+                size = groups.get("size")
+                if size is None:
+                    h.blamed.add(r)
+                elif r >= int(size):
+                    h.blamed.add(r)
+                    self.state.add_out_of_range(r, int(size), ev)
+        key = self._key(rank, host, pid)
+        if key is not None and len(h.printers) < MAX_BLAMED:
+            h.printers.add(key)
+        if host and len(h.hosts) < 64:
+            h.hosts.add(host)
+        if not sig.benign and key is not None:
+            row = self._row(key)
+            if row is not None:
+                self._fill(row, host, pid, source)
+                if sig.severity == "error" and row.first_error is None:
+                    row.first_error, row.first_error_at = msg[:200], order
+
+    # ---- conclusions ---------------------------------------------------
+    def _resolve(self, key):
+        """A row key as a global rank when the NCCL comm lines told us the pid's rank."""
+        if isinstance(key, tuple):
+            known = self.pid_rank.get((key[1], key[2]))
+            if known is not None:
+                return known[1]
+        return key
+
+    def finish(self, dumps: list, names: list) -> Diagnosis:
+        # fold pid-keyed rows into rank rows
+        for key in [k for k in self.rows if isinstance(k, tuple)]:
+            r = self._resolve(key)
+            if r is key:
+                continue
+            row = self.rows.pop(key)
+            into = self.rows.setdefault(r, _RankRow())
+            for f in ("host", "local_rank", "pid", "nccl_version", "last_seq", "last_op", "source"):
+                if getattr(into, f) is None:
+                    setattr(into, f, getattr(row, f))
+            if row.first_error and (into.first_error is None or row.first_error_at < into.first_error_at):
+                into.first_error, into.first_error_at = row.first_error, row.first_error_at
+        for key, (n, r, lr) in self.pid_rank.items():
+            row = self.rows.get(r)
+            if row is not None and row.local_rank is None:
+                row.local_rank = lr
+        wd = {}
+        for key, rec in self.state.watchdog.items():
+            r = self._resolve(key)
+            if isinstance(r, int):
+                rec.rank = r
+                if r not in wd or rec.seq >= wd[r].seq:
+                    wd[r] = rec
+        self.state.watchdog = wd
+
+        findings: list[tuple[int, float, tuple, Finding]] = []
+        known_ranks = {k for k in self.rows if isinstance(k, int)}
+        reasoned = (watchdog_findings(self.state, self.world_size)
+                    + version_findings(self.state, {r: (row.host, row.pid) for r, row in self.rows.items() if isinstance(r, int)})
+                    + world_size_findings(self.state, known_ranks))
+        reasoned_categories = {f.category for f in reasoned}
+        for f in reasoned:
+            findings.append((_TIER_ROOT_ERROR, f.confidence, (-1,), f))
+
+        any_error = any(h.sig.severity == "error" and not h.sig.benign for h in self.hits.values())
+        for h in self.hits.values():
+            sig = h.sig
+            f = self._finding(h, any_error)
+            tier = _tier(sig, f)
+            if sig.id == "watchdog_timeout" and reasoned_categories & {"collective_desync", "slow_rank_timeout"}:
+                tier = _TIER_CONSEQUENCE  # the cross-rank finding says more than one timeout line
+            findings.append((tier, f.confidence, h.first, f))
+            if tier in (_TIER_ROOT_ERROR, _TIER_ROOT_WARNING):
+                for cat in sig.also:
+                    findings.append((_TIER_ALTERNATIVE, round(f.confidence * 0.6, 3), h.first, _alternative(f, cat)))
+
+        for name, why in self.truncated:
+            findings.append((_TIER_INFO, 0.1, (10**9,), Finding(
+                rule="input_truncated", category="unknown", severity="info", confidence=0.1,
+                title=f"{name} ended early; the lines before the cut were read",
+                evidence=(Evidence(name, None, why[:MAX_TEXT]),),
+                cause="The file is cut off or corrupt (a truncated .gz, a copy that did not finish).",
+                fix="Copy the complete log again if the end matters.")))
+
+        statuses = []
+        if dumps:
+            fr_findings, statuses = _flight_recorder(dumps)
+            for f in fr_findings:
+                tier = {"error": _TIER_ROOT_ERROR, "warning": _TIER_ROOT_WARNING}.get(f.severity, _TIER_INFO)
+                findings.append((tier, f.confidence, (-1,), f))
+
+        findings.sort(key=lambda t: (t[0], -t[1], t[2]))
+        ordered, seen = [], set()
+        for _, _, _, f in findings:
+            if f.rule in seen:
+                continue
+            if f.rule.count("~") and any(o.category == f.category and "~" not in o.rule for o in ordered):
+                continue  # an alternative already covered by a real finding above it
+            seen.add(f.rule)
+            ordered.append(f)
+        ordered = [f for f in ordered if not ("~" in f.rule and any(
+            o.category == f.category and "~" not in o.rule for o in ordered))]
+        return Diagnosis(findings=tuple(ordered), ranks=self._rank_table(statuses),
+                         sources=tuple(names), lines_read=self.lines_read)
+
+    def _finding(self, h: _Hits, any_error: bool) -> Finding:
+        sig = h.sig
+        groups = h.groups
+        severity, confidence = sig.severity, sig.confidence
+        if sig.suspect and any_error:
+            severity, confidence = "warning", max(confidence, 0.6)
+        title = sig.title + _detail(groups, h.count)
+        cause = _PLACEHOLDER.sub(lambda m: str(groups.get(m.group(1), m.group(0))), sig.cause)
+        if sig.consequence or sig.benign:
+            blamed = set(h.blamed)
+        else:
+            blamed = set(h.blamed) or {self._resolve(k) for k in h.printers}
+        ranks = tuple(sorted(r for r in blamed if isinstance(r, int)))[:MAX_BLAMED]
+        return Finding(rule=sig.id, category=sig.category, severity=severity, confidence=confidence,
+                       title=title, evidence=tuple(h.evidence), cause=cause, fix=sig.fix, docs=sig.docs,
+                       ranks=ranks, hosts=tuple(sorted(h.hosts))[:64])
+
+    def _rank_table(self, statuses: list) -> tuple[RankStatus, ...]:
+        rows = []
+        for key, row in self.rows.items():
+            rank = key if isinstance(key, int) else None
+            rows.append(RankStatus(rank=rank, host=row.host, local_rank=row.local_rank, pid=row.pid,
+                                   nccl_version=row.nccl_version, last_seq=row.last_seq, last_op=row.last_op,
+                                   first_error=row.first_error, source=row.source))
+        by_rank = {r.rank: i for i, r in enumerate(rows) if r.rank is not None}
+        for st in statuses:
+            if st.rank in by_rank:
+                old = rows[by_rank[st.rank]]
+                rows[by_rank[st.rank]] = RankStatus(
+                    rank=old.rank, host=old.host or st.host, local_rank=old.local_rank if old.local_rank is not None else st.local_rank,
+                    pid=old.pid if old.pid is not None else st.pid, nccl_version=old.nccl_version or st.nccl_version,
+                    last_seq=st.last_seq if st.last_seq is not None else old.last_seq,
+                    last_op=st.last_op or old.last_op, first_error=old.first_error or st.first_error,
+                    source=old.source or st.source)
+            elif len(rows) < MAX_RANKS:
+                rows.append(st)
+        rows.sort(key=lambda r: (r.rank is None, r.rank if r.rank is not None else 0, r.host or "", r.pid or 0))
+        return tuple(rows)
+
+
+def old_is_smaller(known, n) -> bool:
+    """True when the pid's largest communicator is this one (so its rank is the global rank)."""
+    return known is not None and known[0] == n
+
+
+def _tier(sig: Signature, f: Finding) -> int:
+    if sig.benign:
+        return _TIER_BENIGN
+    if sig.consequence:
+        return _TIER_CONSEQUENCE if f.severity != "info" else _TIER_INFO
+    return {"error": _TIER_ROOT_ERROR, "warning": _TIER_ROOT_WARNING}.get(f.severity, _TIER_INFO)
+
+
+def _detail(groups: dict, count: int) -> str:
+    bits = []
+    if "joined" in groups and "expected" in groups:
+        joined, expected = int(groups["joined"]), int(groups["expected"])
+        bits.append(f"{joined}/{expected} joined, {expected - joined} missing")
+    elif "rank" in groups and "size" in groups:
+        bits.append(f"rank {groups['rank']} with world size {groups['size']}")
+    elif "seq" in groups and "op" in groups:
+        bits.append(f"{groups['op']} at SeqNum {groups['seq']}")
+    if count > 1:
+        bits.append(f"{count} lines")
+    return f" ({'; '.join(bits)})" if bits else ""
+
+
+def _alternative(f: Finding, category: str) -> Finding:
+    return Finding(
+        rule=f"{f.rule}~{category}", category=category, severity="info",
+        confidence=round(f.confidence * 0.6, 3),
+        title=f"Also consistent with {category.replace('_', ' ')}: {f.title}",
+        evidence=f.evidence[:2], cause=f.cause, fix=f.fix, docs=f"notebooks/{category}.ipynb", ranks=f.ranks, hosts=f.hosts)
+
+
+def _looks_like_dump(head: bytes) -> bool:
+    try:
+        from .flight_recorder import looks_like_dump
+    except ImportError:
+        return False
+    return bool(looks_like_dump(head))
+
+
+def _flight_recorder(dumps: list) -> tuple[list, list]:
+    try:
+        from .flight_recorder import analyze_dumps, dump_rank_status
+    except ImportError:
+        return [], []
+    return list(analyze_dumps(dumps)), list(dump_rank_status(dumps))
+
+
+class _Chained:
+    """A read-only stream that first returns ``head`` and then the rest of ``stream``."""
+
+    def __init__(self, head: bytes, stream):
+        self.head, self.stream = head, stream
+
+    def read(self, n: int = -1) -> bytes:
+        if self.head:  # a short read: the caller asks again for the rest
+            out, self.head = self.head, b""
+            return out
+        return self.stream.read(n)
+
+    def close(self) -> None:
+        self.stream.close()
+
+
+def diagnose(*sources, top: Optional[int] = None, signatures: Optional[tuple[Signature, ...]] = None) -> Diagnosis:
+    """Read logs (paths, directories of per-rank logs, ``.gz`` files, ``-``
+    for stdin, or the text itself as str/bytes) and return a
+    :class:`~ncclnb.model.Diagnosis`: findings ranked most likely root cause
+    first, and a per-rank table.
+
+    A str is a path when it has no newline and exists; a str that looks like
+    a path but does not exist raises :class:`DoctorInputError` (an OSError
+    with one-line message), as does an unreadable file. Any content (binary,
+    invalid UTF-8, huge lines, empty) yields a Diagnosis. Memory stays flat as
+    input grows. ``top`` keeps only the first N findings.
+    """
+    if not sources:
+        raise DoctorInputError(22, "no input given (a path, a directory, '-' or log text)", "<input>")
+    col = _Collector(signatures if signatures is not None else load_signatures())
+    dumps: list = []
+    names: list[str] = []
+    for index, src in enumerate(expand(sources)):
+        names.append(src.name)
+        col.read(src, index, dumps)
+    diag = col.finish(dumps, names)
+    if top is not None and top >= 0:
+        diag = Diagnosis(findings=diag.findings[:top], ranks=diag.ranks, sources=diag.sources, lines_read=diag.lines_read)
+    return diag

@@ -1,0 +1,232 @@
+"""The doctor's knowledge base: one JSON record per failure signature.
+
+Each ``signatures/<id>.json`` holds ``id``, ``category`` (one of
+:data:`ncclnb.model.CATEGORIES`), ``severity``, ``confidence``, ``title``,
+``patterns`` (regexes on the normalised message, anchored on stable
+substrings), ``cause``, ``fix``, ``docs`` and optional ``also`` (other
+categories the same lines are consistent with), ``benign`` (a fallback NCCL
+recovers from: info, never above a real error), ``consequence`` (a wrapper or
+cascade that says something failed, not why), ``suspect`` (a setting that is
+only a cause when something else failed) and ``nccl_min``/``nccl_max`` (the
+NCCL versions the signature applies to). Beside each record, ``<id>.log``
+holds lines marked ``# ncclnb: hit`` / ``# ncclnb: miss``.
+
+Patterns use the subset of regex syntax that ``grep -E`` also understands
+(``[0-9]`` rather than ``\\d``; ``(?:``, ``(?P<name>`` are rewritten on
+export), so the benchmark can time grep on the very same patterns.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Optional
+
+from ..model import CATEGORIES, SEVERITIES
+
+SIGNATURE_DIR = os.path.join(os.path.dirname(__file__), "signatures")
+FIXTURE_MARK = re.compile(r"\s+# ncclnb: (hit|miss)\s*$")
+
+# The prefilter. Every line a signature or the cross-rank reasoning can match
+# contains at least one of these; each is searched over whole chunks in C, and
+# each starts with a rare byte or a literal so the regex engine skips fast.
+# A new signature whose lines contain none of them needs an entry here (the
+# knowledge-base lint test says so).
+TRIGGERS = (
+    r"rror",
+    r"WARN",
+    r"f(?:ail|ound|ind a (?:path|graph))",
+    r"F(?:ail|ILE)",
+    r"ime(?:d out|out)",
+    r"NCCL version",
+    r"R(?:anks|ank [0-9]+ is running|ecv: opCount|esource temporarily)",
+    r"S(?:end: opCount|IGKILL)",
+    r"quested",
+    r"y (?:(?:remote )?peer|0 )",
+    r"GPU",
+    r"A(?:F_INET|bort|MD-Vi)",
+    r"D(?:MAR|uplicate|etected mismatch)",
+    r"ject f",
+    r"Xid",
+)
+
+_REQUIRED = ("id", "category", "severity", "confidence", "title", "patterns", "cause", "fix", "docs")
+_OPTIONAL = {"also": list, "benign": bool, "consequence": bool, "suspect": bool,
+             "nccl_min": str, "nccl_max": str}
+
+
+class KnowledgeBaseError(ValueError):
+    """A signature record that is malformed (one line, names the file)."""
+
+
+@dataclass(frozen=True)
+class Signature:
+    id: str
+    category: str
+    severity: str
+    confidence: float
+    title: str
+    patterns: tuple[str, ...]
+    cause: str
+    fix: str
+    docs: str
+    also: tuple[str, ...] = ()
+    benign: bool = False
+    consequence: bool = False
+    suspect: bool = False
+    nccl_min: Optional[str] = None
+    nccl_max: Optional[str] = None
+
+    @property
+    def compiled(self) -> tuple:
+        return _compile(self.patterns)
+
+    def match(self, message: str):
+        """First match of any pattern in ``message``, or None."""
+        for literal, rx in self.compiled:
+            if literal is not None and literal not in message:
+                continue
+            m = rx.search(message)
+            if m:
+                return m
+        return None
+
+    def applies_to(self, nccl_version: Optional[str]) -> bool:
+        """False when the record names a version range that excludes ``nccl_version``."""
+        if not nccl_version:
+            return True
+        v = version_tuple(nccl_version)
+        if self.nccl_min and v < version_tuple(self.nccl_min):
+            return False
+        if self.nccl_max and v > version_tuple(self.nccl_max):
+            return False
+        return True
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """"2.19.3+cuda12.3" -> (2, 19, 3)."""
+    head = re.match(r"[0-9]+(?:\.[0-9]+)*", text.strip())
+    return tuple(int(p) for p in head.group(0).split(".")) if head else ()
+
+
+@lru_cache(maxsize=None)
+def _compile(patterns: tuple[str, ...]) -> tuple:
+    return tuple((required_literal(p), re.compile(p)) for p in patterns)
+
+
+def required_literal(pattern: str) -> Optional[str]:
+    """The longest literal run every match of ``pattern`` contains, or None.
+    A cheap ``in`` test on it skips the regex for most candidate lines."""
+    try:
+        from re import _parser as sre_parse  # Python >= 3.11
+    except ImportError:  # pragma: no cover - Python 3.10
+        import sre_parse  # type: ignore[no-redef]
+    try:
+        parsed = sre_parse.parse(pattern)
+    except re.error:
+        return None
+    best, run = "", []
+    for op, arg in parsed:
+        if op is sre_parse.LITERAL:
+            run.append(chr(arg))
+            continue
+        if len(run) > len(best):
+            best = "".join(run)
+        run = []
+    if len(run) > len(best):
+        best = "".join(run)
+    return best if len(best) >= 3 else None
+
+
+def _load_record(path: str) -> Signature:
+    name = os.path.basename(path)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise KnowledgeBaseError(f"{name}: not readable JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise KnowledgeBaseError(f"{name}: expected a JSON object")
+    missing = [k for k in _REQUIRED if k not in data]
+    if missing:
+        raise KnowledgeBaseError(f"{name}: missing field(s) {', '.join(missing)}")
+    unknown = sorted(set(data) - set(_REQUIRED) - set(_OPTIONAL))
+    if unknown:
+        raise KnowledgeBaseError(f"{name}: unknown field(s) {', '.join(unknown)}")
+    if data["id"] + ".json" != name:
+        raise KnowledgeBaseError(f"{name}: id {data['id']!r} does not match the file name")
+    if data["category"] not in CATEGORIES:
+        raise KnowledgeBaseError(f"{name}: unknown category {data['category']!r}")
+    if data["severity"] not in SEVERITIES:
+        raise KnowledgeBaseError(f"{name}: unknown severity {data['severity']!r}")
+    conf = data["confidence"]
+    if isinstance(conf, bool) or not isinstance(conf, (int, float)) or not 0 <= conf <= 1:
+        raise KnowledgeBaseError(f"{name}: confidence must be a number in 0..1")
+    pats = data["patterns"]
+    if not isinstance(pats, list) or not pats or not all(isinstance(p, str) and p for p in pats):
+        raise KnowledgeBaseError(f"{name}: patterns must be a non-empty list of strings")
+    for p in pats:
+        try:
+            re.compile(p)
+        except re.error as exc:
+            raise KnowledgeBaseError(f"{name}: pattern {p!r} does not compile: {exc}") from None
+    for key, typ in _OPTIONAL.items():
+        if key in data and not isinstance(data[key], typ):
+            raise KnowledgeBaseError(f"{name}: {key} must be a {typ.__name__}")
+    for cat in data.get("also", ()):
+        if cat not in CATEGORIES:
+            raise KnowledgeBaseError(f"{name}: unknown category {cat!r} in also")
+    return Signature(
+        id=data["id"], category=data["category"], severity=data["severity"],
+        confidence=float(conf), title=data["title"], patterns=tuple(pats),
+        cause=data["cause"], fix=data["fix"], docs=data["docs"],
+        also=tuple(data.get("also", ())), benign=bool(data.get("benign", False)),
+        consequence=bool(data.get("consequence", False)), suspect=bool(data.get("suspect", False)),
+        nccl_min=data.get("nccl_min"), nccl_max=data.get("nccl_max"),
+    )
+
+
+@lru_cache(maxsize=8)
+def load_signatures(folder: Optional[str] = None) -> tuple[Signature, ...]:
+    """Every signature record in ``folder`` (default: the bundled knowledge
+    base), sorted by id. Raises KnowledgeBaseError on a malformed record or a
+    duplicate id."""
+    folder = folder or SIGNATURE_DIR
+    sigs = [_load_record(os.path.join(folder, n)) for n in sorted(os.listdir(folder)) if n.endswith(".json")]
+    seen: set[str] = set()
+    for s in sigs:
+        if s.id in seen:
+            raise KnowledgeBaseError(f"duplicate signature id {s.id!r}")
+        seen.add(s.id)
+    return tuple(sigs)
+
+
+def fixture_lines(sig_id: str, folder: Optional[str] = None) -> list[tuple[int, str, str]]:
+    """(line number, kind 'hit'/'miss', line without its marker) of a signature's fixture log."""
+    path = os.path.join(folder or SIGNATURE_DIR, sig_id + ".log")
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for no, line in enumerate(fh, 1):
+            m = FIXTURE_MARK.search(line)
+            if m:
+                out.append((no, m.group(1), line[: m.start()]))
+    return out
+
+
+def to_grep(pattern: str) -> str:
+    """Rewrite a knowledge-base regex into POSIX ERE for ``grep -E``."""
+    out = pattern.replace("(?:", "(")
+    out = re.sub(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>", "(", out)
+    out = out.replace(r"\d", "[0-9]").replace(r"\s", "[[:space:]]").replace(r"\w", "[[:alnum:]_]")
+    return out
+
+
+def grep_patterns(sigs: Optional[tuple[Signature, ...]] = None) -> list[str]:
+    """Every pattern of the knowledge base (and of the cross-rank reasoning),
+    in grep -E syntax, one per entry."""
+    from .reason import REASONING_PATTERNS
+
+    pats = [p for s in (sigs or load_signatures()) for p in s.patterns] + list(REASONING_PATTERNS)
+    return [to_grep(p) for p in pats]

@@ -1,0 +1,231 @@
+"""Cross-rank reasoning: what no single line says.
+
+The collector keeps bounded per-rank state (the last watchdog record, the
+NCCL version, the communicator table) from the lines the scanner hands it;
+the functions below turn that state into findings: ranks that diverged
+(``collective_desync``) or lagged (``slow_rank_timeout``), hosts on different
+NCCL versions (``version_mismatch``) and ranks outside the world size
+(``rank_world_size_mismatch``).
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ..model import Evidence, Finding
+
+VERSION = re.compile(r"NCCL version (?P<ver>[0-9]+\.[0-9]+\.[0-9]+)(?:[-+]cuda(?P<cuda>[0-9.]+))?")
+COMM = re.compile(r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>[0-9]+) nRanks (?P<nranks>[0-9]+) nNodes (?P<nnodes>[0-9]+) "
+                  r"localRanks (?P<lranks>[0-9]+) localRank (?P<lrank>[0-9]+)")
+WATCHDOG = re.compile(r"WorkNCCL\(SeqNum=(?P<seq>[0-9]+), OpType=(?P<op>[A-Za-z_]+)"
+                      r"(?:, NumelIn=(?P<nin>-?[0-9]+), NumelOut=(?P<nout>-?[0-9]+))?(?:, Timeout\(ms\)=(?P<tmo>[0-9]+))?")
+WORK = re.compile(r"Timeout at NCCL work: (?P<seq>[0-9]+), last enqueued NCCL work: (?P<enq>[0-9]+), "
+                  r"last completed NCCL work: (?P<done>[0-9]+)")
+WORLD_SIZE = re.compile(r"nRanks (?P<n>[0-9]+)")
+
+# exported with the knowledge base for the grep comparison
+REASONING_PATTERNS = (VERSION.pattern, COMM.pattern, WATCHDOG.pattern, WORK.pattern)
+
+DESYNC_DOC = "notebooks/collective_desync.ipynb"
+SLOW_DOC = "notebooks/slow_rank_timeout.ipynb"
+VERSION_DOC = "notebooks/version_mismatch.ipynb"
+RANKS_DOC = "notebooks/rank_world_size_mismatch.ipynb"
+
+
+@dataclass
+class WatchdogRecord:
+    rank: int
+    seq: int
+    op: str
+    numel: Optional[tuple[int, int]]
+    evidence: Evidence
+
+
+@dataclass
+class CommRecord:
+    host: Optional[str]
+    rank: int
+    nranks: int
+    nnodes: int
+    evidence: Evidence
+
+
+@dataclass
+class ReasonState:
+    """Bounded state the reasoning needs; fed line by line by the collector."""
+    watchdog: dict = field(default_factory=dict)       # rank -> last WatchdogRecord
+    versions: dict = field(default_factory=dict)       # (host or source, pid) -> (version, cuda, Evidence)
+    version_keys_seen: int = 0
+    comm_by_host: dict = field(default_factory=dict)   # host -> CommRecord with the largest nRanks
+    out_of_range: dict = field(default_factory=dict)   # rank -> (size, Evidence)
+    limit: int = 8192
+
+    def add_watchdog(self, rec: WatchdogRecord) -> None:
+        old = self.watchdog.get(rec.rank)
+        if old is None and len(self.watchdog) >= self.limit:
+            return
+        if old is None or rec.seq >= old.seq:
+            self.watchdog[rec.rank] = rec
+
+    def add_version(self, key: str, version: str, cuda: Optional[str], ev: Evidence) -> None:
+        if key in self.versions or len(self.versions) >= self.limit:
+            return
+        self.versions[key] = (version, cuda, ev)
+
+    def add_comm(self, rec: CommRecord) -> None:
+        key = rec.host or "?"
+        old = self.comm_by_host.get(key)
+        if old is None and len(self.comm_by_host) >= self.limit:
+            return
+        if old is None or rec.nranks > old.nranks:
+            self.comm_by_host[key] = rec
+
+    def add_out_of_range(self, rank: int, size: int, ev: Evidence) -> None:
+        if rank not in self.out_of_range and len(self.out_of_range) < self.limit:
+            self.out_of_range[rank] = (size, ev)
+
+
+def _ranks_text(ranks) -> str:
+    ranks = sorted(ranks)
+    if len(ranks) > 8:
+        return ", ".join(map(str, ranks[:8])) + f" and {len(ranks) - 8} more"
+    return ", ".join(map(str, ranks))
+
+
+def watchdog_findings(state: ReasonState, world_size: Optional[int]) -> list[Finding]:
+    """Tell a desync from a slow rank using every rank's last timed-out work."""
+    recs = state.watchdog
+    if not recs:
+        return []
+    ops = Counter(r.op for r in recs.values())
+    by_shape = Counter((r.op, r.numel) for r in recs.values() if r.numel is not None)
+    seqs = Counter(r.seq for r in recs.values())
+    evidence = tuple(r.evidence for r in sorted(recs.values(), key=lambda r: r.rank)[:8])
+    timed_out = set(recs)
+    missing = set(range(world_size)) - timed_out if world_size and world_size > len(timed_out) else set()
+
+    def minority(key):
+        counts = Counter(key(r) for r in recs.values())
+        if len(counts) < 2:
+            return set()
+        common = counts.most_common(1)[0][0]
+        return {r.rank for r in recs.values() if key(r) != common}
+
+    if len(ops) > 1 or len(by_shape) > 1:
+        # different collectives, or one collective with different sizes
+        if len(ops) > 1:
+            blamed = minority(lambda r: r.op)
+            what = "different collectives (" + ", ".join(f"{op} on {n}" for op, n in ops.most_common()) + ")"
+        else:
+            blamed = minority(lambda r: r.numel)
+            sizes = Counter(r.numel for r in recs.values())
+            what = "the same collective with different sizes (" + "; ".join(
+                f"NumelIn={a}, NumelOut={b} on {n} rank(s)" for (a, b), n in sizes.most_common()) + ")"
+        if len(seqs) > 1 and not blamed:
+            blamed = minority(lambda r: r.seq)
+        title = f"Ranks diverged: the timed-out collective differs across ranks (rank {_ranks_text(blamed)})" if blamed \
+            else "Ranks diverged: the timed-out collective differs across ranks"
+        return [Finding(
+            rule="watchdog_desync", category="collective_desync", severity="error", confidence=0.85,
+            title=title, evidence=evidence,
+            cause=f"The watchdog timeouts show {what}. Ranks that call different collectives (or the same one with "
+                  "different shapes) wait for each other forever: typical causes are a data split or batch size that "
+                  "differs per rank (unseeded shuffles, dropped samples) or rank-dependent control flow.",
+            fix="Make every rank issue the same collectives with the same shapes: seed every random split (numpy too), "
+                "pad or drop_last uneven batches, avoid rank-dependent branches around collectives; "
+                "TORCH_DISTRIBUTED_DEBUG=DETAIL names the mismatch at once.",
+            docs=DESYNC_DOC, ranks=tuple(sorted(blamed)))]
+    if len(seqs) > 1 and len(recs) >= 2:
+        common = seqs.most_common(1)[0][0]
+        behind = {r.rank for r in recs.values() if r.seq != common}
+        title = f"Rank {_ranks_text(behind)} is at another sequence number than the others at the timeout"
+        return [Finding(
+            rule="watchdog_seq_differs", category="slow_rank_timeout", severity="error", confidence=0.7,
+            title=title, evidence=evidence,
+            cause=f"All timed-out ranks wait in {ops.most_common(1)[0][0]}, but rank {_ranks_text(behind)} "
+                  f"reached sequence number {', '.join(str(s) for s in sorted(seqs) if s != common)} instead of {common}: "
+                  "one side is a collective ahead or behind. With the same operation everywhere this is usually a "
+                  "rank that is late (busy on something else), but an extra collective on one rank looks the same.",
+            fix="Check what the lagging rank did just before (saving, evaluation, logging on rank 0 only); keep that "
+                "work out of the collective path or let the other ranks wait in a barrier with a longer timeout.",
+            docs=SLOW_DOC, ranks=tuple(sorted(behind)))]
+    if missing:
+        title = f"Rank {_ranks_text(missing)} never reached the collective the others timed out in"
+        return [Finding(
+            rule="watchdog_rank_missing", category="slow_rank_timeout", severity="error", confidence=0.75,
+            title=title, evidence=evidence,
+            cause=f"Ranks {_ranks_text(timed_out)} all timed out in the same {ops.most_common(1)[0][0]} "
+                  f"(SeqNum {seqs.most_common(1)[0][0]}); rank {_ranks_text(missing)} did not: it was still busy "
+                  "elsewhere (checkpointing, evaluation, a slow disk or data loader) when the timeout hit.",
+            fix="Find what the missing rank was doing (its own log, py-spy dump); move rank-0-only work such as saving "
+                "out of the training loop's collective path, or raise the process-group timeout for it.",
+            docs=SLOW_DOC, ranks=tuple(sorted(missing)))]
+    if len(recs) >= 2:
+        return [Finding(
+            rule="watchdog_all_waiting", category="slow_rank_timeout", severity="error", confidence=0.55,
+            title=f"All {len(recs)} reporting ranks timed out in the same {ops.most_common(1)[0][0]}",
+            evidence=evidence,
+            cause="Every rank that reported waited in the same collective at the same sequence number: a rank whose log "
+                  "is not here, or the network or a GPU under all of them, stopped progressing.",
+            fix="Add the logs of the remaining ranks; check dmesg / nvidia-smi on each node for Xid errors and the "
+                "fabric for link errors.",
+            docs=SLOW_DOC)]
+    return []
+
+
+def version_findings(state: ReasonState, rank_hosts: dict) -> list[Finding]:
+    """Different NCCL versions across hosts (or per-rank files)."""
+    if len(state.versions) < 2:
+        return []
+    counts = Counter(v for v, _, _ in state.versions.values())
+    if len(counts) < 2:
+        return []
+    common = counts.most_common(1)[0][0]
+    odd = {k: v for k, (v, _, _) in state.versions.items() if v != common}
+    shown = {}
+    for key, (ver, cuda, ev) in state.versions.items():
+        shown.setdefault(ver, ev)
+    evidence = tuple(shown.values())[:8]
+    blamed_hosts = tuple(sorted({str(k[0]) for k in odd}))
+    odd_procs = set(odd)
+    ranks = tuple(sorted(r for r, (h, pid) in rank_hosts.items() if (h, pid) in odd_procs or (h, r) in odd_procs))
+    hosts_per_version = {}
+    for (h, _), (ver, _, _) in state.versions.items():
+        hosts_per_version.setdefault(ver, set()).add(h)
+    listing = "; ".join(f"{ver} on {len(hosts_per_version[ver])} host(s)" for ver, _ in counts.most_common())
+    return [Finding(
+        rule="nccl_version_differs_across_hosts", category="version_mismatch", severity="error", confidence=0.9,
+        title=f"Hosts run different NCCL versions ({listing})",
+        evidence=evidence,
+        cause=f"NCCL {', '.join(sorted(set(odd.values())))} on {', '.join(blamed_hosts[:8])} ({len(odd)} process(es)) "
+              f"against {common} elsewhere. "
+              "NCCL's bootstrap and wire formats differ between versions, so ranks fail to connect with errors that "
+              "do not name the version (ncclSocketInit ... family 0, internal error, hangs).",
+        fix="Install one NCCL everywhere: the same torch build and nvidia-nccl-cu* wheel on every node, no older "
+            "libnccl earlier on LD_LIBRARY_PATH (check pip list | grep nccl and python -c 'import torch; "
+            "print(torch.cuda.nccl.version())' on each node).",
+        docs=VERSION_DOC, ranks=ranks, hosts=blamed_hosts)]
+
+
+def world_size_findings(state: ReasonState, known_ranks: set) -> list[Finding]:
+    """Hosts that disagree on the world size, and ranks beyond it."""
+    sizes = Counter(c.nranks for c in state.comm_by_host.values())
+    if len(sizes) < 2:
+        return []
+    smallest = min(sizes)
+    beyond = {r for r in known_ranks if r >= smallest} | {r for r, (size, _) in state.out_of_range.items() if r >= size}
+    evidence = tuple(c.evidence for c in sorted(state.comm_by_host.values(), key=lambda c: c.nranks))[:8]
+    listing = "; ".join(f"{h or 'unknown host'} says {c.nranks} ranks on {c.nnodes} node(s)"
+                        for h, c in sorted(state.comm_by_host.items(), key=lambda kv: str(kv[0])))
+    return [Finding(
+        rule="world_size_differs_across_hosts", category="rank_world_size_mismatch", severity="error", confidence=0.85,
+        title="Nodes disagree on the world size" + (f" (rank {_ranks_text(beyond)} beyond {smallest})" if beyond else ""),
+        evidence=evidence,
+        cause=f"The communicators were built with different sizes: {listing}. The launcher on some node computes "
+              "WORLD_SIZE or RANK differently (num_nodes / devices / nproc_per_node not the same everywhere).",
+        fix="Launch every node with the same world size and node count and let the launcher derive RANK "
+            "(torchrun --nnodes N --nproc-per-node G, or srun with one task per GPU).",
+        docs=RANKS_DOC, ranks=tuple(sorted(beyond)),
+        hosts=tuple(sorted(h for h, c in state.comm_by_host.items() if c.nranks != max(sizes) and h)))]
