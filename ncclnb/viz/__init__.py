@@ -1,0 +1,33 @@
+"""Views: pure figure builders and thin widget shells.
+
+The only layer that imports plotly, pandas and ipywidgets, always inside
+functions, so importing this package stays cheap.
+
+Pure builders (no widget, no display): :func:`topology_figure`,
+:func:`numa_figure`, :func:`rank_map_figure` (plotly figures),
+:func:`version_table` (pandas Styler), :func:`diagnosis_html` (HTML).
+Shells (live widget plus static fallback): :func:`show_topology`,
+:func:`show_numa`, :func:`show_ranks`, :func:`show_versions`,
+:func:`show_diagnosis`, :func:`dashboard`.
+"""
+from .diagnosis import diagnosis_html, findings_html
+from .numa import numa_figure
+from .ranks import analyse_ranks, rank_map_figure
+from .topology import topology_figure
+from .versions import version_table
+from .widgets import (
+    View,
+    dashboard,
+    run_checks,
+    show_diagnosis,
+    show_numa,
+    show_ranks,
+    show_topology,
+    show_versions,
+)
+
+__all__ = [
+    "View", "analyse_ranks", "dashboard", "diagnosis_html", "findings_html", "numa_figure",
+    "rank_map_figure", "run_checks", "show_diagnosis", "show_numa", "show_ranks", "show_topology",
+    "show_versions", "topology_figure", "version_table",
+]

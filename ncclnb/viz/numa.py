@@ -1,0 +1,231 @@
+"""The NUMA placement view: NUMA nodes side by side, with the CPUs, GPUs and
+NICs under each, and every rank's CPU affinity drawn against its GPU's node."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+from ..model import NodeSnapshot, RankEntry
+from ._common import (
+    _cuda_to_position,
+    esc,
+    esc_attr,
+    format_cpulist,
+    gpu_hover,
+    parse_cpulist,
+    shorten,
+)
+
+AFFINITY_COLOURS = {
+    "local": "#1a9850",    # pinned to the GPU's own NUMA node
+    "spans": "#fdae61",    # includes the GPU's node and others
+    "remote": "#d73027",   # excludes the GPU's node entirely
+    "unknown": "#969696",  # affinity or GPU node not known
+}
+AFFINITY_MEANING = {
+    "local": "CPU affinity is on the GPU's own NUMA node",
+    "spans": "CPU affinity spans several NUMA nodes: threads and pinned memory may land on the far socket",
+    "remote": "CPU affinity excludes the GPU's NUMA node: every copy crosses the socket interconnect",
+    "unknown": "CPU affinity or the GPU's NUMA node is not known",
+}
+PER_ROW = 8  # markers per line inside one NUMA column
+
+
+@dataclass(frozen=True)
+class RankPlacement:
+    rank: RankEntry
+    gpu_pos: Optional[int]
+    gpu_node: Optional[int]
+    covers: tuple[int, ...]  # NUMA nodes the rank's CPU affinity touches
+    status: str              # key of AFFINITY_COLOURS
+
+
+def rank_placements(snapshot: NodeSnapshot, ranks: Iterable[RankEntry]) -> list[RankPlacement]:
+    """Pure: where each rank on this host runs, relative to its GPU's node."""
+    node_cpus = {n.id: parse_cpulist(n.cpus) for n in snapshot.host.numa_nodes}
+    by_uuid = {g.uuid: p for p, g in enumerate(snapshot.gpus) if g.uuid}
+    out = []
+    for r in ranks:
+        if r.host != snapshot.hostname:
+            continue
+        pos = by_uuid.get(r.gpu_uuid) if r.gpu_uuid else None
+        if pos is None and r.cuda_index is not None:
+            pos = next((p for p, g in enumerate(snapshot.gpus) if g.cuda_index == r.cuda_index), None)
+            if pos is None:
+                pos = _cuda_to_position(snapshot, r.cuda_index)
+        gnode = snapshot.gpus[pos].numa_node if pos is not None else None
+        cpus = parse_cpulist(r.cpu_affinity)
+        covers = tuple(sorted(nid for nid, c in node_cpus.items() if cpus & c))
+        if gnode is None or not covers:
+            status = "unknown"
+        elif covers == (gnode,):
+            status = "local"
+        elif gnode in covers:
+            status = "spans"
+        else:
+            status = "remote"
+        out.append(RankPlacement(r, pos, gnode, covers, status))
+    return out
+
+
+def _columns(snapshot: NodeSnapshot) -> list[Optional[int]]:
+    ids = [n.id for n in snapshot.host.numa_nodes]
+    for value in [g.numa_node for g in snapshot.gpus] + [n.numa_node for n in snapshot.nics]:
+        if value is not None and value not in ids:
+            ids.append(value)
+    cols: list[Optional[int]] = sorted(ids)
+    if any(g.numa_node is None for g in snapshot.gpus) or any(n.numa_node is None for n in snapshot.nics):
+        cols.append(None)
+    return cols or [None]
+
+
+def _spread(count: int, centre: float, top: float) -> list[tuple[float, float]]:
+    per_row = min(PER_ROW, max(1, count))
+    pts = []
+    for t in range(count):
+        row, col = divmod(t, per_row)
+        pts.append((centre - 0.4 + 0.8 * (col + 0.5) / per_row, top - 0.32 * row))
+    return pts
+
+
+def _rows_needed(counts: Iterable[int]) -> int:
+    return max([1] + [-(-c // PER_ROW) for c in counts])
+
+
+def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
+    """Pure: a plotly Figure with one column per NUMA node (CPUs, memory in
+    the header; GPUs, NICs and ranks under it). A rank sits under its GPU's
+    node, coloured by whether its CPU affinity is local, spans nodes or is
+    remote; dashed lines go to every other node its affinity covers."""
+    import plotly.graph_objects as go
+
+    cols = _columns(snapshot)
+    x_of = {nid: float(c) for c, nid in enumerate(cols)}
+    nodes = {n.id: n for n in snapshot.host.numa_nodes}
+    places = rank_placements(snapshot, ranks)
+
+    gpu_groups = {nid: [p for p, g in enumerate(snapshot.gpus) if g.numa_node == nid] for nid in cols}
+    nic_groups = {nid: [k for k, n in enumerate(snapshot.nics) if n.numa_node == nid] for nid in cols}
+    rank_groups = {nid: [pl for pl in places if pl.gpu_node == nid] for nid in cols}
+    gpu_rows = _rows_needed(len(v) for v in gpu_groups.values())
+    nic_rows = _rows_needed(len(v) for v in nic_groups.values())
+    rank_rows = _rows_needed(len(v) for v in rank_groups.values()) if places else 0
+    gpu_top = -0.6
+    nic_top = gpu_top - 0.32 * gpu_rows - 0.4
+    rank_top = nic_top - 0.32 * nic_rows - 0.4
+    bottom = (rank_top - 0.32 * rank_rows - 0.1) if places else (nic_top - 0.32 * nic_rows - 0.1)
+
+    shapes, annotations = [], []
+    for nid in cols:
+        x = x_of[nid]
+        shapes.append(dict(type="rect", x0=x - 0.46, x1=x + 0.46, y0=bottom, y1=0.0,
+                           line=dict(color="#636363", width=1), fillcolor="#f7f7f7", layer="below"))
+        node = nodes.get(nid)
+        if nid is None:
+            head = "<b>NUMA ?</b><br>node not reported"
+        else:
+            cpus = node.cpus if node else ""
+            mem = f" · {node.memory_mib // 1024} GiB" if node and node.memory_mib else ""
+            ncpu = len(parse_cpulist(cpus))
+            head = f"<b>NUMA {nid}</b>{mem}<br>{ncpu} CPUs: {esc(shorten(cpus or '?', 36))}"
+        annotations.append(dict(x=x, y=-0.05, text=head, showarrow=False, yanchor="top", font=dict(size=11)))
+    bands = (("GPUs", gpu_top), ("NICs", nic_top)) + ((("ranks", rank_top),) if places else ())
+    for label, y in bands:
+        annotations.append(dict(x=-0.5, y=y, text=label, showarrow=False, xanchor="right", font=dict(size=11, color="#636363")))
+
+    def scatter(name, xs, ys, texts, hovers, colours, symbol, size, inside=True):
+        return go.Scatter(
+            x=xs, y=ys, mode="markers+text" if len(xs) <= 64 else "markers", name=name,
+            text=texts, textposition="middle center" if inside else "bottom center",
+            textfont=dict(size=9, color="white" if inside else "#252525"),
+            hovertext=hovers, hovertemplate="%{hovertext}<extra></extra>",
+            marker=dict(symbol=symbol, size=size, color=colours, line=dict(color="#252525", width=1)),
+        )
+
+    traces = []
+    xs, ys, texts, hovers = [], [], [], []
+    for nid in cols:
+        for p, (x, y) in zip(gpu_groups[nid], _spread(len(gpu_groups[nid]), x_of[nid], gpu_top)):
+            g = snapshot.gpus[p]
+            xs.append(x); ys.append(y); texts.append(str(g.index))
+            aff = f"<br>CPU affinity {esc(g.cpu_affinity)}" if g.cpu_affinity else ""
+            hovers.append(gpu_hover(snapshot, p) + aff)
+    traces.append(scatter("GPUs", xs, ys, texts, hovers, "#2b83ba", "square", 22))
+
+    xs, ys, texts, hovers = [], [], [], []
+    for nid in cols:
+        for k, (x, y) in zip(nic_groups[nid], _spread(len(nic_groups[nid]), x_of[nid], nic_top)):
+            nic = snapshot.nics[k]
+            xs.append(x); ys.append(y); texts.append(esc(shorten(nic.name, 10)))
+            hovers.append(f"<b>{esc(nic.name)}</b> {esc(nic.kind or '?')}, {esc(nic.state or '?')}"
+                          f"<br>bus {esc(nic.pci_bus_id or '?')} · NUMA {esc('?' if nic.numa_node is None else nic.numa_node)}"
+                          + (f"<br>{nic.speed_mbps // 1000} Gb/s" if nic.speed_mbps else ""))
+    traces.append(scatter("NICs", xs, ys, texts, hovers, "#abdda4", "diamond", 16, inside=False))
+
+    xs, ys, texts, hovers, colours = [], [], [], [], []
+    lx, ly = [], []
+    for nid in cols:
+        for pl, (x, y) in zip(rank_groups[nid], _spread(len(rank_groups[nid]), x_of[nid], rank_top)):
+            r = pl.rank
+            xs.append(x); ys.append(y); texts.append(str(r.rank)); colours.append(AFFINITY_COLOURS[pl.status])
+            gpu = f"GPU{snapshot.gpus[pl.gpu_pos].index}" if pl.gpu_pos is not None else "GPU ?"
+            hovers.append(
+                f"<b>rank {r.rank}</b> (local {esc('?' if r.local_rank is None else r.local_rank)}, pid {esc(r.pid or '?')})"
+                f" on {gpu}, NUMA {esc('?' if pl.gpu_node is None else pl.gpu_node)}"
+                f"<br>CPU affinity {esc(r.cpu_affinity or '?')} → NUMA {', '.join(map(str, pl.covers)) or '?'}"
+                f"<br>{esc(AFFINITY_MEANING[pl.status])}"
+            )
+            for other in pl.covers:
+                if other != pl.gpu_node and other in x_of:
+                    lx += [x, x_of[other], None]
+                    ly += [y, -0.3, None]
+    if lx:
+        traces.append(go.Scatter(x=lx, y=ly, mode="lines", name="affinity off the GPU's node",
+                                 line=dict(color=AFFINITY_COLOURS["remote"], dash="dash", width=1),
+                                 hoverinfo="skip"))
+    if xs:
+        traces.append(scatter("ranks", xs, ys, texts, hovers, colours, "circle", 20))
+
+    counts = {}
+    for pl in places:
+        counts[pl.status] = counts.get(pl.status, 0) + 1
+    summary = ", ".join(f"{v} {k}" for k, v in counts.items()) if places else "no rank table"
+    fig = go.Figure(traces)
+    fig.update_layout(
+        title=dict(text=f"NUMA placement on {esc(shorten(snapshot.hostname, 60))} · ranks: {summary}", font=dict(size=14)),
+        shapes=shapes,
+        annotations=annotations,
+        xaxis=dict(visible=False, range=[-0.75, len(cols) - 0.5]),
+        yaxis=dict(visible=False, range=[bottom - 0.1, 0.05]),
+        height=int(260 + 70 * (gpu_rows + nic_rows + rank_rows)),
+        showlegend=bool(lx),
+        legend=dict(orientation="h", y=-0.02),
+        margin=dict(l=60, r=20, t=50, b=20),
+        plot_bgcolor="white",
+        clickmode="event",
+    )
+    return fig
+
+
+def numa_summary(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()) -> str:
+    """Escaped HTML: the NUMA nodes with their CPUs, GPUs and NICs, as a table
+    (the static fallback readable where no JavaScript runs)."""
+    cols = _columns(snapshot)
+    nodes = {n.id: n for n in snapshot.host.numa_nodes}
+    places = rank_placements(snapshot, ranks)
+    rows = []
+    for nid in cols:
+        node = nodes.get(nid)
+        gpus = ", ".join(f"GPU{g.index}" for g in snapshot.gpus if g.numa_node == nid) or "—"
+        nics = ", ".join(esc(n.name) for n in snapshot.nics if n.numa_node == nid) or "—"
+        rks = ", ".join(
+            f'<span style="color:{AFFINITY_COLOURS[pl.status]}" title="{esc_attr(AFFINITY_MEANING[pl.status])}">{pl.rank.rank}</span>'
+            for pl in places if pl.gpu_node == nid
+        ) or "—"
+        cpus = esc(format_cpulist(parse_cpulist(node.cpus)) if node else "?")
+        rows.append(f"<tr><td><b>{esc('?' if nid is None else nid)}</b></td><td>{cpus}</td><td>{gpus}</td><td>{nics}</td><td>{rks}</td></tr>")
+    return (
+        '<table class="ncclnb-numa" style="border-collapse:collapse">'
+        "<tr><th>NUMA</th><th>CPUs</th><th>GPUs</th><th>NICs</th><th>ranks (by GPU)</th></tr>"
+        + "".join(rows) + "</table>"
+    )

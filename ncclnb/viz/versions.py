@@ -1,0 +1,163 @@
+"""The version matrix: nodes x components, cells differing from the majority
+highlighted, as a pandas Styler so it reads well without a kernel too."""
+from __future__ import annotations
+
+import os
+from collections import Counter
+from typing import Iterable, Union
+
+from ..model import ClusterReport, NodeSnapshot
+from ._common import esc, shorten, snapshots_of
+
+MISSING = "—"
+DIFFERS = "background-color:#f8d7da;color:#842029;font-weight:bold"
+NO_MAJORITY = "background-color:#fff3cd;color:#664d03"
+GROUP_OVER = 16  # more nodes than this: one row per distinct configuration
+ENV_LIMIT = 12   # at most this many NCCL_* columns, the most varied first
+
+
+def _libs(libs) -> str:
+    return "; ".join(
+        f"{os.path.basename(lib.path)}{' ' + lib.version if lib.version and lib.version not in lib.path else ''}"
+        + (f" ({lib.source})" if lib.source else "")
+        for lib in libs
+    ) or MISSING
+
+
+def version_row(snapshot: NodeSnapshot) -> dict[str, str]:
+    """One node's components as display strings (not yet escaped)."""
+    v = snapshot.versions
+    row = {
+        "driver": v.driver or MISSING,
+        "CUDA (driver)": v.cuda_driver or MISSING,
+        "torch": v.torch or MISSING,
+        "torch CUDA": v.torch_cuda or MISSING,
+        "NCCL (torch)": v.nccl_torch or MISSING,
+        "NCCL (pip)": "; ".join(f"{k} {val}" for k, val in sorted(v.nccl_pip.items())) or MISSING,
+        "NCCL (system)": _libs(v.nccl_system),
+        "net plugins": _libs(v.net_plugins),
+        "python": v.python or MISSING,
+    }
+    for name, ver in sorted(v.frameworks.items()):
+        row[name] = ver
+    for key, val in sorted(snapshot.env.items()):
+        if key.startswith("NCCL_"):
+            row[key] = val
+    return row
+
+
+def version_frame(target: Union[ClusterReport, NodeSnapshot, Iterable[NodeSnapshot]], group: object = "auto"):
+    """Pure: (DataFrame of strings, per-row node counts). Columns that no
+    node reports are dropped; ``group`` ("auto", True, False) folds nodes
+    with identical rows into one row naming them."""
+    import pandas as pd
+
+    snaps = snapshots_of(target) if isinstance(target, (ClusterReport, NodeSnapshot)) else tuple(target)
+    rows = [version_row(s) for s in snaps]
+    columns: list[str] = []
+    for r in rows:
+        for k in r:
+            if k not in columns:
+                columns.append(k)
+    env_cols = [c for c in columns if c.startswith("NCCL_")]
+    if len(env_cols) > ENV_LIMIT:
+        varied = sorted(env_cols, key=lambda c: -len({r.get(c, MISSING) for r in rows}))
+        keep = set(varied[:ENV_LIMIT])
+        columns = [c for c in columns if not c.startswith("NCCL_") or c in keep]
+    table = [[r.get(c, MISSING) for c in columns] for r in rows]
+    hosts = [s.hostname for s in snaps]
+    if group == "auto":
+        group = len(snaps) > GROUP_OVER
+    weights = [1] * len(rows)
+    if group:
+        grouped: dict[tuple, list[str]] = {}
+        for host, vals in zip(hosts, table):
+            grouped.setdefault(tuple(vals), []).append(host)
+        table = [list(k) for k in grouped]
+        weights = [len(h) for h in grouped.values()]
+        hosts = [
+            f"{len(h)} node{'s' if len(h) > 1 else ''}: {', '.join(shorten(x, 24) for x in h[:3])}{' …' if len(h) > 3 else ''}"
+            for h in grouped.values()
+        ]
+    seen: Counter = Counter()
+    unique = []
+    for h in hosts:  # Styler needs unique labels; two snapshots may share a hostname
+        seen[h] += 1
+        unique.append(h if seen[h] == 1 else f"{h} ({seen[h]})")
+    frame = pd.DataFrame(table, index=pd.Index(unique), columns=columns)
+    keep_cols = [c for c in columns if (frame[c] != MISSING).any()]
+    return frame[keep_cols], weights
+
+
+def differing_cells(frame, weights) -> dict[tuple[int, str], str]:
+    """(row, column) -> "differs" (not the majority) or "no_majority" (tie)."""
+    out = {}
+    for col in frame.columns:
+        tally: Counter = Counter()
+        for value, w in zip(frame[col], weights):
+            tally[value] += w
+        if len(tally) < 2:
+            continue
+        (top, n1), (_, n2) = tally.most_common(2)
+        for i, value in enumerate(frame[col]):
+            if n1 == n2:
+                out[(i, col)] = "no_majority"
+            elif value != top:
+                out[(i, col)] = "differs"
+    return out
+
+
+def version_table(report_or_snapshots, group: object = "auto", only_differing: bool = False):
+    """Pure: a pandas Styler, nodes x components (driver, CUDA, torch, NCCL
+    per source, net plugins, frameworks, NCCL_* env). Cells that differ from
+    the majority are red; a column with no majority is amber. Every value
+    is HTML-escaped. With ``only_differing`` only columns that vary remain."""
+    frame, weights = version_frame(report_or_snapshots, group)
+    marks = differing_cells(frame, weights)
+    if only_differing:
+        varied = [c for c in frame.columns if any(k[1] == c for k in marks)]
+        frame = frame[varied] if varied else frame.iloc[:, :0]
+    cols = list(frame.columns)
+
+    def paint(df):
+        import pandas as pd
+
+        styles = pd.DataFrame("", index=df.index, columns=df.columns)
+        for (i, col), kind in marks.items():
+            if col in cols:
+                styles.iat[i, cols.index(col)] = DIFFERS if kind == "differs" else NO_MAJORITY
+        return styles
+
+    n_nodes = sum(weights)
+    n_diff = len({c for (_, c) in marks if c in cols})
+    caption = (f"Versions on {n_nodes} node{'s' if n_nodes != 1 else ''}"
+               + (f" ({len(weights)} distinct configurations)" if len(weights) != n_nodes else "")
+               + (f" · {n_diff} component{'s' if n_diff != 1 else ''} differ (red: not the majority; amber: no majority)"
+                  if n_diff else " · all the same"))
+    styler = (
+        frame.style.format(escape="html")
+        .format_index(escape="html", axis=0)
+        .format_index(escape="html", axis=1)
+        .apply(paint, axis=None)
+        .set_caption(esc(caption))
+        .set_table_styles([
+            {"selector": "", "props": "border-collapse:collapse;font-size:12px;font-family:monospace"},
+            {"selector": "caption", "props": "caption-side:top;text-align:left;font-weight:bold;padding:4px 0;font-family:sans-serif"},
+            {"selector": "th, td", "props": "border:1px solid #d9d9d9;padding:2px 6px;text-align:left;white-space:nowrap"},
+            {"selector": "thead th", "props": "background:#f0f0f0"},
+        ])
+    )
+    return styler
+
+
+def version_differences(report_or_snapshots) -> list[str]:
+    """Plain sentences naming each component that differs across nodes."""
+    frame, weights = version_frame(report_or_snapshots, group=False)
+    marks = differing_cells(frame, weights)
+    out = []
+    for col in frame.columns:
+        rows = [i for (i, c) in marks if c == col]
+        if rows:
+            values = Counter(frame[col])
+            out.append(f"{col}: " + ", ".join(f"{v} on {n} node{'s' if n > 1 else ''}" for v, n in values.most_common()))
+    return out

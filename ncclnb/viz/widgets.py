@@ -1,0 +1,426 @@
+"""Thin widget shells around the pure figure builders, and the public
+``show_*`` / ``dashboard`` functions.
+
+Each function returns a :class:`View`: in a kernel it renders as a live
+ipywidgets box (plotly FigureWidget + controls + a detail pane, updated in
+place); its output also carries ``text/html`` with the figure embedded as
+plain plotly HTML, so nbconvert's HTML and offline readers see the view
+where widget state is gone."""
+from __future__ import annotations
+
+from typing import Callable, Iterable, Optional, Sequence, Union
+
+from ..model import ClusterReport, Diagnosis, Finding, NodeSnapshot
+from ._common import esc, pick_snapshot, ranks_of, resolve, snapshots_of
+
+# How the static HTML carries plotly.js: "once" embeds it in the first view
+# of the session (like plotly's own notebook renderer), "always" in every
+# view, "cdn" links it, None leaves it out.
+STATIC_PLOTLYJS: Optional[str] = "once"
+_plotlyjs_sent = False
+
+DETAIL_HINT = "<i>Click a cell for details.</i>"
+
+
+def _plotlyjs_mode():
+    global _plotlyjs_sent
+    if STATIC_PLOTLYJS == "always":
+        return True
+    if STATIC_PLOTLYJS == "cdn":
+        return "cdn"
+    if STATIC_PLOTLYJS == "once" and not _plotlyjs_sent:
+        _plotlyjs_sent = True
+        return True
+    return False
+
+
+def figure_html(fig) -> str:
+    """A plotly figure as an HTML fragment that renders without a kernel."""
+    import plotly.io as pio
+
+    return pio.to_html(fig, include_plotlyjs=_plotlyjs_mode(), full_html=False, default_width="100%",
+                       config={"displaylogo": False, "responsive": True}, validate=False)
+
+
+class View:
+    """What ``show_*`` return: a live widget plus a static HTML fallback.
+
+    ``widget`` is the ipywidgets object; ``figure`` the pure plotly figure
+    (or None); ``static_html()`` the fallback HTML (escaped summary plus
+    the embedded figure)."""
+
+    def __init__(self, widget, figure=None, summary_html: str = "", text: str = "", parts: Sequence["View"] = ()):
+        self.widget = widget
+        self.figure = figure
+        self.summary_html = summary_html
+        self.text = text
+        self.parts = tuple(parts)
+        self._static: Optional[str] = None
+
+    def static_html(self) -> str:
+        if self._static is None:
+            pieces = [f'<div class="ncclnb-static">{self.summary_html}']
+            if self.figure is not None:
+                pieces.append(figure_html(self.figure))
+            for part in self.parts:
+                pieces.append(part.static_html())
+            pieces.append("</div>")
+            self._static = "".join(pieces)
+        return self._static
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        data = {"text/plain": self.text or "ncclnb view", "text/html": self.static_html()}
+        live = self.widget._repr_mimebundle_() if self.widget is not None else None
+        if isinstance(live, tuple):
+            live = live[0]
+        for key, value in (live or {}).items():
+            if key != "text/plain":
+                data[key] = value
+        return data
+
+    def __repr__(self) -> str:
+        return self.text or "ncclnb view"
+
+
+# --- plumbing -------------------------------------------------------------
+
+def _figure_widget(fig):
+    """A plotly FigureWidget when anywidget is there; else None (the view
+    then shows the plain figure in an Output widget and cannot take clicks)."""
+    import plotly.graph_objects as go
+
+    try:
+        return go.FigureWidget(fig)
+    except ImportError:
+        return None
+
+
+class _FigureSlot:
+    """Holds one figure on screen and swaps in a new one in place."""
+
+    def __init__(self, fig, on_click: Optional[Callable] = None):
+        import ipywidgets as w
+
+        self.on_click = on_click
+        self.fw = _figure_widget(fig)
+        if self.fw is not None:
+            self.widget = self.fw
+            self._wire()
+        else:
+            self.widget = w.Output()
+            self._show(fig)
+
+    def _show(self, fig):
+        from IPython.display import display
+
+        self.widget.clear_output(wait=True)
+        with self.widget:
+            display(fig)
+
+    def _wire(self):
+        if self.on_click is None:
+            return
+        for trace in self.fw.data:
+            trace.on_click(self.on_click)
+
+    def replace(self, fig):
+        if self.fw is None:
+            self._show(fig)
+            return
+        with self.fw.batch_update():
+            same = len(self.fw.data) == len(fig.data) and all(
+                a.type == b.type for a, b in zip(self.fw.data, fig.data))
+            if same:
+                for old, new in zip(self.fw.data, fig.data):
+                    old.update(new.to_plotly_json(), overwrite=True)
+            else:
+                self.fw.data = ()
+                self.fw.add_traces(list(fig.data))
+            self.fw.update_layout(fig.layout.to_plotly_json(), overwrite=True)
+        self._wire()
+
+
+def _detail_pane():
+    import ipywidgets as w
+
+    pane = w.HTML(value=DETAIL_HINT, layout=w.Layout(min_height="3em", border="1px solid #d9d9d9", padding="4px"))
+    pane.add_class("ncclnb-detail")
+    return pane
+
+
+def _clicked(points):
+    """(x, y) of the first clicked point, or None."""
+    if not points.point_inds:
+        return None
+    return points.xs[0], points.ys[0], points.point_inds[0]
+
+
+def _host_picker(snaps: Sequence[NodeSnapshot], value: str):
+    import ipywidgets as w
+
+    picker = w.Dropdown(options=[s.hostname for s in snaps], value=value, description="host")
+    picker.add_class("ncclnb-host")
+    return picker
+
+
+# --- topology ---------------------------------------------------------------
+
+def _parse_gpu_list(text: str, snap: NodeSnapshot) -> Optional[list[int]]:
+    tokens = [t.strip() for t in text.replace(" ", ",").split(",") if t.strip()]
+    if not tokens:
+        return None
+    by_index = {g.index: p for p, g in enumerate(snap.gpus)}
+    return sorted({by_index[int(t)] for t in tokens if t.isdigit() and int(t) in by_index})
+
+
+def show_topology(target, host: Optional[str] = None, highlight: Optional[Iterable[int]] = None) -> View:
+    """GPU x GPU / GPU x NIC link matrix of one host, as a live widget.
+
+    ``target`` is a NodeSnapshot, ClusterReport, bundled machine name or
+    path; ``host`` picks a node of a report; ``highlight`` lists GPU
+    positions in use (default: rank table, else CUDA_VISIBLE_DEVICES).
+    Click a cell for its details; type GPU indices to change the set."""
+    import ipywidgets as w
+
+    from ._common import gpus_in_use
+    from .topology import topology_details, topology_figure
+
+    target = resolve(target)
+    snaps = snapshots_of(target)
+    ranks = ranks_of(target)
+    state = {"snap": pick_snapshot(target, host), "highlight": None if highlight is None else list(highlight)}
+    fig = topology_figure(state["snap"], state["highlight"], ranks)
+    detail = _detail_pane()
+
+    def on_click(trace, points, _state):
+        hit = _clicked(points)
+        if hit is None:
+            return
+        x, y, _ = hit
+        snap = state["snap"]
+        rows = [f"GPU{g.index}" for g in snap.gpus]
+        cols = list(trace.x)
+        if y in rows and x in cols:
+            detail.value = topology_details(snap, rows.index(y), cols.index(x))
+
+    slot = _FigureSlot(fig, on_click)
+
+    def in_use_text(snap):
+        used = state["highlight"] if state["highlight"] is not None else gpus_in_use(snap, ranks)
+        return "" if used is None else ",".join(str(snap.gpus[p].index) for p in used)
+
+    gpus = w.Text(value=in_use_text(state["snap"]), description="GPUs in use",
+                  placeholder="e.g. 0,1 (empty: all)", continuous_update=False,
+                  style={"description_width": "initial"})
+    gpus.add_class("ncclnb-gpus")
+
+    def redraw():
+        slot.replace(topology_figure(state["snap"], state["highlight"], ranks))
+        detail.value = DETAIL_HINT
+
+    def on_gpus(change):
+        state["highlight"] = _parse_gpu_list(change["new"], state["snap"])
+        redraw()
+
+    gpus.observe(on_gpus, names="value")
+    controls = [gpus]
+    if len(snaps) > 1:
+        picker = _host_picker(snaps, state["snap"].hostname)
+
+        def on_host(change):
+            state["snap"] = pick_snapshot(target, change["new"])
+            state["highlight"] = None
+            gpus.unobserve(on_gpus, names="value")
+            gpus.value = in_use_text(state["snap"])
+            gpus.observe(on_gpus, names="value")
+            redraw()
+
+        picker.observe(on_host, names="value")
+        controls.insert(0, picker)
+    box = w.VBox([w.HBox(controls), slot.widget, detail])
+    box.add_class("ncclnb-topology")
+    snap = state["snap"]
+    return View(box, fig, f"<h4>Topology of {esc(snap.hostname)}</h4>",
+                f"ncclnb topology view: {snap.hostname}, {len(snap.gpus)} GPUs")
+
+
+# --- NUMA -------------------------------------------------------------------
+
+def show_numa(target, host: Optional[str] = None) -> View:
+    """NUMA placement of one host (CPUs, GPUs, NICs, ranks' CPU affinity),
+    as a live widget; click a GPU, NIC or rank for its details."""
+    import ipywidgets as w
+
+    from .numa import numa_figure, numa_summary
+
+    target = resolve(target)
+    snaps = snapshots_of(target)
+    ranks = ranks_of(target)
+    state = {"snap": pick_snapshot(target, host)}
+    fig = numa_figure(state["snap"], ranks)
+    detail = _detail_pane()
+    detail.value = "<i>Click a GPU, NIC or rank for details.</i>"
+
+    def on_click(trace, points, _state):
+        hit = _clicked(points)
+        if hit is None or trace.hovertext is None:
+            return
+        detail.value = trace.hovertext[hit[2]]  # already escaped by the builder
+
+    slot = _FigureSlot(fig, on_click)
+    children = [slot.widget, detail]
+    if len(snaps) > 1:
+        picker = _host_picker(snaps, state["snap"].hostname)
+
+        def on_host(change):
+            state["snap"] = pick_snapshot(target, change["new"])
+            slot.replace(numa_figure(state["snap"], ranks))
+
+        picker.observe(on_host, names="value")
+        children.insert(0, picker)
+    box = w.VBox(children)
+    box.add_class("ncclnb-numa")
+    snap = state["snap"]
+    return View(box, fig, f"<h4>NUMA placement on {esc(snap.hostname)}</h4>" + numa_summary(snap, ranks),
+                f"ncclnb NUMA view: {snap.hostname}")
+
+
+# --- ranks --------------------------------------------------------------------
+
+def show_ranks(target, page_size: int = 32) -> View:
+    """The rank map of a ClusterReport (nodes x local slots) as a live
+    widget: anomalous nodes first, pages of ``page_size`` nodes, click a
+    cell to see why it is coloured."""
+    import ipywidgets as w
+
+    from .ranks import analyse_ranks, cell_hover, rank_map_figure, rank_summary_html
+
+    target = resolve(target)
+    if not isinstance(target, ClusterReport) or not target.ranks:
+        note = "<p>No rank table: the rank map needs a ClusterReport with ranks.</p>"
+        return View(w.HTML(note), None, note, "ncclnb rank map: no rank table")
+    rm = analyse_ranks(target)
+    state = {"page": 0, "only": False}
+    fig = rank_map_figure(target, 0, page_size, rank_map=rm)
+    detail = _detail_pane()
+
+    def on_click(trace, points, _state):
+        hit = _clicked(points)
+        if hit is None:
+            return
+        x, y, _ = hit
+        nodes = rm.node_order(state["only"])[state["page"] * page_size:(state["page"] + 1) * page_size]
+        try:
+            ni, s = nodes[int(y)], int(str(x).split()[-1])
+        except (ValueError, IndexError):
+            return
+        cell = rm.cells.get((ni, s))
+        detail.value = cell_hover(rm, cell) if cell else f"{esc(rm.hosts[ni])}, slot {s}: no rank"
+
+    slot = _FigureSlot(fig, on_click)
+    pages = max(1, -(-len(rm.hosts) // page_size))
+    pager = w.BoundedIntText(value=1, min=1, max=pages, description=f"page (of {pages})",
+                             style={"description_width": "initial"}, layout=w.Layout(width="180px"))
+    only = w.Checkbox(value=False, description="only nodes with anomalies", indent=False)
+
+    def redraw(_change=None):
+        state["page"], state["only"] = pager.value - 1, only.value
+        n = len(rm.node_order(only.value))
+        pager.max = max(1, -(-n // page_size))
+        pager.description = f"page (of {pager.max})"
+        slot.replace(rank_map_figure(target, state["page"], page_size, only.value, rank_map=rm))
+        detail.value = DETAIL_HINT
+
+    pager.observe(redraw, names="value")
+    only.observe(redraw, names="value")
+    summary = rank_summary_html(rm)
+    box = w.VBox([w.HTML(summary), w.HBox([pager, only]), slot.widget, detail])
+    box.add_class("ncclnb-ranks")
+    return View(box, fig, "<h4>Rank map</h4>" + summary,
+                f"ncclnb rank map: {len(rm.hosts)} nodes, WORLD_SIZE {rm.world_size}")
+
+
+# --- versions -----------------------------------------------------------------
+
+def show_versions(target) -> View:
+    """Version matrix (nodes x components) with differing cells highlighted;
+    a toggle keeps only the columns that differ."""
+    import ipywidgets as w
+
+    from .versions import version_table
+
+    target = resolve(target)
+    html = version_table(target).to_html()
+    table = w.HTML(html)
+    only = w.Checkbox(value=False, description="only components that differ", indent=False)
+
+    def redraw(change):
+        table.value = version_table(target, only_differing=change["new"]).to_html()
+
+    only.observe(redraw, names="value")
+    box = w.VBox([only, table])
+    box.add_class("ncclnb-versions")
+    n = len(snapshots_of(target))
+    return View(box, None, html, f"ncclnb version matrix: {n} node{'s' if n != 1 else ''}")
+
+
+# --- diagnosis ----------------------------------------------------------------
+
+def show_diagnosis(diagnosis: Union[Diagnosis, Sequence[Finding]], title: str = "Findings") -> View:
+    """A Diagnosis (or a list of findings, e.g. from ``ncclnb.check``) as
+    ranked cards with evidence, fix and guide link."""
+    import ipywidgets as w
+
+    from .diagnosis import diagnosis_html, findings_html
+
+    if isinstance(diagnosis, Diagnosis):
+        html, n = diagnosis_html(diagnosis), len(diagnosis.findings)
+    else:
+        findings = list(diagnosis)
+        html, n = findings_html(findings, title), len(findings)
+    box = w.VBox([w.HTML(html)], layout=w.Layout(max_height="640px", overflow="auto"))
+    box.add_class("ncclnb-diagnosis-view")
+    return View(box, None, html, f"ncclnb diagnosis: {n} finding{'s' if n != 1 else ''}")
+
+
+def run_checks(target) -> tuple[list[Finding], Optional[str]]:
+    """Findings of ``ncclnb.checks.check`` or, when the checks are not
+    available or fail, no findings and the reason."""
+    try:
+        from ..checks import check
+    except ImportError as exc:
+        return [], f"checks are not available: {exc}"
+    try:
+        return list(check(target)), None
+    except Exception as exc:  # a broken check must not take the dashboard down
+        return [], f"checks failed: {type(exc).__name__}: {exc}"
+
+
+# --- dashboard ----------------------------------------------------------------
+
+def dashboard(snapshot_or_report, diagnosis: Optional[Diagnosis] = None) -> View:
+    """Tabs of every view: findings (checks, and the diagnosis if given),
+    topology, NUMA, rank map (for reports) and versions."""
+    import ipywidgets as w
+
+    from .diagnosis import diagnosis_html, findings_html
+
+    target = resolve(snapshot_or_report)
+    findings, problem = run_checks(target)
+    html = findings_html(findings, "Checks")
+    if problem:
+        html += f"<p><i>{esc(problem)}</i></p>"
+    if diagnosis is not None:
+        html += diagnosis_html(diagnosis)
+    first = View(w.VBox([w.HTML(html)], layout=w.Layout(max_height="640px", overflow="auto")), None, html, "findings")
+    parts = [("Findings", first), ("Topology", show_topology(target)), ("NUMA", show_numa(target))]
+    if isinstance(target, ClusterReport) and target.ranks:
+        parts.append(("Ranks", show_ranks(target)))
+    parts.append(("Versions", show_versions(target)))
+    tabs = w.Tab(children=[v.widget for _, v in parts])
+    for i, (name, _) in enumerate(parts):
+        tabs.set_title(i, name)
+    tabs.add_class("ncclnb-dashboard")
+    label = snapshots_of(target)[0].hostname if isinstance(target, NodeSnapshot) else f"{len(target.snapshots)} nodes"
+    return View(tabs, None, f"<h3>ncclnb dashboard: {esc(label)}</h3>",
+                f"ncclnb dashboard: {label}", parts=[v for _, v in parts])
