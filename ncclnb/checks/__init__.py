@@ -64,8 +64,13 @@ def _crashed(info: CheckInfo, exc: BaseException, where: str) -> Finding:
     )
 
 
-def _host_ranks(report: ClusterReport, host: str) -> tuple[RankEntry, ...]:
-    return tuple(r for r in report.ranks or () if isinstance(r, RankEntry) and r.host == host)
+def _ranks_by_host(report: ClusterReport) -> dict[str, tuple[RankEntry, ...]]:
+    # grouped once: a 1024-node report has 8192 ranks, and every node check needs its host's
+    groups: dict[str, list[RankEntry]] = {}
+    for r in report.ranks or ():
+        if isinstance(r, RankEntry):
+            groups.setdefault(r.host, []).append(r)
+    return {host: tuple(entries) for host, entries in groups.items()}
 
 
 def _sort_key(f: Finding):
@@ -81,13 +86,14 @@ def check(target: Target, only: Optional[Union[str, Iterable[str]]] = None) -> l
     raises ValueError. Node checks run once per snapshot with the rank-table
     entries on that host; report checks run once."""
     report = as_report(target)
+    ranks_by_host = _ranks_by_host(report)
     findings: list[Finding] = []
     for info in _selected(only):
         if info.takes == "node":
             for snap in report.snapshots:
                 where = f"snapshot:{getattr(getattr(snap, 'host', None), 'hostname', '?')}"
                 try:
-                    findings.extend(info.func(snap, _host_ranks(report, snap.hostname)) or [])
+                    findings.extend(info.func(snap, ranks_by_host.get(snap.hostname, ())) or [])
                 except Exception as exc:  # a broken check must not hide the others
                     findings.append(_crashed(info, exc, where))
         else:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Optional
 
 from ._serde import from_dict, to_dict
@@ -44,4 +45,13 @@ class ClusterReport:
         return from_dict(cls, data)
 
     def snapshot(self, host: str) -> Optional[NodeSnapshot]:
-        return next((s for s in self.snapshots if s.hostname == host), None)
+        """The snapshot of ``host``, or None."""
+        return self._by_host.get(host)
+
+    @cached_property
+    def _by_host(self) -> dict[str, NodeSnapshot]:
+        # not a field: outside to_dict and ==; first snapshot of a host wins, as before
+        by_host: dict[str, NodeSnapshot] = {}
+        for snap in self.snapshots:
+            by_host.setdefault(snap.hostname, snap)
+        return by_host
