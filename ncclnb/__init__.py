@@ -19,10 +19,10 @@ _PUBLIC = {
     "Diagnosis": ("ncclnb.model", "Diagnosis"),
     "SchemaError": ("ncclnb.model", "SchemaError"),
     # collect
-    "collect": ("ncclnb.collect", "collect"),
-    "ingest": ("ncclnb.collect.ingest", "ingest"),
-    "load": ("ncclnb.machines", "load"),
-    "machines": ("ncclnb.machines", "machines"),
+    "collect": ("ncclnb.collectors", "collect"),
+    "ingest": ("ncclnb.collectors.ingest", "ingest"),
+    "load": ("ncclnb.recorded", "load"),
+    "machines": ("ncclnb.recorded", "machines"),
     "summary": ("ncclnb.summary", "summary"),
     # doctor
     "diagnose": ("ncclnb.doctor", "diagnose"),

@@ -82,7 +82,7 @@ def _set_target(target, name: str) -> None:
 def _verb_snapshot(args):
     if args:
         raise UsageError("Usage: %ncclnb snapshot")
-    from .collect import collect  # ImportError -> UsageError in ncclnb_line
+    from .collectors import collect  # ImportError -> UsageError in ncclnb_line
 
     _set_target(_call(collect), "this machine")
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-import ncclnb.machines as machines_pkg
-from ncclnb.machines import DATA, load, machines
-from ncclnb.machines.build import RECIPES, main as build_main, to_json
+import ncclnb.recorded as machines_pkg
+from ncclnb.recorded import DATA, load, machines
+from ncclnb.recorded.build import RECIPES, main as build_main, to_json
 from ncclnb.model import ClusterReport, NodeSnapshot, SchemaError, nvlink_count
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
@@ -52,7 +52,7 @@ def test_build_check_notices_a_stale_file(tmp_path, monkeypatch, capsys):
     for path in DATA.glob("*.json"):
         (stale / path.name).write_text(path.read_text())
     (stale / "aws-p5.json").write_text((stale / "aws-p5.json").read_text().replace('"NV18"', '"NV12"', 1))
-    monkeypatch.setattr("ncclnb.machines.build.DATA", stale)
+    monkeypatch.setattr("ncclnb.recorded.build.DATA", stale)
     assert build_main(["--check", "--fixtures", str(FIXTURES)]) == 1
     assert "aws-p5: differs from a fresh ingest" in capsys.readouterr().out
 

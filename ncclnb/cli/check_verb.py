@@ -27,7 +27,7 @@ def add_parser(subparsers):
 
 
 def _load(item: str):
-    from ..machines import load, load_bytes
+    from ..recorded import load, load_bytes
 
     if item == "-":
         return load_bytes(sys.stdin.buffer.read(), "<stdin>")

@@ -19,7 +19,7 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from ..collect import collect
+    from ..collectors import collect
     from . import write_output
 
     snapshot = collect(timeout=args.timeout, probe_torch=not args.no_torch)

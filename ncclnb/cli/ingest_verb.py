@@ -22,7 +22,7 @@ def add_parser(sub):
 def run(args) -> int:
     import sys
 
-    from ..collect.ingest import ingest
+    from ..collectors.ingest import ingest
     from . import write_output
 
     sources = [sys.stdin.buffer.read() if f == "-" else f for f in args.files]

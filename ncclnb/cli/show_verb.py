@@ -20,17 +20,17 @@ def run(args) -> int:
     from ..summary import summary
 
     if args.list:
-        from ..machines import machines
+        from ..recorded import machines
 
         for name, description in sorted(machines().items()):
             print(f"{name:28s} {description}")
         return 0
     if args.target == "local":
-        from ..collect import collect
+        from ..collectors import collect
 
         target = collect()
     else:
-        from ..machines import load
+        from ..recorded import load
 
         target = load(args.target)
     print(summary(target, width=args.width))

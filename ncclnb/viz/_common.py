@@ -114,7 +114,7 @@ def resolve(target: object) -> Target:
     if isinstance(target, (str, os.PathLike)):
         text = os.fspath(target)
         try:
-            from ..machines import load  # the bundled machines and their loader
+            from ..recorded import load  # the bundled machines and their loader
         except ImportError:
             load = None
         if load is not None:

@@ -1,11 +1,11 @@
 """Machines for the checks' tests: the bundled recorded machines
-(``ncclnb.machines.load``), and helpers that derive a variant with
+(``ncclnb.recorded.load``), and helpers that derive a variant with
 ``dataclasses.replace`` (a setting, a limit, a version) from one."""
 from __future__ import annotations
 
 import dataclasses
 
-from ncclnb.machines import load
+from ncclnb.recorded import load
 from ncclnb.model import ClusterReport, NodeSnapshot, RankEntry
 
 

@@ -1,7 +1,7 @@
 """The bundled cluster reports are what build_reports.py makes of the bundled snapshots."""
 import pytest
 
-from ncclnb.machines import build_reports, load
+from ncclnb.recorded import build_reports, load
 from ncclnb.model import ClusterReport
 
 

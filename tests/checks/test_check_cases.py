@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from ncclnb.checks import check
-from ncclnb.machines import load
+from ncclnb.recorded import load
 from ncclnb.model import Nic
 
 from checks_machines import job, machine, renamed, with_env, with_host, with_versions

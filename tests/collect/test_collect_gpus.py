@@ -8,9 +8,9 @@ import time
 import pytest
 
 from fakes.runner import no_commands
-from ncclnb.collect import collect
-from ncclnb.collect.nvml import read_gpus
-from ncclnb.machines import load
+from ncclnb.collectors import collect
+from ncclnb.collectors.nvml import read_gpus
+from ncclnb.recorded import load
 from ncclnb.model import NodeSnapshot
 
 MACHINES = ["l40s-2socket", "dgx-a100", "hgx-h100", "a30-nvlink-pairs", "rtx4090-8x-sys", "seed001-10x-pcie"]

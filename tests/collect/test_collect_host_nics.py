@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import os
 
-from ncclnb.collect.host import read_host
-from ncclnb.collect.nics import read_nics
-from ncclnb.collect.pci import nvml_bus_id, pci_path, sysfs_bus_id, topo_label
+from ncclnb.collectors.host import read_host
+from ncclnb.collectors.nics import read_nics
+from ncclnb.collectors.pci import nvml_bus_id, pci_path, sysfs_bus_id, topo_label
 from ncclnb.model import UNLIMITED
 
 

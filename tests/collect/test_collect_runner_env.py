@@ -5,8 +5,8 @@ import os
 import sys
 import time
 
-from ncclnb.collect.envvars import REDACTED, redact, redact_env, select_env
-from ncclnb.collect.runner import run
+from ncclnb.collectors.envvars import REDACTED, redact, redact_env, select_env
+from ncclnb.collectors.runner import run
 
 
 def pid_alive(pid: int) -> bool:

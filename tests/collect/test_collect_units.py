@@ -4,9 +4,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ncclnb.collect._fs import format_cpulist, parse_cpulist
-from ncclnb.collect.nvml import cuda_version_text, mask_to_cpulist, reason_for
-from ncclnb.collect.visible import cuda_indices
+from ncclnb.collectors._fs import format_cpulist, parse_cpulist
+from ncclnb.collectors.nvml import cuda_version_text, mask_to_cpulist, reason_for
+from ncclnb.collectors.visible import cuda_indices
 
 
 @given(st.sets(st.integers(min_value=0, max_value=511), max_size=200))

@@ -9,10 +9,10 @@ import sys
 import pytest
 
 from fakes.runner import no_commands
-from ncclnb.collect import collect
-from ncclnb.collect.libraries import find_libraries, framework_versions, installed_distributions, version_from_name
-from ncclnb.collect.runner import CommandResult
-from ncclnb.collect.torchinfo import nccl_version_text, read_version_file, torch_facts
+from ncclnb.collectors import collect
+from ncclnb.collectors.libraries import find_libraries, framework_versions, installed_distributions, version_from_name
+from ncclnb.collectors.runner import CommandResult
+from ncclnb.collectors.torchinfo import nccl_version_text, read_version_file, torch_facts
 from ncclnb.model import NodeSnapshot
 
 
@@ -87,8 +87,8 @@ def test_torch_facts_on_this_cpu_build_need_no_child_python():
         pytest.skip("torch is not installed here")
     code = (
         "import json, sys\n"
-        "from ncclnb.collect.runner import CommandResult\n"
-        "from ncclnb.collect.torchinfo import torch_facts\n"
+        "from ncclnb.collectors.runner import CommandResult\n"
+        "from ncclnb.collectors.torchinfo import torch_facts\n"
         "asked = []\n"
         "def refuse(argv, timeout):\n"
         "    asked.append(list(argv)); return CommandResult(None, error='not allowed')\n"
@@ -107,7 +107,7 @@ def test_torch_facts_on_this_cpu_build_need_no_child_python():
 
 def test_torch_facts_when_the_probe_hangs(monkeypatch, tmp_path):
     """A CUDA build whose import hangs: versions from files, NCCL a reason."""
-    import ncclnb.collect.torchinfo as ti
+    import ncclnb.collectors.torchinfo as ti
 
     pkg = tmp_path / "torch"
     pkg.mkdir()
@@ -168,8 +168,11 @@ def test_collect_subprocess_prints_json_without_heavy_imports():
     assert result["heavy"] == [] and result["schema"].startswith("ncclnb.node/")
 
 
-def test_ncclnb_collect_stays_callable_after_a_submodule_import():
-    code = ("import ncclnb, ncclnb.collect.runner, json; "
-            "print(json.dumps(ncclnb.collect(probe_torch=False).to_dict()['origin']))")
+def test_public_functions_stay_callable_after_their_packages_are_imported():
+    # the functions ncclnb.collect / ncclnb.machines live in packages of other names
+    # (collectors, recorded), so importing those packages cannot shadow them
+    code = ("import ncclnb, ncclnb.collectors.runner, ncclnb.recorded, json; "
+            "print(json.dumps([ncclnb.collect(probe_torch=False).to_dict()['origin'], "
+            "'hgx-h100' in ncclnb.machines()]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    assert json.loads(out.stdout) == "live"
+    assert json.loads(out.stdout) == ["live", True]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ncclnb.collect.ingest import ingest
-from ncclnb.collect.parsers import ParseError
+from ncclnb.collectors.ingest import ingest
+from ncclnb.collectors.parsers import ParseError
 
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
 
@@ -162,8 +162,8 @@ def test_environment_values_that_look_secret_are_redacted():
 
 
 def test_ingest_imports_nothing_heavy():
-    code = ("import sys, ncclnb; from ncclnb.collect.ingest import ingest; "
-            f"ingest({SMALL_TOPO!r}); import ncclnb.machines as m; m.load('aws-p4d'); "
+    code = ("import sys, ncclnb; from ncclnb.collectors.ingest import ingest; "
+            f"ingest({SMALL_TOPO!r}); import ncclnb.recorded as m; m.load('aws-p4d'); "
             "print([x for x in ('torch', 'pynvml', 'plotly', 'pandas', 'ipywidgets') if x in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

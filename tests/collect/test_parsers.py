@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ncclnb.collect.ingest import ingest
-from ncclnb.collect.parsers import (
+from ncclnb.collectors.ingest import ingest
+from ncclnb.collectors.parsers import (
     ParseError, detect, parse_nccl_version, parse_nvidia_smi, parse_p2p, parse_topo_m, split_blocks,
 )
 
@@ -417,7 +417,7 @@ def test_split_blocks_on_concatenated_text():
 
 
 def test_plain_collect_env_one_gpu_and_pip_over_conda():
-    from ncclnb.collect.parsers import parse_collect_env
+    from ncclnb.collectors.parsers import parse_collect_env
 
     text = "\n".join([
         "Collecting environment information...",

@@ -1,6 +1,6 @@
 """A stand-in for pynvml built from a recorded machine (a NodeSnapshot).
 
-It answers the subset of the pynvml API that ``ncclnb.collect.nvml`` calls
+It answers the subset of the pynvml API that ``ncclnb.collectors.nvml`` calls
 with the recorded GPUs, link labels and P2P statuses, raising errors shaped
 like pynvml's (an ``NVMLError`` subclass carrying the nvmlReturn_t code in
 ``.value``). Facts the recording lacks are answered the way NVML answers a

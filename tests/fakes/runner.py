@@ -1,7 +1,7 @@
 """Command runners for tests that must not depend on this machine's tools."""
 from __future__ import annotations
 
-from ncclnb.collect.runner import CommandResult
+from ncclnb.collectors.runner import CommandResult
 
 
 def no_commands(argv, timeout):

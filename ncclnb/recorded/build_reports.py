@@ -1,6 +1,6 @@
 """Build the bundled cluster reports from the bundled recorded snapshots.
 
-    python -m ncclnb.machines.build_reports [--check]
+    python -m ncclnb.recorded.build_reports [--check]
 
 Each report is *constructed*: real recorded machines (``data/<name>.json``,
 built by ``build.py`` from public captures) placed side by side, with the
@@ -117,7 +117,7 @@ def render(report: ClusterReport) -> str:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ncclnb.machines.build_reports",
+    parser = argparse.ArgumentParser(prog="python -m ncclnb.recorded.build_reports",
                                      description=__doc__.strip().splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare with the bundled JSON instead of writing")
     args = parser.parse_args(argv)
@@ -132,7 +132,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             path.write_text(text, encoding="utf-8")
             print(f"wrote {path}")
     if stale:
-        print("out of date (run python -m ncclnb.machines.build_reports): " + ", ".join(stale), file=sys.stderr)
+        print("out of date (run python -m ncclnb.recorded.build_reports): " + ", ".join(stale), file=sys.stderr)
         return 1
     return 0
 

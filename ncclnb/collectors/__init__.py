@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import os
 import platform
-import sys
 import threading
-import types
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping, Optional, Sequence
 
@@ -40,7 +38,7 @@ def collect(
     tree in tests); ``procfs_root`` stands for ``/proc``. ``nvml`` is an
     NVML-like object (default: pynvml, imported here lazily); ``run`` a
     command runner ``run(argv, timeout) -> CommandResult`` (default
-    :func:`ncclnb.collect.runner.run`). ``timeout`` bounds each NVML call and
+    :func:`ncclnb.collectors.runner.run`). ``timeout`` bounds each NVML call and
     each command; ``torch_timeout`` the one child Python that imports a CUDA
     build of torch to ask its NCCL version (``probe_torch=False`` skips it).
     ``shm_path`` defaults to ``/dev/shm`` under ``sysfs_root``.
@@ -187,16 +185,3 @@ def _never_raising(run: Callable) -> Callable:
         except Exception as exc:
             return CommandResult(None, error=f"runner failed: {type(exc).__name__}: {exc}")
     return wrapped
-
-
-class _CallableModule(types.ModuleType):
-    """Importing any submodule (``ncclnb.collect.runner``) rebinds the name
-    ``ncclnb.collect`` to this package, hiding the lazily exported function
-    of the same name; a callable package keeps ``ncclnb.collect()`` working
-    either way."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> NodeSnapshot:
-        return collect(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

@@ -1,6 +1,6 @@
 """Regenerate the bundled machines from the public captures, through ``ingest``.
 
-    python -m ncclnb.machines.build [--fixtures ../shared/fixtures] [--check]
+    python -m ncclnb.recorded.build [--fixtures ../shared/fixtures] [--check]
 
 Each recipe names fixture files (``../shared/fixtures``, or
 ``constructed/`` here for the one topology written by hand) and the
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from ..collect.ingest import ingest
+from ..collectors.ingest import ingest
 from ..model import NodeSnapshot
 from . import DATA
 
@@ -90,7 +90,7 @@ RECIPES: dict[str, Recipe] = {
          "constructed/topo_m__seed001-10x-pcie.txt"),
         "CONSTRUCTED to match seed 001 (a job on GPUs 6,7,8,9 that straddle two NUMA nodes): the "
         "topology (GPUs 0-7 on socket 0, 8-9 on socket 1, SYS across) was written by hand in "
-        "ncclnb/machines/constructed/; GPU names, bus ids, memory and driver 470.63.01 are the real "
+        "ncclnb/recorded/constructed/; GPU names, bus ids, memory and driver 470.63.01 are the real "
         "10x Quadro RTX 8000 nvidia-smi from github.com/gengwg/cheatsheets (tier G)."),
     # beyond the required set: edge cases the checks and views should meet
     "rtx5090-2x-gns": Recipe(
@@ -132,7 +132,7 @@ def to_json(snapshot: NodeSnapshot) -> str:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ncclnb.machines.build", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m ncclnb.recorded.build", description=__doc__.splitlines()[0])
     parser.add_argument("--fixtures", type=Path, default=DEFAULT_FIXTURES,
                         help="folder of the public captures (default: ../shared/fixtures)")
     parser.add_argument("--check", action="store_true", help="compare with the bundled JSON instead of writing")
@@ -159,7 +159,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"wrote {target.relative_to(HERE.parents[1])}")
     if args.check:
         if stale:
-            print(f"{len(stale)} bundled machine(s) out of date: run python -m ncclnb.machines.build")
+            print(f"{len(stale)} bundled machine(s) out of date: run python -m ncclnb.recorded.build")
             return 1
         print(f"all {len(RECIPES)} bundled machines match the fixtures")
     return 0

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Union
 
@@ -89,15 +88,3 @@ def load_bytes(raw: bytes, label: str = "input") -> Union[NodeSnapshot, ClusterR
         err = SchemaError(exc.path, exc.problem)
         err.args = (f"{label}: {exc}",)
         raise err from None
-
-
-class _CallableModule(sys.modules[__name__].__class__):
-    """Importing this package sets ``ncclnb.machines`` to the module itself,
-    hiding the public function of the same name; calling the module lists
-    the machines too, so ``ncclnb.machines()`` works in either order."""
-
-    def __call__(self) -> dict[str, str]:
-        return machines()
-
-
-sys.modules[__name__].__class__ = _CallableModule
