@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 import traceback
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.display import display

@@ -1,8 +1,11 @@
 """``diagnose``: logs of any number of ranks in, ranked findings out."""
 from __future__ import annotations
 
+import io
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -11,7 +14,7 @@ from .kb import Signature, load_signatures
 from .normalize import clean, normalize
 from .reason import (COMM, VERSION, WATCHDOG, WORK, CommRecord, ReasonState, WatchdogRecord,
                      version_findings, watchdog_findings, world_size_findings)
-from .scan import LineScanner
+from .scan import LineScanner, ParallelScan, workers_for
 from .sources import DoctorInputError, Source, expand, rank_from_name
 
 MAX_EVIDENCE = 5          # evidence lines kept per finding
@@ -19,7 +22,31 @@ MAX_TEXT = 500            # characters of a line kept as evidence
 MAX_RANKS = 8192          # rows of the per-rank table
 MAX_BLAMED = 1024
 MAX_DUMP = 512 << 20      # a flight-recorder JSON larger than this is read as text
+MATCH_CACHE = 4096        # distinct messages whose signature matches are remembered
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+# where an "also consistent with <category>" alternative points (upstream pages
+# until the guided notebooks exist); other categories keep the finding's own link
+_NCCL_TS = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
+_NCCL_ENV = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
+CATEGORY_DOCS = {
+    "rank_world_size_mismatch": "https://pytorch.org/docs/stable/elastic/run.html",
+    "rendezvous_unreachable": "https://pytorch.org/docs/stable/elastic/run.html",
+    "socket_ifname": _NCCL_ENV,
+    "net_plugin_missing": _NCCL_ENV,
+    "ib_misconfig": _NCCL_ENV,
+    "p2p_topology": _NCCL_TS,
+    "shm_too_small": _NCCL_TS,
+    "device_mapping": "https://pytorch.org/docs/stable/distributed.html",
+    "version_mismatch": _NCCL_TS,
+    "collective_desync": "https://pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications",
+    "p2p_pairing": "https://pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications",
+    "oom_or_resource": _NCCL_TS,
+    "slow_rank_timeout": "https://pytorch.org/docs/stable/distributed.html",
+    "driver_or_hardware": _NCCL_TS,
+    "nccl_env_override": _NCCL_ENV,
+    "unknown": _NCCL_TS,
+}
 
 # ranking tiers, most likely root cause first
 _TIER_ROOT_ERROR, _TIER_ROOT_WARNING, _TIER_ALTERNATIVE, _TIER_CONSEQUENCE, _TIER_INFO, _TIER_BENIGN = range(6)
@@ -63,6 +90,7 @@ class _Collector:
         self.sigs = sigs
         # flat (signature, literal, regex) list: the per-line loop is the hot path for candidate lines
         self._matchers = [(sig, lit, rx) for sig in sigs for lit, rx in sig.compiled]
+        self._match_cache: dict = {}     # message -> [(signature, match)], bounded
         self.hits: dict[str, _Hits] = {}
         self.state = ReasonState()
         self.rows: dict = {}             # rank (int) or ("pid", host, pid) -> _RankRow
@@ -70,6 +98,7 @@ class _Collector:
         self.lines_read = 0
         self.truncated: list[tuple[str, str]] = []
         self.world_size: Optional[int] = None
+        self.workers = 0                 # most worker processes one file was scanned with
 
     # ---- per-rank rows -------------------------------------------------
     def _row(self, key) -> Optional[_RankRow]:
@@ -100,6 +129,7 @@ class _Collector:
                 raise
             self.truncated.append((src.name, f"{type(exc).__name__}: {exc}".splitlines()[0]))
             head = b""
+        workers = 0
         try:
             if head[:1] in (b"{", b" ", b"\n", b"\t", b"\xef") and _looks_like_dump(head):
                 rest = stream.read(MAX_DUMP) or b""
@@ -114,9 +144,15 @@ class _Collector:
                         return
                 stream = _Chained(data, stream)
             else:
-                stream = _Chained(head, stream)
+                workers = _parallel_workers(stream)
+                if not workers:
+                    stream = _Chained(head, stream)
             ctx = _SourceContext(src.name, index, rank_from_name(src.name))
-            scanner = LineScanner(stream)
+            if workers:
+                scanner = ParallelScan(stream.name, workers)
+                self.workers = max(self.workers, workers)
+            else:
+                scanner = LineScanner(stream)
             for line_no, raw in scanner:
                 self.line(ctx, line_no, raw)
             self.lines_read += scanner.lines_read
@@ -171,17 +207,24 @@ class _Collector:
         if "WorkNCCL(" in msg or "NCCL work:" in msg:
             self._watchdog(msg, rank, host, ln.pid, ev, ctx.name)
 
-        matched = None
-        for sig, lit, rx in self._matchers:
-            if lit is not None and lit not in msg:
-                continue
-            if matched is not None and sig.id in matched:
-                continue  # one hit per signature per line; its first pattern that matches
-            m = rx.search(msg)
-            if m:
-                matched = matched or set()
-                matched.add(sig.id)
-                self._hit(sig, m, rank, host, ln.pid, ln.ts, ev, order, msg, ctx.name)
+        hits = self._match_cache.get(msg)
+        if hits is None:
+            # what matches depends on the message alone, and big logs repeat messages
+            hits, matched = [], set()
+            for sig, lit, rx in self._matchers:
+                if lit is not None and lit not in msg:
+                    continue
+                if sig.id in matched:
+                    continue  # one hit per signature per line; its first pattern that matches
+                m = rx.search(msg)
+                if m:
+                    matched.add(sig.id)
+                    hits.append((sig, m))
+            if len(self._match_cache) >= MATCH_CACHE:
+                self._match_cache.clear()
+            self._match_cache[msg] = hits
+        for sig, m in hits:
+            self._hit(sig, m, rank, host, ln.pid, ln.ts, ev, order, msg, ctx.name)
 
     def _fill(self, row: _RankRow, host, pid, source) -> None:
         row.host = row.host or host
@@ -395,7 +438,19 @@ def _alternative(f: Finding, category: str) -> Finding:
         rule=f"{f.rule}~{category}", category=category, severity="info",
         confidence=round(f.confidence * 0.6, 3),
         title=f"Also consistent with {category.replace('_', ' ')}: {f.title}",
-        evidence=f.evidence[:2], cause=f.cause, fix=f.fix, docs=f"notebooks/{category}.ipynb", ranks=f.ranks, hosts=f.hosts)
+        evidence=f.evidence[:2], cause=f.cause, fix=f.fix, docs=CATEGORY_DOCS.get(category, f.docs), ranks=f.ranks, hosts=f.hosts)
+
+
+def _parallel_workers(stream) -> int:
+    """Worker processes for ``stream`` when it is a large regular file opened
+    plainly (not stdin, not gzip, not text); 0 otherwise."""
+    if not isinstance(stream, io.BufferedReader) or not isinstance(getattr(stream, "name", None), str):
+        return 0
+    try:
+        st = os.fstat(stream.fileno())
+    except (OSError, ValueError):
+        return 0
+    return workers_for(st.st_size) if stat.S_ISREG(st.st_mode) else 0
 
 
 def _looks_like_dump(head: bytes) -> bool:

@@ -88,7 +88,7 @@ __all__ = ["looks_like_dump", "analyze_dumps", "dump_rank_status", "MAX_ENTRIES"
 MAX_ENTRIES = 200_000        # per dump; torch's default ring buffer holds 2000
 _MAX_EVIDENCE = 12           # evidence lines per finding
 _MAX_RANK = 1_000_000        # a "rank" in a file name beyond this is a date or an id
-_DOCS = "flight_recorder"
+_DOCS = "https://pytorch.org/tutorials/prototype/flight_recorder_tutorial.html"
 
 # Collectives whose input and output sizes must agree on every rank.
 # all_to_all, scatter, gather, the *_v variants and barrier legitimately differ.

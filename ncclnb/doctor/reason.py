@@ -28,10 +28,11 @@ WORLD_SIZE = re.compile(r"nRanks (?P<n>[0-9]+)")
 # exported with the knowledge base for the grep comparison
 REASONING_PATTERNS = (VERSION.pattern, COMM.pattern, WATCHDOG.pattern, WORK.pattern)
 
-DESYNC_DOC = "notebooks/collective_desync.ipynb"
-SLOW_DOC = "notebooks/slow_rank_timeout.ipynb"
-VERSION_DOC = "notebooks/version_mismatch.ipynb"
-RANKS_DOC = "notebooks/rank_world_size_mismatch.ipynb"
+# upstream pages until the guided notebooks exist
+DESYNC_DOC = "https://pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications"
+SLOW_DOC = "https://pytorch.org/docs/stable/distributed.html"
+VERSION_DOC = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
+RANKS_DOC = "https://pytorch.org/docs/stable/elastic/run.html"
 
 
 @dataclass

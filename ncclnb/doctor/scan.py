@@ -3,46 +3,240 @@
 The bulk of an NCCL_DEBUG=INFO log is channel and ring set-up that no
 signature cares about, so per-line Python work would dominate. Instead each
 chunk (a few MiB) is searched in C for the knowledge base's trigger
-substrings (:data:`ncclnb.doctor.kb.TRIGGERS`); only the lines around a hit
-are cut out, numbered and decoded. Memory stays at one chunk plus one
-(bounded) line, however large the input.
+substrings (:data:`ncclnb.doctor.kb.TRIGGERS`); only the lines that contain
+one are cut out and numbered. Memory stays at one chunk plus one (bounded)
+line, however large the input.
+
+The rule, whatever the path: a line is a candidate when its first
+``max_line`` bytes contain a trigger; it is yielded cut to ``max_line``
+bytes. Two filters implement it and give the same lines:
+
+* small regions: one ``bytes.find`` sweep per trigger;
+* large regions (numpy present): one vectorised lookup of every 4-byte
+  window at an even offset in a table of hashed grams holding, for each
+  trigger, one gram it must contain at an even and one at an odd offset (the
+  rarest such grams of the data seen first); the few lines with a flagged
+  window are then checked for a trigger in Python. The cost does not grow
+  with the number of triggers.
+
+Large regular files are scanned in parallel by :func:`scan_file_parallel`:
+newline-aligned byte ranges go to a small process pool; each worker returns
+only its candidate lines (range-relative line numbers) and its line count,
+and the caller adds the counts up to number lines globally, in file order.
 """
 from __future__ import annotations
 
-import re
-from typing import BinaryIO, Iterator
+import os
+from collections import deque
+from typing import BinaryIO, Iterator, Optional
 
 from .kb import TRIGGERS
 
 CHUNK = 8 << 20          # bytes read at a time
 MAX_LINE = 64 << 10      # longer lines are cut here; the rest of the line is skipped
 PIECE = 1 << 20          # bytes per read call
+NUMPY_MIN = 1 << 20      # regions at least this large use the numpy filter (when numpy imports)
+PARALLEL_MIN = 64 << 20  # regular files at least this large are scanned by a process pool
+RANGE = 16 << 20         # bytes per parallel task
+WORKER_CHUNK = 4 << 20   # bytes a worker reads at a time (smaller: several workers stay within memory)
+MAX_WORKERS = 4
+MAX_TASK_CANDIDATES = 50_000   # a worker stops collecting here; the caller scans the rest itself
 
-_TRIGGERS = tuple(re.compile(t.encode()) for t in TRIGGERS)
+_LITERALS = tuple(t.encode() for t in TRIGGERS)
+_ORDER = _LITERALS   # has_trigger's test order: triggers the input shows move to the front
 
 
+def has_trigger(line: bytes) -> bool:
+    """True when ``line`` contains one of the trigger substrings."""
+    global _ORDER
+    order = _ORDER
+    for i, lit in enumerate(order):
+        if lit in line:
+            if i > 3:  # rebinding a new tuple is atomic: threads may lose a move, never a trigger
+                _ORDER = (lit,) + order[:i] + order[i + 1:]
+            return True
+    return False
+
+
+# ---- the filters ----------------------------------------------------------
+def _find_starts(data: bytes, start: int, end: int) -> list[int]:
+    """Start offsets of lines in data[start:end] that contain a trigger."""
+    starts = set()
+    find, rfind = data.find, data.rfind
+    for lit in _LITERALS:
+        i = find(lit, start, end)
+        while i >= 0:
+            st = rfind(b"\n", start, i) + 1
+            starts.add(st if st > start else start)
+            nl = find(b"\n", i, end)
+            if nl < 0:
+                break
+            i = find(lit, nl + 1, end)
+    return sorted(starts)
+
+
+def _py_filter(data: bytes, start: int, end: int, max_line: int) -> tuple[list, int]:
+    """((line index within the region, line bytes), ...), newlines in the region.
+    data[start:end] holds complete lines (ends with a newline)."""
+    out = []
+    count, find = data.count, data.find
+    idx, pos = 0, start
+    for st in _find_starts(data, start, end):
+        idx += count(b"\n", pos, st)
+        pos = st
+        stop = find(b"\n", st, end)
+        if stop < 0:
+            stop = end
+        if stop - st > max_line:
+            line = data[st:st + max_line]
+            if not has_trigger(line):
+                continue
+        else:
+            line = data[st:stop]
+        out.append((idx, line))
+    return out, idx + count(b"\n", pos, end)
+
+
+class _QuadTable:
+    """The numpy filter: a table of hashed 4-byte grams. For each trigger it
+    holds one gram the trigger must contain at an even offset of the buffer
+    and one at an odd offset (the rarest such grams of the data seen first);
+    every 4-byte window at an even offset is looked up at once."""
+
+    BITS = 20
+    MULT = 0x9E3779B1
+
+    def __init__(self, np, sample: bytes):
+        self.np = np
+        self.mult, self.shift = np.uint32(self.MULT), np.uint32(32 - self.BITS)
+        freq = np.zeros(1 << self.BITS, dtype=np.int64)
+        for off in (0, 2):
+            if len(sample) >= off + 4:
+                words = np.frombuffer(sample, "<u4", count=(len(sample) - off) // 4, offset=off)
+                freq += np.bincount(self._hash(words), minlength=1 << self.BITS)
+        table = np.zeros(1 << self.BITS, dtype=bool)
+        for lit in _LITERALS:
+            if len(lit) < 5:  # a gram at both alignments needs 5 bytes
+                raise ValueError(f"trigger {lit!r} is too short for the gram filter")
+            for parity in (0, 1):
+                grams = [self._hash1(lit[j:j + 4]) for j in range(parity, len(lit) - 3, 2)]
+                table[min(grams, key=lambda g: freq[g])] = True
+        self.table = table
+        self._room = 0
+
+    def _hash(self, words):
+        return (words * self.mult) >> self.shift
+
+    def _hash1(self, gram: bytes) -> int:
+        return ((int.from_bytes(gram, "little") * self.MULT) & 0xFFFFFFFF) >> (32 - self.BITS)
+
+    def filter(self, data: bytes, start: int, end: int, max_line: int) -> tuple[list, int]:
+        np = self.np
+        size = end - start
+        if self._room < size:   # scratch arrays, reused: fresh ones per chunk cost page faults
+            self._room = max(size, 1 << 20)
+            self._nl = np.empty(self._room, dtype=bool)
+            self._h32 = np.empty(self._room // 4 + 1, dtype=np.uint32)
+            self._hix = np.empty(self._room // 4 + 1, dtype=np.intp)
+            self._hit = np.empty(self._room // 4 + 1, dtype=bool)
+        is_nl = np.equal(np.frombuffer(data, np.uint8, count=size, offset=start), 10, out=self._nl[:size])
+        total = int(np.count_nonzero(is_nl))
+        s0 = start & ~1   # even offsets of data; a window that starts before start is harmless
+        found = []
+        for off in (0, 2):
+            n = (end - s0 - off) // 4
+            if n > 0:
+                words = np.frombuffer(data, "<u4", count=n, offset=s0 + off)
+                h32, hix, hit = self._h32[:n], self._hix[:n], self._hit[:n]
+                np.multiply(words, self.mult, out=h32)
+                np.right_shift(h32, self.shift, out=h32)
+                hix[...] = h32
+                self.table.take(hix, out=hit)
+                hits = np.flatnonzero(hit)
+                if hits.size:
+                    found.append(hits * 4 + (s0 + off))
+        if not found:
+            return [], total
+        pos = np.unique(np.concatenate(found)) if len(found) > 1 else found[0]
+        out = []
+        if pos.size > 2048:
+            # many hits: number them all at once from the newline positions
+            newlines = np.flatnonzero(is_nl) + start
+            for idx in np.unique(np.searchsorted(newlines, pos)).tolist():
+                st = int(newlines[idx - 1]) + 1 if idx else start
+                stop = int(newlines[idx]) if idx < total else end
+                line = data[st:min(stop, st + max_line)]
+                if has_trigger(line):
+                    out.append((idx, line))
+            return out, total
+        rfind, find = data.rfind, data.find
+        idx, prev, last = 0, start, -1
+        for p in pos.tolist():
+            if p < start or p <= last:
+                continue   # before the region, or on the line just looked at
+            st = rfind(b"\n", start, p) + 1 or start
+            if st < start:
+                st = start
+            last = find(b"\n", p, end)
+            if last < 0:
+                last = end
+            idx += int(np.count_nonzero(is_nl[prev - start:st - start]))
+            prev = st
+            line = data[st:min(last, st + max_line)]
+            if has_trigger(line):
+                out.append((idx, line))
+        return out, total
+
+
+_TABLE: Optional[_QuadTable] = None
+_NUMPY_FAILED = False
+
+
+def _filter(data: bytes, start: int, end: int, max_line: int) -> tuple[list, int]:
+    global _TABLE, _NUMPY_FAILED
+    if end - start >= NUMPY_MIN and not _NUMPY_FAILED:
+        if _TABLE is None:
+            try:
+                import numpy
+                _TABLE = _QuadTable(numpy, data[start:start + (4 << 20)])
+            except Exception:  # no numpy (or a broken one): the find sweeps give the same lines
+                _NUMPY_FAILED = True
+        if _TABLE is not None:
+            return _TABLE.filter(data, start, end, max_line)
+    return _py_filter(data, start, end, max_line)
+
+
+# ---- streaming --------------------------------------------------------------
 class LineScanner:
     """Iterate ``(line_number, raw_bytes)`` for candidate lines of ``stream``.
 
     ``lines_read`` holds the number of lines seen once iteration ends (a last
     line without newline counts). ``truncated`` is set when the stream ended
-    early with an error (a cut .gz); iteration then stops quietly.
-    """
+    early with an error (a cut .gz); iteration then stops quietly. ``limit``
+    stops after that many bytes (a range of a file). ``max_candidates`` stops
+    early, after the chunk where that many candidates were reached, with
+    ``stopped_at`` = bytes consumed (always the end of a complete line)."""
 
-    def __init__(self, stream: BinaryIO, chunk: int = CHUNK, max_line: int = MAX_LINE):
+    def __init__(self, stream: BinaryIO, chunk: Optional[int] = None, max_line: Optional[int] = None,
+                 limit: Optional[int] = None, max_candidates: Optional[int] = None, piece: int = PIECE):
         self.stream = stream
-        self.chunk = chunk
-        self.max_line = max_line
+        self.piece = piece
+        self.chunk = chunk or CHUNK
+        self.max_line = max_line or MAX_LINE
+        self.limit = limit
+        self.max_candidates = max_candidates
         self.lines_read = 0
         self.bytes_read = 0
         self.truncated = ""
+        self.stopped_at: Optional[int] = None
 
     def _read(self) -> bytes:
         # in pieces, so a stream that breaks (a cut .gz) loses at most one piece
+        want = self.chunk if self.limit is None else min(self.chunk, self.limit - self.bytes_read)
         pieces, size = [], 0
-        while size < self.chunk and not self.truncated:
+        while size < want and not self.truncated:
             try:
-                piece = self.stream.read(min(PIECE, self.chunk - size))
+                piece = self.stream.read(min(self.piece, want - size))
             except (EOFError, OSError, ValueError) as exc:  # truncated or corrupt compressed stream
                 self.truncated = f"{type(exc).__name__}: {exc}".splitlines()[0] or type(exc).__name__
                 break
@@ -55,53 +249,221 @@ class LineScanner:
         return data
 
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
-        carry = b""
+        max_line = self.max_line
+        carry = b""              # the start of a line the last chunk did not finish
         skipping = False         # inside the cut-off tail of an over-long line
-        base = 0                 # lines before the start of the buffer
+        base = 0                 # complete lines before the current position
+        found = 0
+        consumed = 0             # bytes before the current chunk
         while True:
+            if self.max_candidates is not None and found >= self.max_candidates and not skipping:
+                # stop at the start of the unfinished line; whoever goes on starts there
+                self.stopped_at = consumed - len(carry)
+                carry = b""
+                break
             data = self._read()
             if not data:
                 break
+            consumed += len(data)
+            pos = 0
             if skipping:
                 nl = data.find(b"\n")
                 if nl < 0:
                     continue
-                data = data[nl + 1:]
-                skipping = False
+                pos, skipping = nl + 1, False
                 base += 1
-            buf = carry + data if carry else data
-            end = buf.rfind(b"\n") + 1     # complete lines are buf[:end]
-            if end:
-                yield from self._candidates(buf, end, base)
-                base += buf.count(b"\n", 0, end)
-            carry = buf[end:]
-            if len(carry) > self.max_line:
-                # a line with no newline in sight: read its head, skip the rest
-                yield from self._candidates(carry[: self.max_line] + b"\n", self.max_line + 1, base)
+            if carry:
+                nl = data.find(b"\n", pos)
+                room = max_line - len(carry)
+                if nl < 0 and len(data) - pos <= room:
+                    carry += data[pos:]
+                    continue
+                # the carried line ends here or is cut here: only its head is kept
+                head = carry + data[pos:pos + room] if nl < 0 or nl - pos > room else carry + data[pos:nl]
                 carry = b""
-                skipping = True
-        if carry:
-            yield from self._candidates(carry + b"\n", len(carry) + 1, base)
+                if has_trigger(head):
+                    found += 1
+                    yield base + 1, head
+                if nl < 0:
+                    skipping = True
+                    continue
+                base += 1
+                pos = nl + 1
+            end = data.rfind(b"\n", pos) + 1
+            if end > pos:
+                cands, lines = _filter(data, pos, end, max_line)
+                for idx, line in cands:
+                    yield base + 1 + idx, line
+                found += len(cands)
+                base += lines
+                pos = end
+            if pos < len(data):
+                if len(data) - pos > max_line:
+                    head = data[pos:pos + max_line]
+                    if has_trigger(head):
+                        found += 1
+                        yield base + 1, head
+                    skipping = True
+                else:
+                    carry = data[pos:]
+        if carry and has_trigger(carry):
+            yield base + 1, carry
         if carry or skipping:
             base += 1
         self.lines_read = base
 
-    def _candidates(self, buf: bytes, end: int, base: int) -> Iterator[tuple[int, bytes]]:
-        starts = set()
-        rfind = buf.rfind
-        for rx in _TRIGGERS:
-            for m in rx.finditer(buf, 0, end):
-                starts.add(rfind(b"\n", 0, m.start()) + 1)
-        if not starts:
+
+# ---- parallel scanning of large regular files ------------------------------
+class _Range:
+    """A read-only view of bytes [start, stop) of an open file."""
+
+    def __init__(self, fh, stop: int):
+        self.fh, self.left = fh, stop - fh.tell()
+
+    def read(self, n: int) -> bytes:
+        data = self.fh.read(min(n, self.left)) if self.left > 0 else b""
+        self.left -= len(data)
+        return data
+
+
+def scan_range(path: str, start: int, stop: int, chunk: Optional[int] = None, max_line: Optional[int] = None,
+               max_candidates: Optional[int] = None) -> tuple[list, int, str, Optional[int]]:
+    """The worker: candidates of bytes [start, stop) of ``path`` (a range that
+    begins at a line start) as ``[(range-relative line number, bytes)]``, the
+    number of lines in the range, a truncation message ("" when none), and the
+    byte offset where it stopped early because it reached ``max_candidates``
+    (None when it read the whole range)."""
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        # a plain file cannot break off mid-read: one read per chunk, no pieces to join
+        chunk = chunk or WORKER_CHUNK
+        scanner = LineScanner(_Range(fh, stop), chunk=chunk, max_line=max_line,
+                              max_candidates=max_candidates or MAX_TASK_CANDIDATES, piece=chunk)
+        found = list(scanner)
+    stopped = None if scanner.stopped_at is None else start + scanner.stopped_at
+    return found, scanner.lines_read, scanner.truncated, stopped
+
+
+def split_ranges(fh, size: int, step: int) -> list[tuple[int, int]]:
+    """Byte ranges of about ``step`` bytes that each begin at a line start."""
+    cuts = [0]
+    at = step
+    while at < size:
+        fh.seek(at)
+        while True:  # the next newline at or after ``at``, read in pieces
+            piece = fh.read(PIECE)
+            if not piece:
+                at = size
+                break
+            nl = piece.find(b"\n")
+            if nl >= 0:
+                at += nl + 1
+                break
+            at += len(piece)
+        if at >= size:
+            break
+        cuts.append(at)
+        at += step
+    cuts.append(size)
+    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+def workers_for(size: int) -> int:
+    """How many worker processes a regular file of ``size`` bytes gets (0: scan
+    it in this process): one per CPU this process may use, at most
+    MAX_WORKERS, for files of PARALLEL_MIN bytes or more. The environment
+    variable NCCLNB_DOCTOR_WORKERS overrides the count (0 or 1: never)."""
+    if size < PARALLEL_MIN:
+        return 0
+    env = os.environ.get("NCCLNB_DOCTOR_WORKERS", "").strip()
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            n = -1
+        if n >= 0:
+            return min(n, 64) if n > 1 else 0
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return min(MAX_WORKERS, cpus) if cpus > 1 else 0
+
+
+def _pool(workers: int):
+    import multiprocessing
+    import sys
+    import threading
+    from concurrent.futures import ProcessPoolExecutor
+
+    # fork is cheap and safe in a single-threaded process (the CLI); anywhere
+    # else (a notebook kernel has threads) start clean interpreters
+    method = "fork" if sys.platform.startswith("linux") and threading.active_count() == 1 else "spawn"
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method))
+
+
+class ParallelScan:
+    """Iterate ``(line_number, raw_bytes)`` for the candidate lines of the
+    regular file ``path``, scanned by ``workers`` processes, in file order;
+    the same lines and numbers as :class:`LineScanner` on the whole file.
+    ``lines_read``/``truncated`` as there. At most ``2 * workers`` tasks are
+    in flight, so memory stays bounded; the pool is shut down however
+    iteration ends."""
+
+    def __init__(self, path: str, workers: int, chunk: Optional[int] = None, max_line: Optional[int] = None,
+                 step: Optional[int] = None, max_candidates: Optional[int] = None):
+        self.path, self.workers = path, workers
+        self.chunk, self.max_line = chunk, max_line or MAX_LINE
+        self.step, self.max_candidates = step or RANGE, max_candidates or MAX_TASK_CANDIDATES
+        self.lines_read = 0
+        self.truncated = ""
+
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        with open(self.path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            ranges = split_ranges(fh, size, self.step)
+        base = 0
+        try:
+            pool = _pool(self.workers)
+        except Exception:  # no process pool here (no semaphores, no fork): scan in this process
+            pool = None
+        if pool is None:
+            with open(self.path, "rb") as fh:
+                scanner = LineScanner(fh, chunk=self.chunk, max_line=self.max_line)
+                yield from scanner
+            self.lines_read, self.truncated = scanner.lines_read, scanner.truncated
             return
-        count = buf.count
-        line_no, pos = base + 1, 0
-        for start in sorted(starts):
-            line_no += count(b"\n", pos, start)
-            pos = start
-            stop = buf.find(b"\n", start, end)
-            if stop < 0:
-                stop = end
-            if stop - start > self.max_line:
-                stop = start + self.max_line
-            yield line_no, buf[start:stop]
+        try:
+            pending: deque = deque()
+            todo = iter(ranges)
+
+            def submit() -> None:
+                for rng in todo:
+                    pending.append((rng, pool.submit(scan_range, self.path, rng[0], rng[1], self.chunk,
+                                                     self.max_line, self.max_candidates)))
+                    return
+
+            for _ in range(2 * self.workers):
+                submit()
+            while pending:
+                (start, stop), fut = pending.popleft()
+                submit()
+                try:
+                    found, lines, truncated, stopped = fut.result()
+                except Exception:  # a worker died or could not read: read this range here
+                    found, lines, truncated, stopped = [], 0, "", start
+                for no, line in found:
+                    yield base + no, line
+                base += lines
+                if stopped is not None and stopped < stop:
+                    # too many candidates to ship at once: stream the rest of the range here
+                    with open(self.path, "rb") as fh:
+                        fh.seek(stopped)
+                        rest = LineScanner(_Range(fh, stop), chunk=self.chunk, max_line=self.max_line)
+                        for no, line in rest:
+                            yield base + no, line
+                        lines, truncated = rest.lines_read, rest.truncated
+                    base += lines
+                if truncated:
+                    self.truncated = truncated
+                    break
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        self.lines_read = base

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from ncclnb.doctor.kb import (SIGNATURE_DIR, TRIGGERS, KnowledgeBaseError, fixture_lines, grep_patterns,
-                              load_signatures, to_grep)
+                              load_signatures, pattern_covered, to_grep)
 from ncclnb.model import CATEGORIES
 
 SIGS = load_signatures()
@@ -33,7 +33,7 @@ def test_record_fields(sig):
     assert sig.category in CATEGORIES
     assert all(c in CATEGORIES and c != sig.category for c in sig.also)
     assert sig.title and sig.cause and sig.fix
-    assert sig.docs.startswith("https://") or re.fullmatch(r"notebooks/[a-z_]+\.ipynb", sig.docs)
+    assert re.fullmatch(r"https://[a-z0-9.-]+\.[a-z]+/\S*", sig.docs), f"{sig.id}: docs must be an https URL, not {sig.docs!r}"
     for p in sig.patterns:
         re.compile(p)
         # the grep-compatible subset: no Perl classes, no lookarounds, no lazy quantifiers
@@ -50,11 +50,45 @@ def test_fixture_present_with_hits_and_misses(sig):
 
 @pytest.mark.parametrize("sig", SIGS, ids=lambda s: s.id)
 def test_every_hit_line_contains_a_prefilter_trigger(sig):
-    triggers = [re.compile(t) for t in TRIGGERS]
     for no, kind, text in fixture_lines(sig.id):
         if kind == "hit":
-            assert any(t.search(text) for t in triggers), (
+            assert any(t in text for t in TRIGGERS), (
                 f"{sig.id}.log:{no} contains no trigger of kb.TRIGGERS; the scanner would never look at it")
+
+
+def test_triggers_are_plain_literals_long_enough_for_the_pair_filter():
+    assert all(isinstance(t, str) and len(t) >= 3 and "\n" not in t for t in TRIGGERS)
+    assert len(set(TRIGGERS)) == len(TRIGGERS)
+
+
+@pytest.mark.parametrize("sig", SIGS, ids=lambda s: s.id)
+def test_every_pattern_requires_a_trigger(sig):
+    # stronger than the fixtures: any line the pattern can match contains a trigger
+    for p in sig.patterns:
+        assert pattern_covered(p), f"{sig.id}: pattern {p!r} requires no literal of kb.TRIGGERS; add one"
+
+
+def test_reasoning_inputs_require_a_trigger():
+    from ncclnb.doctor.reason import REASONING_PATTERNS
+    for p in REASONING_PATTERNS:
+        assert pattern_covered(p), p
+    # the lines the cross-rank reasoning reads, as real logs print them
+    for line in ("node-a:4121:4188 [3] NCCL INFO NCCL version 2.21.5+cuda12.4",
+                 "node-a:4121:4188 [3] NCCL INFO comm 0x55d8db252140 rank 3 nRanks 8 nNodes 1 localRanks 8 localRank 3 MNNVL 0",
+                 "[rank3]:[E304 17:41:12.735149131 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught collective operation "
+                 "timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600068 ms",
+                 "[Rank 3] Timeout at NCCL work: 7, last enqueued NCCL work: 7, last completed NCCL work: 6.",
+                 "[rank7]: Invalid rank requested : 7/4",
+                 "[enforce fail at ../gloo/transport/tcp/pair.cc:446] rank < size. 7 vs 4",
+                 "Timed out after 1801 seconds waiting for clients. 3/4 clients joined."):
+        assert any(t in line for t in TRIGGERS), line
+
+
+def test_pattern_covered_understands_alternation():
+    assert pattern_covered("foo (bar|qux)", ("bar", "qux"))
+    assert not pattern_covered("foo (bar|qux)", ("bar",))
+    assert pattern_covered("[Oo]ut of memory", ("ut of",))
+    assert not pattern_covered("x(abc)?y", ("abc",))
 
 
 def test_malformed_record_is_refused(tmp_path):
@@ -88,3 +122,11 @@ def test_grep_accepts_exported_patterns_and_finds_the_fixture_hits(tmp_path):
     proc = subprocess.run(["grep", "-E", "-c", "-f", str(pfile), str(log)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert int(proc.stdout) == len(hits)
+
+
+def test_reasoning_and_alternative_docs_are_https_urls():
+    from ncclnb.doctor import reason
+    from ncclnb.doctor.core import CATEGORY_DOCS
+    for url in (reason.DESYNC_DOC, reason.SLOW_DOC, reason.VERSION_DOC, reason.RANKS_DOC, *CATEGORY_DOCS.values()):
+        assert re.fullmatch(r"https://[a-z0-9.-]+\.[a-z]+/\S*", url), url
+    assert set(CATEGORY_DOCS) == set(CATEGORIES)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from tests.conftest import run_cli
 
@@ -53,7 +52,7 @@ def test_seed_001_barrier_device_unknown(tmp_path):
 
 
 def test_seed_002_version_mismatch_across_hosts(tmp_path):
-    good = (f"node-good:2001:2001 [0] NCCL INFO NCCL version 2.19.3+cuda12.3\n"
+    good = ("node-good:2001:2001 [0] NCCL INFO NCCL version 2.19.3+cuda12.3\n"
             "node-good:2001:2060 [0] NCCL INFO comm 0x55d8db252140 rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0\n")
     bad = ("node-bad:3001:3001 [0] NCCL INFO NCCL version 2.14.3+cuda11.7\n"
            "node-bad:3001:3050 [0] misc/socket.cc:503 NCCL WARN ncclSocketInit: connecting to address with family 0 "
