@@ -134,6 +134,7 @@ def _node_summary(s: NodeSnapshot, width: int) -> str:
     lines.append(f"  driver {_or(v.driver)} (CUDA {_or(v.cuda_driver)}) | torch {_or(v.torch)} (CUDA {_or(v.torch_cuda)})"
                  f" | python {_or(v.python)}")
     nccl = [f"torch reports {v.nccl_torch}"] if v.nccl_torch else []
+    nccl += [f"a process loaded {v.nccl_loaded} (NCCL_DEBUG=INFO)"] if v.nccl_loaded else []
     nccl += [f"pip {k}=={val}" for k, val in sorted(v.nccl_pip.items())]
     nccl += [f"{lib.path}" + (f" ({lib.version})" if lib.version else "") for lib in v.nccl_system]
     lines.append("  NCCL: " + ("; ".join(nccl) if nccl else "none found"))
@@ -180,7 +181,7 @@ def _report_summary(r: ClusterReport, width: int) -> str:
     rows = [["host", "GPUs", "driver", "CUDA", "torch", "NCCL"]]
     for s in r.snapshots:
         v = s.versions
-        nccl = v.nccl_torch or ",".join(sorted(set(v.nccl_pip.values()))) or "?"
+        nccl = v.nccl_loaded or v.nccl_torch or ",".join(sorted(set(v.nccl_pip.values()))) or "?"
         rows.append([s.hostname, str(len(s.gpus)), _or(v.driver), _or(v.cuda_driver), _or(v.torch), nccl])
     lines += _table(rows)
     if r.ranks:

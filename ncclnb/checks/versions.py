@@ -117,12 +117,17 @@ def nccl_multiple_libraries(snap: NodeSnapshot, ranks=()):
     torch_nccl = short_version(v.nccl_torch)
     if torch_nccl:
         versions.add(torch_nccl)
+    loaded = short_version(v.nccl_loaded)
+    if loaded:
+        versions.add(loaded)
     if len(versions) <= 1 and len(pip_pkgs) <= 1:
         return []
 
     ev = [fact(src, c[2]) for c in copies]
     if v.nccl_torch:
         ev.append(fact(src, f"torch.cuda.nccl.version() = {v.nccl_torch}"))
+    if v.nccl_loaded:
+        ev.append(fact(src, f"NCCL_DEBUG=INFO printed 'NCCL version {v.nccl_loaded}'"))
     preload = env.get("LD_PRELOAD", "")
     winner: str
     if isinstance(preload, str) and "libnccl" in preload:
@@ -171,9 +176,12 @@ def nccl_multiple_libraries(snap: NodeSnapshot, ranks=()):
 # --- differences across nodes ------------------------------------------------
 
 def _effective_nccl(snap: NodeSnapshot) -> Optional[str]:
-    """The NCCL the job's torch uses: torch's own answer, else the pip wheel
-    torch depends on, else a lone system copy (marked as a guess)."""
+    """The NCCL the job uses: what a process printed it loaded, else torch's
+    own answer, else the pip wheel torch depends on, else a lone system copy
+    (marked as a guess)."""
     v = snap.versions
+    if short_version(v.nccl_loaded):
+        return short_version(v.nccl_loaded)
     if short_version(v.nccl_torch):
         return short_version(v.nccl_torch)
     pip = sorted({short_version(x) for x in (v.nccl_pip or {}).values() if short_version(x)})

@@ -63,10 +63,11 @@ class Links:
     """Link matrices in ``nvidia-smi topo -m`` terms.
 
     ``gpu_gpu[i][j]`` is the label between GPU i and GPU j in snapshot order
-    ("X", "NV12", "PIX", "PXB", "PHB", "NODE", "SYS"); ``gpu_nic[i][k]`` the
-    label between GPU i and ``nic_names[k]``. ``p2p`` maps a capability
-    ("read", "write", "atomics", "nvlink", "prop") to a GPU matrix of
-    ``nvidia-smi topo -p2p`` statuses ("X", "OK", "CNS", "GNS", "TNS", "NS", "U").
+    ("X", "NV12", "PIX", "PXB", "PHB", "NODE", "SYS"; "?" where one GPU could
+    not be read); ``gpu_nic[i][k]`` the label between GPU i and
+    ``nic_names[k]``. ``p2p`` maps a capability ("read", "write", "atomics",
+    "nvlink", "prop") to a GPU matrix of ``nvidia-smi topo -p2p`` statuses
+    ("X", "OK", "CNS", "GNS", "TNS", "NS", "DR" disabled by regkey, "U" unknown).
     Empty tuples mean not known (see ``missing``)."""
     gpu_gpu: tuple[tuple[str, ...], ...] = ()
     gpu_nic: tuple[tuple[str, ...], ...] = ()
@@ -115,6 +116,7 @@ class Versions:
     torch: Optional[str] = None          # torch.__version__
     torch_cuda: Optional[str] = None     # torch.version.cuda (CUDA torch was built with)
     nccl_torch: Optional[str] = None     # torch.cuda.nccl.version(), only if NCCL is available
+    nccl_loaded: Optional[str] = None    # "NCCL version X" a process printed under NCCL_DEBUG=INFO: what it loaded
     nccl_pip: dict[str, str] = field(default_factory=dict)  # pip: nvidia-nccl-cu12 -> 2.21.5
     nccl_system: tuple[Library, ...] = ()  # libnccl.so* from ldconfig -p, LD_LIBRARY_PATH, usual dirs
     net_plugins: tuple[Library, ...] = ()  # libnccl-net*.so on the library path

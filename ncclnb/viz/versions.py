@@ -33,6 +33,7 @@ def version_row(snapshot: NodeSnapshot) -> dict[str, str]:
         "torch": v.torch or MISSING,
         "torch CUDA": v.torch_cuda or MISSING,
         "NCCL (torch)": v.nccl_torch or MISSING,
+        "NCCL (loaded)": v.nccl_loaded or MISSING,
         "NCCL (pip)": "; ".join(f"{k} {val}" for k, val in sorted(v.nccl_pip.items())) or MISSING,
         "NCCL (system)": _libs(v.nccl_system),
         "net plugins": _libs(v.net_plugins),

@@ -104,8 +104,8 @@ def test_hostname_from_prompt_beats_argument_and_comments_are_ignored():
 
 def test_nccl_lines_add_versions():
     snap = ingest(SMALL_TOPO + "\n" + fixture(NCCL_P4D).read_text())
-    assert snap.versions.nccl_torch == "2.27.7"
-    assert "NCCL version 2.27.7+cuda13.0" in snap.sources["versions.nccl_torch"]
+    assert snap.versions.nccl_loaded == "2.27.7"
+    assert "NCCL version 2.27.7+cuda13.0" in snap.sources["versions.nccl_loaded"]
     assert snap.hostname == "ip-172-31-3-153"
 
 

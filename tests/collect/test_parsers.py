@@ -241,11 +241,11 @@ def test_detect_names_each_kind():
 def test_nccl_log_lines_give_version_driver_and_host():
     text = fixture("nccl_info__aws-p4d-1node-4rank-p2p-cumem__gnosia93-training-on-eks.txt").read_text()
     part = parse_nccl_version(text)
-    assert part.versions == {"nccl_torch": "2.27.7", "cuda_driver": "13.0"}
+    assert part.versions == {"nccl_loaded": "2.27.7", "cuda_driver": "13.0"}
     assert part.host == {"hostname": "ip-172-31-3-153"}
     two_hosts = fixture("nccl_info__dgx-h100-2node-1rank-each-roce-init-excerpt__nccl-tests-issue-185.txt")
     snap = ingest(two_hosts)
-    assert snap.versions.nccl_torch == "2.19.3" and snap.versions.cuda_driver == "12.0"
+    assert snap.versions.nccl_loaded == "2.19.3" and snap.versions.cuda_driver == "12.0"
     assert snap.hostname == "unknown-host"  # two hosts in one log: not guessed
 
 

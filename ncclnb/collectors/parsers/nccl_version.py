@@ -56,7 +56,7 @@ def is_nccl_line(line: str) -> bool:
 
 def parse_nccl_version(text: str) -> Partial:
     """Partial facts from NCCL log lines: the NCCL version the process loaded
-    (as ``versions.nccl_torch``), the driver's CUDA version, the hostname
+    (as ``versions.nccl_loaded``), the driver's CUDA version, the hostname
     when the log shows exactly one."""
     versions_found = nccl_versions(text)
     drivers = cuda_driver_versions(text)
@@ -65,11 +65,11 @@ def parse_nccl_version(text: str) -> Partial:
     versions: dict = {}
     notes: dict = {}
     if versions_found:
-        versions["nccl_torch"] = versions_found[0].split("+")[0].split("-")[0]
+        versions["nccl_loaded"] = versions_found[0].split("+")[0].split("-")[0]
         note = f"'NCCL version {versions_found[0]}' in an NCCL_DEBUG=INFO log: the NCCL the logging process loaded"
         if len(versions_found) > 1:
             note += "; the log also shows " + ", ".join(versions_found[1:])
-        notes["versions.nccl_torch"] = note
+        notes["versions.nccl_loaded"] = note
     if drivers:
         versions["cuda_driver"] = drivers[0]
         if len(drivers) > 1:
