@@ -89,3 +89,15 @@ def test_report_and_diagnosis_round_trip():
 
 def test_nvlink_count():
     assert nvlink_count("NV18") == 18 and nvlink_count("PIX") == 0 and nvlink_count(None) == 0
+
+
+def test_cpulist_lenient_and_strict():
+    from ncclnb.model.cpulist import format_cpulist, parse_cpulist
+
+    assert parse_cpulist("0-3,8, 10-11") == {0, 1, 2, 3, 8, 10, 11}
+    assert parse_cpulist("0-3,x,9") == {0, 1, 2, 3, 9}
+    assert parse_cpulist(None) == set() and parse_cpulist("0-99999999") == set()
+    for bad in ("0-3,x", "5-2", "0-99999999"):
+        with pytest.raises(ValueError):
+            parse_cpulist(bad, strict=True)
+    assert format_cpulist({0, 1, 2, 3, 8, 10, 11}) == "0-3,8,10-11"

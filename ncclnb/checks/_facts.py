@@ -49,21 +49,6 @@ def env_flag(env: dict, name: str) -> bool:
     return v.isdigit() and int(v) != 0
 
 
-def parse_cpulist(text: Optional[str]) -> set[int]:
-    """"0-3,8,10-11" -> {0,1,2,3,8,10,11}; junk parts are skipped."""
-    cpus: set[int] = set()
-    if not isinstance(text, str):
-        return cpus
-    for part in text.split(","):
-        part = part.strip()
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
-        if not m:
-            continue
-        lo = int(m.group(1))
-        hi = int(m.group(2)) if m.group(2) else lo
-        if hi - lo <= 65536:
-            cpus.update(range(lo, hi + 1))
-    return cpus
 
 
 def majority(values: Iterable) -> object:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from typing import Iterable, Optional
+from typing import Optional
 
 
 def under(root: str, path: str) -> str:
@@ -38,33 +38,4 @@ def listdir(path: str) -> list[str]:
         return []
 
 
-def parse_cpulist(text: str) -> list[int]:
-    """``"0-3,8,10-11"`` -> ``[0, 1, 2, 3, 8, 10, 11]``. Raises ValueError on junk."""
-    cpus: list[int] = []
-    for part in text.replace(" ", "").split(","):
-        if not part:
-            continue
-        lo, sep, hi = part.partition("-")
-        if sep:
-            cpus.extend(range(int(lo), int(hi) + 1))
-        else:
-            cpus.append(int(lo))
-    return cpus
 
-
-def format_cpulist(cpus: Iterable[int]) -> str:
-    """``[0, 1, 2, 3, 8]`` -> ``"0-3,8"``: the form of ``nvidia-smi topo -m``
-    and ``/sys/.../cpulist``."""
-    ordered = sorted(set(cpus))
-    parts: list[str] = []
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        if j > i:
-            parts.append(f"{ordered[i]}-{ordered[j]}")
-        else:
-            parts.extend(str(c) for c in ordered[i:j + 1])
-        i = j + 1
-    return ",".join(parts)

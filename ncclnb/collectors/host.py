@@ -12,7 +12,8 @@ import re
 from typing import Mapping, Optional
 
 from ..model import UNLIMITED, Host, NumaNode
-from ._fs import listdir, parse_cpulist, read_text, under
+from ..model.cpulist import parse_cpulist
+from ._fs import listdir, read_text, under
 
 
 def read_host(
@@ -116,7 +117,7 @@ def _cpu_count(root: str, cpuinfo: str) -> Optional[int]:
     present = read_text(under(root, "/sys/devices/system/cpu/present"))
     if present:
         try:
-            return len(parse_cpulist(present))
+            return len(parse_cpulist(present, strict=True))
         except ValueError:
             pass
     count = sum(1 for line in cpuinfo.splitlines() if re.match(r"processor\s*:", line))

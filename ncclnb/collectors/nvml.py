@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from ..model import Gpu
-from ._fs import format_cpulist, read_int, read_text
+from ..model.cpulist import format_cpulist
+from ._fs import read_int, read_text
 from .pci import nvml_bus_id, pci_path, sysfs_bus_id, topo_label
 from .visible import cuda_indices
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import html
 import json
 import os
-import re
 from typing import Iterable, Optional, Union
 
 from ..model import ClusterReport, NodeSnapshot, RankEntry, SchemaError, nvlink_count
@@ -72,37 +71,8 @@ def link_class(label: Optional[str]) -> str:
     return "?"
 
 
-def parse_cpulist(text: Optional[str]) -> set[int]:
-    """"0-3,8,10-11" -> {0,1,2,3,8,10,11}; anything unparsable -> empty set."""
-    cpus: set[int] = set()
-    for part in (text or "").replace(" ", "").split(","):
-        if not part:
-            continue
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
-        if not m:
-            return set()
-        lo = int(m.group(1))
-        hi = int(m.group(2)) if m.group(2) else lo
-        if hi - lo > 1_000_000:
-            return set()
-        cpus.update(range(lo, hi + 1))
-    return cpus
 
 
-def format_cpulist(cpus: Iterable[int]) -> str:
-    """{0,1,2,3,8} -> "0-3,8"."""
-    out = []
-    run: list[int] = []
-    for c in sorted(set(cpus)):
-        if run and c == run[-1] + 1:
-            run.append(c)
-            continue
-        if run:
-            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-        run = [c]
-    if run:
-        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-    return ",".join(out)
 
 
 def resolve(target: object) -> Target:

@@ -6,13 +6,12 @@ from dataclasses import dataclass
 from typing import Iterable, Optional
 
 from ..model import NodeSnapshot, RankEntry
+from ..model.cpulist import format_cpulist, parse_cpulist
 from ._common import (
     _cuda_to_position,
     esc,
     esc_attr,
-    format_cpulist,
     gpu_hover,
-    parse_cpulist,
     shorten,
 )
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import ncclnb
-from ncclnb.model import ClusterReport, Diagnosis, Evidence, Finding, RankEntry, RankStatus
+from ncclnb.model import ClusterReport, Diagnosis, Evidence, Finding, RankStatus
 from ncclnb.viz import (
     analyse_ranks,
     diagnosis_html,
@@ -18,7 +18,8 @@ from ncclnb.viz import (
     topology_figure,
     version_table,
 )
-from ncclnb.viz._common import LINK_ORDER, gpus_in_use, parse_cpulist
+from ncclnb.model.cpulist import parse_cpulist
+from ncclnb.viz._common import LINK_ORDER, gpus_in_use
 from ncclnb.viz.numa import rank_placements
 from ncclnb.viz.ranks import KINDS
 from viewdata import HOSTILE, a10g_node, a10g_report, l40s_node, l40s_report

@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ...model.cpulist import parse_cpulist as _parse_cpulist
+
 
 class ParseError(ValueError):
     """Text that looks like a known format but cannot be read. The message is
@@ -58,31 +60,14 @@ CPULIST_RE = re.compile(r"\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*")
 
 
 def parse_cpulist(text: str) -> set[int]:
-    """"0-3,8" -> {0, 1, 2, 3, 8}; the text must already match CPULIST_RE."""
-    cpus: set[int] = set()
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        lo_i = int(lo)
-        hi_i = int(hi) if hi else lo_i
-        if hi_i < lo_i or hi_i - lo_i > 1_000_000:
-            raise ParseError(f"cpu list {snippet(text)} has a backwards or huge range")
-        cpus.update(range(lo_i, hi_i + 1))
-    return cpus
+    """"0-3,8" -> {0, 1, 2, 3, 8}; malformed lists are a ParseError."""
+    try:
+        return _parse_cpulist(text, strict=True)
+    except ValueError as exc:
+        raise ParseError(f"cpu list {snippet(text)}: {exc}") from None
 
 
-def format_cpulist(cpus: set[int]) -> str:
-    """{0, 1, 2, 3, 8} -> "0-3,8" (the kernel's cpulist form)."""
-    out, run = [], []
-    for cpu in sorted(cpus):
-        if run and cpu == run[-1] + 1:
-            run.append(cpu)
-            continue
-        if run:
-            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-        run = [cpu]
-    if run:
-        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-    return ",".join(out)
+
 
 
 def content_lines(text: str) -> list[str]:

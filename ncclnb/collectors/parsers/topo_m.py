@@ -14,8 +14,9 @@ import re
 from typing import Optional
 
 from ...model import Nic, NumaNode
+from ...model.cpulist import format_cpulist
 from ._common import (
-    CPULIST_RE, ParseError, Partial, content_lines, format_cpulist, parse_cpulist, snippet,
+    CPULIST_RE, ParseError, Partial, content_lines, parse_cpulist, snippet,
 )
 
 KIND = "nvidia-smi topo -m"
