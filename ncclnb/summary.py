@@ -62,7 +62,8 @@ def _node_summary(s: NodeSnapshot, width: int) -> str:
         lines.append(f"  {s.description}")
     lines.append(
         f"  OS {_or(h.os)} | kernel {_or(h.kernel)} | CPU {_or(h.cpu_model)}"
-        f" x{_or(h.cpu_count)} | container {', '.join(h.container) or 'none'} | IOMMU {_or(h.iommu)}"
+        f" x{_or(h.cpu_count)} | container {', '.join(h.container) or ('?' if 'host.container' in s.missing else 'none')}"
+        f" | IOMMU {_or(h.iommu)}"
     )
     lines.append(
         f"  /dev/shm {_fmt_bytes(h.shm_free_bytes)} free of {_fmt_bytes(h.shm_total_bytes)}"
