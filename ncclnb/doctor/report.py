@@ -45,11 +45,16 @@ def render_text(diag: Diagnosis, colour: bool = False, top: Optional[int] = None
     out.append(_c(colour, "dim", f"ncclnb doctor: {diag.lines_read} lines from {sources} source(s)"))
     if not findings:
         out.append("No known failure signature found (category: unknown).")
+    elif all(f.severity == "info" for f in findings):
+        # nothing failed in these lines: say so before the informational ones
+        out.append("No error or warning found in these lines; what follows is informational. "
+                   "If the job hung, add every rank's log (NCCL_DEBUG=INFO) or a flight-recorder dump.")
     for i, f in enumerate(findings):
         head = f"{f.severity.upper():7} {f.title}"
         if i == 0:
             out.append("")
-            out.append(_c(colour, f.severity, "Most likely: " + f.title))
+            label = "Most likely: " if f.severity != "info" else "Noted: "
+            out.append(_c(colour, f.severity, label + f.title))
             out.append(f"  category   {f.category}   confidence {f.confidence:.2f}   rule {f.rule}")
             if f.ranks:
                 out.append(f"  ranks      {_ranks(f)}")
