@@ -57,7 +57,8 @@ def load(path_or_name: Union[str, "os.PathLike[str]"]) -> Union[NodeSnapshot, Cl
                          " (or give the path of a JSON file)")
     else:
         raise ValueError(f"{key}: no such file (and not a bundled machine name)")
-    return load_bytes(path.read_bytes(), path.name)
+    # a bundled machine is named by its name, a user's file by the path they gave
+    return load_bytes(path.read_bytes(), key)
 
 
 def load_bytes(raw: bytes, label: str = "input") -> Union[NodeSnapshot, ClusterReport]:
