@@ -32,6 +32,7 @@ def run(args) -> int:
         raise UsageError(f"no input: usage: {USAGE}")
     if args.top is not None and args.top < 0:
         raise UsageError("--top must be >= 0")
+    _announce_large_input(args.paths)
     diag = diagnose(*args.paths, top=args.top)
     if args.json:
         text = json.dumps(to_json(diag), indent=2, ensure_ascii=False)
@@ -40,3 +41,26 @@ def run(args) -> int:
         text = render_text(diag, colour=colour)
     write_output(text, args.output)
     return 0
+
+
+def _announce_large_input(paths: list[str], threshold: int = 256 << 20) -> None:
+    """On a terminal, say what a long scan is reading before it starts (a
+    gigabyte of logs takes seconds; silence looks like a hang)."""
+    import os
+
+    if not sys.stderr.isatty():
+        return
+    total = 0
+    for path in paths:
+        if path == "-":
+            continue
+        try:
+            if os.path.isdir(path):
+                with os.scandir(path) as entries:
+                    total += sum(e.stat().st_size for e in entries if e.is_file())
+            else:
+                total += os.path.getsize(path)
+        except OSError:
+            continue  # diagnose() reports unreadable paths itself
+    if total >= threshold:
+        print(f"ncclnb doctor: scanning {total / 1e9:.1f} GB of logs ...", file=sys.stderr, flush=True)
