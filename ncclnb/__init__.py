@@ -26,6 +26,9 @@ _PUBLIC = {
     "summary": ("ncclnb.summary", "summary"),
     # doctor
     "diagnose": ("ncclnb.doctor", "diagnose"),
+    # reproductions
+    "reproduce": ("ncclnb.repro", "reproduce"),
+    "ReproResult": ("ncclnb.model", "ReproResult"),
     # checks
     "check": ("ncclnb.checks", "check"),
     # views

@@ -16,7 +16,9 @@ from IPython.core.error import UsageError
 from IPython.display import display
 
 USAGE = ("Usage: %ncclnb snapshot | load PATH|NAME | check | doctor PATH... | topo | numa | ranks"
-         " | versions | dashboard | autodiagnose on|off")
+         " | versions | dashboard | repro list | repro NAME [--fixed|--guarded] [--nproc N] [--timeout S]"
+         " | autodiagnose on|off")
+REPRO_USAGE = "Usage: %ncclnb repro list | %ncclnb repro NAME [--fixed | --guarded] [--nproc N] [--timeout S] [--keep DIR]"
 
 # verb -> its Python twin, for the docs and the error messages
 VERBS = {
@@ -29,6 +31,7 @@ VERBS = {
     "ranks": "ncclnb.show_ranks(target)",
     "versions": "ncclnb.show_versions(target)",
     "dashboard": "ncclnb.dashboard(target, diagnosis)",
+    "repro": "ncclnb.reproduce(name, fixed=...)",
     "autodiagnose": "ncclnb.magics.autodiagnose(ipython, on)",
 }
 # torch.distributed's error classes, matched by name so torch is not imported
@@ -144,6 +147,96 @@ def _verb_autodiagnose(args, ipython):
     print(f"ncclnb: autodiagnose {args[0]}")
 
 
+class _LiveRanks:
+    """Per-rank progress of a reproduction, redrawn in place while it runs."""
+
+    def __init__(self, title: str):
+        self.title, self.status = title, {"phase": "starting", "elapsed": 0.0, "ranks": []}
+
+    def _repr_html_(self) -> str:
+        import html
+
+        rows = "".join(
+            f"<tr><td>{html.escape(str(r.get('rank')))}</td><td>{html.escape(str(r.get('state')))}</td>"
+            f"<td>{'' if r.get('exit_code') is None else html.escape(str(r.get('exit_code')))}</td>"
+            f"<td style='text-align:left;font-family:monospace'>{html.escape(str(r.get('last_line', ''))[:160])}</td></tr>"
+            for r in self.status.get("ranks", ()))
+        return (f"<div><b>{html.escape(self.title)}</b>: {html.escape(str(self.status.get('phase')))}, "
+                f"{self.status.get('elapsed', 0):.1f} s<table><tr><th>rank</th><th>state</th><th>exit</th>"
+                f"<th>last line</th></tr>{rows}</table></div>")
+
+    def __repr__(self) -> str:
+        lines = [f"{self.title}: {self.status.get('phase')}, {self.status.get('elapsed', 0):.1f} s"]
+        lines += [f"  rank {r.get('rank')}: {r.get('state')} {'' if r.get('exit_code') is None else r.get('exit_code')}"
+                  f"  {str(r.get('last_line', ''))[:100]}" for r in self.status.get("ranks", ())]
+        return "\n".join(lines)
+
+
+def _verb_repro(args):
+    """``%ncclnb repro NAME [--fixed|--guarded]``: live per-rank progress while
+    it runs, then the diagnosis card; returns the ReproResult."""
+    import time
+
+    from .repro import ScenarioError, get, reproduce, scenarios
+    from .repro.report import outcome
+
+    if args == ["list"]:
+        for sc in scenarios().values():
+            print(f"{sc.name:24s} seed {sc.seed or '-':4s} {sc.expected_category:25s} {sc.title}")
+        return None
+    opts = {"variant": "broken", "nproc": None, "timeout": None, "keep": None}
+    words, name = list(args), None
+    while words:
+        word = words.pop(0)
+        if word in ("--fixed", "--guarded"):
+            opts["variant"] = word[2:]
+        elif word in ("--nproc", "--timeout", "--keep") and words:
+            value = words.pop(0)
+            try:
+                opts[word[2:]] = value if word == "--keep" else (int(value) if word == "--nproc" else float(value))
+            except ValueError:
+                raise UsageError(f"{word} needs a number, got {value!r}\n{REPRO_USAGE}") from None
+        elif not word.startswith("-") and name is None:
+            name = word
+        else:
+            raise UsageError(f"unexpected {word!r}\n{REPRO_USAGE}")
+    if name is None:
+        raise UsageError(REPRO_USAGE)
+    try:
+        scenario = get(name)
+        scenario.variant(opts["variant"])
+    except ScenarioError as exc:
+        raise UsageError(str(exc)) from None
+    live = _LiveRanks(f"{name} ({opts['variant']})")
+    handle = display(live, display_id=True)
+    last = [0.0]
+
+    def progress(status):
+        live.status = status
+        if handle is not None and (time.monotonic() - last[0] > 0.5 or status.get("phase") != "running"):
+            last[0] = time.monotonic()
+            handle.update(live)
+
+    try:
+        result = reproduce(name, variant=opts["variant"], nproc=opts["nproc"], timeout=opts["timeout"],
+                           keep=opts["keep"], progress=progress)
+    except ScenarioError as exc:
+        raise UsageError(str(exc)) from None
+    from .viz import show_diagnosis
+
+    ok, why = outcome(result, scenario)
+    print(f"{name} ({result.variant}) on {result.backend}: "
+          f"{'completed' if result.completed else 'failed'} in {result.seconds:g} s; logs in {result.run_dir}")
+    for note in result.notes:
+        print(f"  note: {note}")
+    if result.diagnosis is not None and result.diagnosis.findings:
+        STATE.diagnosis = result.diagnosis
+        display(show_diagnosis(result.diagnosis, title=f"Doctor: {name} ({result.variant})"))
+    print(f"Lesson: {scenario.lesson}")
+    print(f"Verdict: {'as expected' if ok else 'NOT as expected'}: {why}")
+    return result
+
+
 HANDLERS = {
     "snapshot": _verb_snapshot,
     "load": _verb_load,
@@ -154,10 +247,11 @@ HANDLERS = {
     "ranks": _view("show_ranks"),
     "versions": _view("show_versions"),
     "dashboard": _verb_dashboard,
+    "repro": _verb_repro,
 }
 
 
-def ncclnb_line(line: str, ipython=None) -> None:
+def ncclnb_line(line: str, ipython=None):
     """``%ncclnb VERB [ARGS]``."""
     try:
         words = shlex.split(line)
@@ -172,7 +266,7 @@ def ncclnb_line(line: str, ipython=None) -> None:
     if handler is None:
         raise UsageError(f"unknown verb {verb!r}\n{USAGE}")
     try:
-        handler(args)
+        return handler(args)
     except ImportError as exc:
         raise UsageError(f"{verb}: not available in this install ({_one_line(exc)}); Python twin: {VERBS[verb]}") from None
 

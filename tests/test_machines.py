@@ -123,7 +123,7 @@ def test_unknown_name_lists_the_known_ones():
     (b"\xff\xfe\xfa\xfb", "bad.json: not a JSON file", False),
     (b"[1, 2]", "bad.json: not a node snapshot: expected a JSON object, got list", True),
     (b'{"gpus": []}', "bad.json: schema: not a node snapshot: no 'schema' tag", True),
-    (b'{"schema": "other.tool/1"}', "bad.json: schema: not an ncclnb snapshot or cluster report", True),
+    (b'{"schema": "other.tool/1"}', "bad.json: schema: not an ncclnb snapshot, report, diagnosis or repro result", True),
     (b'{"schema": "ncclnb.node/99", "host": {"hostname": "h"}}', "written by a newer ncclnb", True),
     (b'{"schema": "ncclnb.node/1"}', "bad.json: host: required field is missing", True),
     (b'{"schema": "ncclnb.node/1", "host": {"hostname": "h"}, "gpus": [{"index": "x"}]}',

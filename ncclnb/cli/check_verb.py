@@ -27,11 +27,11 @@ def add_parser(subparsers):
 
 
 def _load(item: str):
-    from ..recorded import load, load_bytes
+    from ..recorded import load_facts
 
     if item == "-":
-        return load_bytes(sys.stdin.buffer.read(), "<stdin>")
-    return load(item)
+        return load_facts(sys.stdin.buffer.read(), "<stdin>")
+    return load_facts(item)
 
 
 def combine(targets):

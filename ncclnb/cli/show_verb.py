@@ -30,8 +30,8 @@ def run(args) -> int:
 
         target = collect()
     else:
-        from ..recorded import load
+        from ..recorded import load_facts
 
-        target = load(args.target)
+        target = load_facts(args.target)
     print(summary(target, width=args.width))
     return 0

@@ -6,14 +6,14 @@ import json
 import os
 import re
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from ..model import Diagnosis, Evidence, Finding, RankStatus
 from .kb import Signature, load_signatures
 from .normalize import clean, normalize
-from .reason import (COMM, VERSION, WATCHDOG, WORK, CommRecord, ReasonState, WatchdogRecord,
-                     version_findings, watchdog_findings, world_size_findings)
+from .reason import (BANNER, COMM, VERSION, WATCHDOG, WORK, CommRecord, ReasonState, WatchdogRecord,
+                     out_of_range_findings, version_findings, watchdog_findings, world_size_findings)
 from .scan import LineScanner, ParallelScan, workers_for
 from .sources import DoctorInputError, Source, expand, rank_from_name
 
@@ -23,6 +23,7 @@ MAX_RANKS = 8192          # rows of the per-rank table
 MAX_BLAMED = 1024
 MAX_DUMP = 512 << 20      # a flight-recorder JSON larger than this is read as text
 MATCH_CACHE = 4096        # distinct messages whose signature matches are remembered
+_NCCLNB_JSON = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"schema"\s*:\s*"ncclnb\.[a-z]+/')
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 # where an "also consistent with <category>" alternative points (upstream pages
@@ -48,7 +49,12 @@ CATEGORY_DOCS = {
     "unknown": _NCCL_TS,
 }
 
-# ranking tiers, most likely root cause first
+# categories whose errors say a rank waited for a peer, not that it failed by itself
+_WAITING = {"collective_desync", "slow_rank_timeout", "p2p_pairing", "rendezvous_unreachable", "unknown"}
+# a rank's own error that means it timed out in a send/recv
+_P2P_WAIT_RULES = {"gloo_op_timeout"}
+# ranking tiers, most likely root cause first (a rank's own error that came first leads all)
+_TIER_FIRST_FAILURE = -1
 _TIER_ROOT_ERROR, _TIER_ROOT_WARNING, _TIER_ALTERNATIVE, _TIER_CONSEQUENCE, _TIER_INFO, _TIER_BENIGN = range(6)
 
 
@@ -74,6 +80,7 @@ class _RankRow:
     last_op: Optional[str] = None
     first_error: Optional[str] = None
     first_error_at: tuple = ()
+    first_rule: Optional[str] = None    # the signature of the first error
     source: Optional[str] = None
 
 
@@ -99,6 +106,8 @@ class _Collector:
         self.truncated: list[tuple[str, str]] = []
         self.world_size: Optional[int] = None
         self.workers = 0                 # most worker processes one file was scanned with
+        self.source_ranks: set = set()   # ranks named by the file names of the logs read
+        self.rank_files: dict = {}       # rank -> {file stem: file name} of the logs named after it
 
     # ---- per-rank rows -------------------------------------------------
     def _row(self, key) -> Optional[_RankRow]:
@@ -130,6 +139,8 @@ class _Collector:
             self.truncated.append((src.name, f"{type(exc).__name__}: {exc}".splitlines()[0]))
             head = b""
         workers = 0
+        if _NCCLNB_JSON.match(head[:256]):
+            return  # a snapshot, report, diagnosis or repro result ncclnb wrote: facts, not log lines
         try:
             if head[:1] in (b"{", b" ", b"\n", b"\t", b"\xef") and _looks_like_dump(head):
                 rest = stream.read(MAX_DUMP) or b""
@@ -148,6 +159,9 @@ class _Collector:
                 if not workers:
                     stream = _Chained(head, stream)
             ctx = _SourceContext(src.name, index, rank_from_name(src.name))
+            if ctx.rank_hint is not None and len(self.source_ranks) < MAX_RANKS:
+                self.source_ranks.add(ctx.rank_hint)
+                self.rank_files.setdefault(ctx.rank_hint, {}).setdefault(_log_stem(src.name), src.name)
             if workers:
                 scanner = ParallelScan(stream.name, workers)
                 self.workers = max(self.workers, workers)
@@ -204,6 +218,15 @@ class _Collector:
                 if row is not None:
                     row.local_rank = lr if row.local_rank is None else row.local_rank
                     self._fill(row, host, ln.pid, ctx.name)
+        if "GLOBAL_RANK" in msg:
+            m = BANNER.search(msg)
+            if m:
+                r, size = int(m.group("rank")), int(m.group("size"))
+                if r >= size:
+                    self.state.add_out_of_range(r, size, ev)
+                row = self._row(r)
+                if row is not None:
+                    self._fill(row, host or ctx.host, ln.pid, ctx.name)
         if "WorkNCCL(" in msg or "NCCL work:" in msg:
             self._watchdog(msg, rank, host, ln.pid, ev, ctx.name)
 
@@ -260,6 +283,10 @@ class _Collector:
         if len(h.evidence) < MAX_EVIDENCE:
             h.evidence.append(ev)
         groups = m.groupdict()
+        if groups.get("ranks"):
+            for r in _parse_rank_list(groups["ranks"]):
+                if len(h.blamed) < MAX_BLAMED:
+                    h.blamed.add(r)
         for name in ("rank", "rank2"):
             if groups.get(name) is not None and len(h.blamed) < MAX_BLAMED:
                 r = int(groups[name])
@@ -279,7 +306,7 @@ class _Collector:
             if row is not None:
                 self._fill(row, host, pid, source)
                 if sig.severity == "error" and row.first_error is None:
-                    row.first_error, row.first_error_at = msg[:200], order
+                    row.first_error, row.first_error_at, row.first_rule = msg[:200], order, sig.id
 
     # ---- conclusions ---------------------------------------------------
     def _resolve(self, key):
@@ -302,7 +329,7 @@ class _Collector:
                 if getattr(into, f) is None:
                     setattr(into, f, getattr(row, f))
             if row.first_error and (into.first_error is None or row.first_error_at < into.first_error_at):
-                into.first_error, into.first_error_at = row.first_error, row.first_error_at
+                into.first_error, into.first_error_at, into.first_rule = row.first_error, row.first_error_at, row.first_rule
         for key, (n, r, lr) in self.pid_rank.items():
             row = self.rows.get(r)
             if row is not None and row.local_rank is None:
@@ -320,7 +347,8 @@ class _Collector:
         known_ranks = {k for k in self.rows if isinstance(k, int)}
         reasoned = (watchdog_findings(self.state, self.world_size)
                     + version_findings(self.state, {r: (row.host, row.pid) for r, row in self.rows.items() if isinstance(r, int)})
-                    + world_size_findings(self.state, known_ranks))
+                    + world_size_findings(self.state, known_ranks)
+                    + out_of_range_findings(self.state))
         reasoned_categories = {f.category for f in reasoned}
         for f in reasoned:
             findings.append((_TIER_ROOT_ERROR, f.confidence, (-1,), f))
@@ -348,9 +376,10 @@ class _Collector:
         statuses = []
         if dumps:
             fr_findings, statuses = _flight_recorder(dumps)
-            for f in fr_findings:
-                tier = {"error": _TIER_ROOT_ERROR, "warning": _TIER_ROOT_WARNING}.get(f.severity, _TIER_INFO)
+            for f, tier in self._reconcile(fr_findings, findings):
                 findings.append((tier, f.confidence, (-1,), f))
+        for f in self._claimed_twice():
+            findings.append((_TIER_ROOT_ERROR, f.confidence, (-1,), f))
 
         findings.sort(key=lambda t: (t[0], -t[1], t[2]))
         ordered, seen = [], set()
@@ -374,14 +403,102 @@ class _Collector:
             severity, confidence = "warning", max(confidence, 0.6)
         title = sig.title + _detail(groups, h.count)
         cause = _PLACEHOLDER.sub(lambda m: str(groups.get(m.group(1), m.group(0))), sig.cause)
-        if sig.consequence or sig.benign:
+        printers = {self._resolve(k) for k in h.printers}
+        if sig.blame == "missing_ranks":
+            blamed = set(self._missing_ranks(groups.get("expected")))
+            if blamed:
+                title += f"; rank {_span(blamed)} never joined"
+        elif sig.blame == "store_host":
+            blamed = set() if 0 in printers else {0}
+            if blamed and 0 not in self._present_ranks():
+                title += "; rank 0, the store host, left no log"
+        elif sig.consequence or sig.benign:
             blamed = set(h.blamed)
         else:
-            blamed = set(h.blamed) or {self._resolve(k) for k in h.printers}
+            blamed = set(h.blamed) or printers
         ranks = tuple(sorted(r for r in blamed if isinstance(r, int)))[:MAX_BLAMED]
         return Finding(rule=sig.id, category=sig.category, severity=severity, confidence=confidence,
                        title=title, evidence=tuple(h.evidence), cause=cause, fix=sig.fix, docs=sig.docs,
                        ranks=ranks, hosts=tuple(sorted(h.hosts))[:64])
+
+    def _waiting(self, rule: Optional[str]) -> bool:
+        """Is ``rule`` an error that says a rank waited for a peer (a timeout, a
+        closed connection), rather than a failure of its own?"""
+        h = self.hits.get(rule) if rule else None
+        return h is None or h.sig.consequence or h.sig.benign or h.sig.category in _WAITING
+
+    def _reconcile(self, fr_findings: list, findings: list) -> list:
+        """The flight recorder says which rank never reached the collective the
+        others waited in; that rank's own log says why. A rank that failed
+        first with an error of its own is the cause (its error is promoted and
+        the recorder's finding becomes its consequence); a rank that timed out
+        in a send/recv while outside every recorded collective was stuck in a
+        point-to-point exchange. Returns [(finding, tier)]."""
+        out = []
+        for f in fr_findings:
+            tier = {"error": _TIER_ROOT_ERROR, "warning": _TIER_ROOT_WARNING}.get(f.severity, _TIER_INFO)
+            if f.rule not in ("fr.missing_rank", "fr.late_rank") or not f.ranks:
+                out.append((f, tier))
+                continue
+            rows = {r: self.rows.get(r) for r in f.ranks}
+            crashed = {r: row for r, row in rows.items() if row is not None and not self._waiting(row.first_rule)}
+            p2p = [r for r, row in rows.items() if row is not None and row.first_rule in _P2P_WAIT_RULES]
+            if crashed:
+                for i, (tier_i, conf, first, g) in enumerate(findings):
+                    if g.rule in {row.first_rule for row in crashed.values()}:
+                        blamed = tuple(sorted(r for r, row in crashed.items() if row.first_rule == g.rule))
+                        g = replace(g, ranks=blamed, title=g.title + f"; rank {_span(blamed)} failed first")
+                        findings[i] = (_TIER_FIRST_FAILURE, max(conf, f.confidence), first, g)
+                out.append((replace(f, title=f.title + f" (after rank {_span(crashed)} failed)"),
+                            _TIER_CONSEQUENCE))
+            elif f.rule == "fr.missing_rank" and p2p and set(p2p) == set(f.ranks):
+                out.append((replace(
+                    f, rule="fr.missing_rank_p2p", category="p2p_pairing",
+                    title=_p2p_title(p2p, f.title),
+                    cause=f"The flight recorder shows rank {_span(p2p)} never entered the collective the others "
+                          "wait in, yet its own log shows it timed out waiting for a peer: it was blocked in a "
+                          "point-to-point send/recv (isend/irecv, batch_isend_irecv) whose partner never posted "
+                          "the matching operation. The others finished their part and moved on.",
+                    fix="Pair every isend with exactly one irecv on the peer (same size, same order): exchange the "
+                        "counts first and post only the pairs both sides know, in one batch_isend_irecv, or use "
+                        "all_to_all_single; ncclnb.guard.check_p2p_plan(sends, recvs) checks the plan before "
+                        "anything is posted."), tier))
+            else:
+                out.append((f, tier))
+        return out
+
+    def _claimed_twice(self) -> list:
+        """Ranks that two different log files claim (``rank2.log`` beside
+        ``rank2.proc3.log``; ``rank2.out``/``rank2.err`` are one process)."""
+        doubled = {r: names for r, names in self.rank_files.items() if len(names) > 1}
+        if not doubled:
+            return []
+        ranks = tuple(sorted(doubled))[:MAX_BLAMED]
+        evidence = tuple(Evidence(name, None, f"log of a process claiming rank {r}")
+                         for r in ranks[:4] for name in sorted(doubled[r].values())[:2])
+        return [Finding(
+            rule="rank_claimed_twice", category="rank_world_size_mismatch", severity="error", confidence=0.85,
+            title=f"Rank {_span(ranks)} was claimed by more than one process",
+            evidence=evidence,
+            cause="Two processes were started with the same RANK, so a rank of the world size has no process "
+                  "(the others wait for it at the rendezvous or in the first collective) while two processes "
+                  "answer for another: RANK computed by a script from the wrong variable, or a process of an "
+                  "earlier attempt still running beside its restart.",
+            fix="Let the launcher number the ranks (torchrun, srun's SLURM_PROCID) and kill leftover processes of "
+                "an earlier attempt before relaunching; check that RANK runs over 0..WORLD_SIZE-1 once each.",
+            docs=CATEGORY_DOCS["rank_world_size_mismatch"], ranks=ranks)]
+
+    def _present_ranks(self) -> set:
+        """Ranks that left a trace: a line naming them, or a log file named after them."""
+        return {self._resolve(k) for k in self.rows} | self.source_ranks
+
+    def _missing_ranks(self, expected) -> list:
+        """Ranks of the world size that left no trace at all, when some did."""
+        size = int(expected) if expected and str(expected).isdigit() else self.world_size
+        present = {r for r in self._present_ranks() if isinstance(r, int)}
+        if not size or not present or size > 1 << 20:
+            return []
+        return [r for r in range(size) if r not in present][:MAX_BLAMED]
 
     def _rank_table(self, statuses: list) -> tuple[RankStatus, ...]:
         rows = []
@@ -404,6 +521,56 @@ class _Collector:
                 rows.append(st)
         rows.sort(key=lambda r: (r.rank is None, r.rank if r.rank is not None else 0, r.host or "", r.pid or 0))
         return tuple(rows)
+
+
+def _parse_rank_list(text: str) -> list:
+    """"1-3,5" -> [1, 2, 3, 5]; bounded, ASCII digits only."""
+    out: list = []
+    for part in text.split(",")[:MAX_BLAMED]:
+        lo, _, hi = part.strip().partition("-")
+        if not (lo.isascii() and lo.isdigit() and len(lo) < 8) or (hi and not (hi.isascii() and hi.isdigit() and len(hi) < 8)):
+            continue
+        a, b = int(lo), int(hi) if hi else int(lo)
+        out.extend(range(a, min(b, a + MAX_BLAMED) + 1))
+        if len(out) >= MAX_BLAMED:
+            break
+    return out[:MAX_BLAMED]
+
+
+def _p2p_title(p2p, missing_title: str) -> str:
+    m = re.search(r"never reached (?P<where>.+) that (?P<present>.+) waited in$", missing_title)
+    head = f"Rank {_span(p2p)} timed out in a send/recv outside any collective"
+    return head + (f"; {m.group('present')} waited for it in {m.group('where')}" if m else "")
+
+
+_LOG_EXTENSIONS = (".gz", ".log", ".txt", ".out", ".err", ".stdout", ".stderr")
+
+
+def _log_stem(name: str) -> str:
+    """``rank2.err.gz`` -> ``rank2``: the stdout and stderr files of one process share it."""
+    base = os.path.basename(name)
+    changed = True
+    while changed:
+        changed = False
+        for ext in _LOG_EXTENSIONS:
+            if base.endswith(ext) and len(base) > len(ext):
+                base, changed = base[: -len(ext)], True
+    return base
+
+
+def _span(ranks) -> str:
+    """[4, 5, 6, 7, 9] -> "4-7, 9"."""
+    out, run = [], []
+    for r in sorted(ranks):
+        if run and r == run[-1] + 1:
+            run.append(r)
+            continue
+        if run:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)))
+        run = [r]
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)))
+    return ", ".join(out)
 
 
 def old_is_smaller(known, n) -> bool:

@@ -148,6 +148,11 @@ class _BadDump(Exception):
     """A dump that cannot be analysed; the message says why, in one line."""
 
 
+class _NoEntries(_BadDump):
+    """A dump with no ``entries`` at all: the recorder was off, or (when other
+    ranks' dumps of the same job hold entries) this rank issued no collective."""
+
+
 def looks_like_dump(data: Union[str, bytes]) -> bool:
     """Cheap check that ``data`` (a file's text or bytes) is a flight-recorder
     JSON dump: a JSON object whose first 64 KiB name ``"entries"`` and one of
@@ -291,8 +296,8 @@ def _parse_dump(source: str, data: Any) -> _Dump:
         raise _BadDump("it is not a JSON object")
     raw_entries = data.get("entries")
     if raw_entries is None and "pg_status" in data:
-        raise _BadDump("it holds no entries: the flight recorder was off "
-                       "(TORCH_FR_BUFFER_SIZE=0 or TORCH_NCCL_TRACE_BUFFER_SIZE=0)")
+        raise _NoEntries("it holds no entries: the flight recorder was off "
+                         "(TORCH_FR_BUFFER_SIZE=0 or TORCH_NCCL_TRACE_BUFFER_SIZE=0)")
     if not isinstance(raw_entries, list):
         raise _BadDump('it has no "entries" list')
     if len(raw_entries) > MAX_ENTRIES:
@@ -328,6 +333,7 @@ def _load(dumps: Iterable) -> tuple[dict, list]:
     """Parse every dump; returns ({rank: _Dump}, [info findings for the skipped])."""
     by_rank: dict[int, _Dump] = {}
     notes: list[Finding] = []
+    empty: list = []
     for item in dumps:
         try:
             source, data = item
@@ -336,6 +342,9 @@ def _load(dumps: Iterable) -> tuple[dict, list]:
         source = str(source)
         try:
             dump = _parse_dump(source, data)
+        except _NoEntries as exc:
+            empty.append((source, data, exc))
+            continue
         except _BadDump as exc:
             notes.append(_info("fr.bad_dump", f"Skipped flight-recorder dump {source}: {exc}",
                                source, "This file was not analysed; the other dumps were."))
@@ -351,6 +360,16 @@ def _load(dumps: Iterable) -> tuple[dict, list]:
                 source, "Name per-rank dumps rank<N>.json so that each rank is known."))
             continue
         by_rank[dump.rank] = dump
+    for source, data, exc in empty:
+        # beside dumps that recorded collectives, an empty one is a rank that reached none
+        rank = data.get("rank") if isinstance(data, dict) else None
+        rank = rank if _is_int(rank) and 0 <= rank < _MAX_RANK else _rank_from_name(source)
+        if by_rank and rank is not None and rank not in by_rank:
+            by_rank[rank] = _Dump(rank=rank, source=source, entries=(), pg_ranks={}, lib_version=None,
+                                  wrapped=False)
+        else:
+            notes.append(_info("fr.bad_dump", f"Skipped flight-recorder dump {source}: {exc}",
+                               source, "This file was not analysed; the other dumps were."))
     return by_rank, notes
 
 

@@ -5,7 +5,8 @@ Each ``signatures/<id>.json`` holds ``id``, ``category`` (one of
 ``patterns`` (regexes on the normalised message, anchored on stable
 substrings), ``cause``, ``fix``, ``docs`` and optional ``also`` (other
 categories the same lines are consistent with), ``benign`` (a fallback NCCL
-recovers from: info, never above a real error), ``consequence`` (a wrapper or
+recovers from: info, never above a real error), ``blame`` (whom the finding
+blames: see :data:`BLAME`), ``consequence`` (a wrapper or
 cascade that says something failed, not why), ``suspect`` (a setting that is
 only a cause when something else failed) and ``nccl_min``/``nccl_max`` (the
 NCCL versions the signature applies to). Beside each record, ``<id>.log``
@@ -42,12 +43,12 @@ TRIGGERS = (
     "Error", "error", "failed", "Failed", "failure", "unavailable", "NCCL_NET", "imeout", "imed out",
     "Abort", "abort", "nvalid", "ismatch", "inconsisten",
     # cross-rank reasoning
-    "NCCL version", "localRanks", "WorkNCCL(",
+    "NCCL version", "localRanks", "WorkNCCL(", "GLOBAL_RANK", "ncclnb guard:",
     # sockets, store, rendezvous
     "reset by peer", "closed by", "refused", "servname", "ADDRINUSE", "already in use", "family 0",
     "not receive type", "ncclUniqueId",
     # CUDA, driver, memory
-    "ut of memory", "ot yet init", "insufficient", "too old", "CUDA-capable", "Found no",
+    "ut of memory", "bad_alloc", "CPUAllocator", "ot yet init", "insufficient", "too old", "CUDA-capable", "Found no",
     "peer access", "peer mapping", "allocate shared memory", "open files", "_FILE", "EMFILE",
     # GPUs, ranks, devices
     "Duplicate GPU", "ultiple ", "rank < size", "perform barrier", "Guessing device",
@@ -91,7 +92,12 @@ def _seq_covered(seq, triggers, sp) -> bool:
 
 _REQUIRED = ("id", "category", "severity", "confidence", "title", "patterns", "cause", "fix", "docs")
 _OPTIONAL = {"also": list, "benign": bool, "consequence": bool, "suspect": bool,
-             "nccl_min": str, "nccl_max": str}
+             "nccl_min": str, "nccl_max": str, "blame": str}
+# whom a signature's finding blames: the ranks that printed it (default), the
+# ranks of the world size that never printed anything ("missing_ranks": the
+# pattern's (?P<expected>) group or the known world size), or the rank that
+# hosts the rendezvous store ("store_host": rank 0, unless it fails the same way)
+BLAME = ("printers", "missing_ranks", "store_host")
 
 
 class KnowledgeBaseError(ValueError):
@@ -115,6 +121,7 @@ class Signature:
     suspect: bool = False
     nccl_min: Optional[str] = None
     nccl_max: Optional[str] = None
+    blame: str = "printers"
 
     @property
     def compiled(self) -> tuple:
@@ -212,6 +219,8 @@ def _load_record(path: str) -> Signature:
     for key, typ in _OPTIONAL.items():
         if key in data and not isinstance(data[key], typ):
             raise KnowledgeBaseError(f"{name}: {key} must be a {typ.__name__}")
+    if data.get("blame", "printers") not in BLAME:
+        raise KnowledgeBaseError(f"{name}: blame must be one of {', '.join(BLAME)}")
     for cat in data.get("also", ()):
         if cat not in CATEGORIES:
             raise KnowledgeBaseError(f"{name}: unknown category {cat!r} in also")
@@ -221,7 +230,7 @@ def _load_record(path: str) -> Signature:
         cause=data["cause"], fix=data["fix"], docs=data["docs"],
         also=tuple(data.get("also", ())), benign=bool(data.get("benign", False)),
         consequence=bool(data.get("consequence", False)), suspect=bool(data.get("suspect", False)),
-        nccl_min=data.get("nccl_min"), nccl_max=data.get("nccl_max"),
+        nccl_min=data.get("nccl_min"), nccl_max=data.get("nccl_max"), blame=data.get("blame", "printers"),
     )
 
 

@@ -24,9 +24,12 @@ WATCHDOG = re.compile(r"WorkNCCL\(SeqNum=(?P<seq>[0-9]+), OpType=(?P<op>[A-Za-z_
 WORK = re.compile(r"Timeout at NCCL work: (?P<seq>[0-9]+), last enqueued NCCL work: (?P<enq>[0-9]+), "
                   r"last completed NCCL work: (?P<done>[0-9]+)")
 WORLD_SIZE = re.compile(r"nRanks (?P<n>[0-9]+)")
+# a framework's banner naming a process's global rank and the world size it was given
+# (PyTorch Lightning: "Initializing distributed: GLOBAL_RANK: 7, MEMBER: 8/4")
+BANNER = re.compile(r"GLOBAL_RANK: (?P<rank>[0-9]+), MEMBER: (?P<member>[0-9]+)/(?P<size>[0-9]+)")
 
 # exported with the knowledge base for the grep comparison
-REASONING_PATTERNS = (VERSION.pattern, COMM.pattern, WATCHDOG.pattern, WORK.pattern)
+REASONING_PATTERNS = (VERSION.pattern, COMM.pattern, WATCHDOG.pattern, WORK.pattern, BANNER.pattern)
 
 # upstream pages until the guided notebooks exist
 DESYNC_DOC = "https://pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications"
@@ -230,3 +233,27 @@ def world_size_findings(state: ReasonState, known_ranks: set) -> list[Finding]:
             "(torchrun --nnodes N --nproc-per-node G, or srun with one task per GPU).",
         docs=RANKS_DOC, ranks=tuple(sorted(beyond)),
         hosts=tuple(sorted(h for h, c in state.comm_by_host.items() if c.nranks != max(sizes) and h)))]
+
+
+def out_of_range_findings(state: ReasonState) -> list[Finding]:
+    """Every rank that some line places at or beyond its world size (the
+    error lines of NCCL and gloo, and framework banners printed before a
+    launcher killed the rank): one finding blaming all of them, since a rank
+    killed by its launcher before it could fail says nothing else."""
+    if not state.out_of_range:
+        return []
+    ranks = tuple(sorted(state.out_of_range))
+    sizes = sorted({size for size, _ in state.out_of_range.values()})
+    evidence = tuple(ev for _, (_, ev) in sorted(state.out_of_range.items()))[:8]
+    size_text = " or ".join(map(str, sizes))
+    return [Finding(
+        rule="ranks_beyond_world_size", category="rank_world_size_mismatch", severity="error", confidence=0.95,
+        title=f"Rank {_ranks_text(ranks)} started with a world size of {size_text}",
+        evidence=evidence,
+        cause=f"These processes were given a global rank >= the world size ({size_text}) they passed to "
+              "init_process_group: the launcher started more processes than the job's world size counts "
+              "(nodes x processes per node), or the framework computed RANK or WORLD_SIZE itself from a "
+              "wrong node or device count.",
+        fix="Make WORLD_SIZE = nodes x processes per node on every node and let the launcher derive RANK "
+            "(torchrun --nnodes N --nproc-per-node G; in Lightning, Trainer(num_nodes=N) matching the launch).",
+        docs=RANKS_DOC, ranks=ranks)]

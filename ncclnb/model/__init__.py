@@ -2,6 +2,7 @@
 from ._serde import SchemaError
 from .cluster import REPORT_SCHEMA, ClusterReport, RankEntry
 from .diagnosis import DIAGNOSIS_SCHEMA, Diagnosis, RankStatus
+from .repro import REPRO_SCHEMA, VARIANTS, RankExit, ReproResult
 from .findings import CATEGORIES, SEVERITIES, Evidence, Finding
 from .node import (
     NODE_SCHEMA,
@@ -20,6 +21,6 @@ from .node import (
 __all__ = [
     "CATEGORIES", "SEVERITIES", "NODE_SCHEMA", "REPORT_SCHEMA", "UNLIMITED",
     "ClusterReport", "DIAGNOSIS_SCHEMA", "Diagnosis", "RankStatus", "Evidence", "Finding", "Gpu", "Host", "Library", "Links",
-    "Nic", "NodeSnapshot", "NumaNode", "RankEntry", "SchemaError", "Versions",
+    "Nic", "NodeSnapshot", "REPRO_SCHEMA", "RankExit", "ReproResult", "VARIANTS", "NumaNode", "RankEntry", "SchemaError", "Versions",
     "nvlink_count",
 ]

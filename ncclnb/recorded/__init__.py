@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Union
 
-from ..model import ClusterReport, NodeSnapshot, SchemaError
+from ..model import ClusterReport, Diagnosis, NodeSnapshot, ReproResult, SchemaError
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -39,9 +39,13 @@ def machines() -> dict[str, str]:
     return out
 
 
-def load(path_or_name: Union[str, "os.PathLike[str]"]) -> Union[NodeSnapshot, ClusterReport]:
+Loaded = Union[NodeSnapshot, ClusterReport, Diagnosis, ReproResult]
+
+
+def load(path_or_name: Union[str, "os.PathLike[str]"]) -> Loaded:
     """A bundled machine by name, or any ncclnb JSON file by path, as a
-    NodeSnapshot or ClusterReport (chosen by its ``schema`` tag).
+    NodeSnapshot, ClusterReport, Diagnosis or ReproResult (chosen by its
+    ``schema`` tag).
 
     Unknown names raise ValueError listing the known ones; unreadable,
     non-JSON, foreign or newer-schema files raise ValueError / SchemaError
@@ -61,8 +65,21 @@ def load(path_or_name: Union[str, "os.PathLike[str]"]) -> Union[NodeSnapshot, Cl
     return load_bytes(path.read_bytes(), key)
 
 
-def load_bytes(raw: bytes, label: str = "input") -> Union[NodeSnapshot, ClusterReport]:
-    """Parse JSON bytes into a NodeSnapshot or ClusterReport; ``label`` names
+def load_facts(path_or_name: Union[str, "os.PathLike[str]", bytes], label: str = "") -> Union[NodeSnapshot, ClusterReport]:
+    """Like :func:`load` (or :func:`load_bytes` for bytes), for the places that
+    need facts about machines: a diagnosis or a repro result is refused with
+    one line saying what it is."""
+    value = load_bytes(path_or_name, label or "input") if isinstance(path_or_name, bytes) else load(path_or_name)
+    if not isinstance(value, (NodeSnapshot, ClusterReport)):
+        what = "a diagnosis" if isinstance(value, Diagnosis) else "a repro result"
+        name = label or os.fspath(path_or_name)
+        raise ValueError(f"{name}: {what}, not a node snapshot or cluster report (open it with ncclnb.load())")
+    return value
+
+
+def load_bytes(raw: bytes, label: str = "input") -> Loaded:
+    """Parse JSON bytes into a NodeSnapshot, ClusterReport, Diagnosis or
+    ReproResult; ``label`` names
     the input in error messages."""
     if b"\x00" in raw[:4096] and not raw.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise ValueError(f"{label}: binary data, not a JSON file")
@@ -79,11 +96,16 @@ def load_bytes(raw: bytes, label: str = "input") -> Union[NodeSnapshot, ClusterR
     except RecursionError:
         raise ValueError(f"{label}: JSON nested too deeply to be an ncclnb file") from None
     tag = data.get("schema") if isinstance(data, dict) else None
+    kind = tag.split("/")[0] if isinstance(tag, str) else None
     try:
-        if isinstance(tag, str) and tag.split("/")[0] == "ncclnb.report":
+        if kind == "ncclnb.report":
             return ClusterReport.from_dict(data)
-        if isinstance(tag, str) and tag.split("/")[0] != "ncclnb.node":
-            raise SchemaError("schema", f"not an ncclnb snapshot or cluster report: schema is {tag!r}")
+        if kind == "ncclnb.repro":
+            return ReproResult.from_dict(data)
+        if kind == "ncclnb.diagnosis":
+            return Diagnosis.from_dict(data)
+        if kind is not None and kind != "ncclnb.node":
+            raise SchemaError("schema", f"not an ncclnb snapshot, report, diagnosis or repro result: schema is {tag!r}")
         return NodeSnapshot.from_dict(data)
     except SchemaError as exc:
         err = SchemaError(exc.path, exc.problem)

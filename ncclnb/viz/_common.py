@@ -84,7 +84,7 @@ def resolve(target: object) -> Target:
     if isinstance(target, (str, os.PathLike)):
         text = os.fspath(target)
         try:
-            from ..recorded import load  # the bundled machines and their loader
+            from ..recorded import load_facts as load  # the bundled machines and their loader
         except ImportError:
             load = None
         if load is not None:

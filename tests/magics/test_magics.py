@@ -168,3 +168,32 @@ def test_autodiagnose_shows_traceback_then_diagnosis(ip):
     with capture_output() as cap:
         ip.run_cell('raise DistBackendError("NCCL error")')
     assert not cap.outputs and "DistBackendError" in cap.stdout + cap.stderr
+
+
+def test_repro_verb_shows_live_ranks_then_the_diagnosis_and_returns_the_result(ip, tmp_path):
+    with capture_output() as cap:
+        result = ip.run_line_magic("ncclnb", f"repro store_host_missing --timeout 3 --keep {tmp_path / 'run'}")
+    assert isinstance(result, ncclnb.ReproResult)
+    assert result.diagnosis.top.ranks == (0,)
+    bundles = _bundles(cap)
+    progress = [b for b in bundles if "text/html" in b and "rank" in b["text/html"] and "<table>" in b["text/html"]]
+    assert progress, "the live per-rank table was displayed"
+    assert any(WIDGET in b or "findings" in str(b.get("text/plain", "")) for b in bundles)
+    assert "Verdict: as expected" in cap.stdout
+    assert magics.STATE.diagnosis is result.diagnosis
+
+
+@pytest.mark.parametrize("line, match", [
+    ("repro", "Usage: %ncclnb repro"),
+    ("repro no_such", "unknown scenario"),
+    ("repro duplicate_rank --guarded", "no 'guarded' variant"),
+    ("repro duplicate_rank --nproc x", "needs a number"),
+])
+def test_repro_bad_arguments_are_usage_errors(ip, line, match):
+    with pytest.raises(UsageError, match=match):
+        ip.run_line_magic("ncclnb", line)
+
+
+def test_repro_list(ip):
+    cap = _run(ip, "repro list")
+    assert "unseeded_split_desync" in cap.stdout and "alltoall_unpaired" in cap.stdout

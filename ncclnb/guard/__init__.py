@@ -1,0 +1,23 @@
+"""Guards for training code: cheap checks that run inside a real
+torch.distributed job and turn a silent divergence between ranks into one
+readable error, raised on every rank, before it becomes a hang.
+
+- :func:`assert_same` — every rank holds the same values (one all_gather of
+  24 bytes per rank).
+- :func:`check_dataset` — every rank sees the same dataset (length, first
+  items or indices).
+- :class:`Watermark` — every N steps, every rank issued the same number of
+  collectives (one gloo all_gather of 16 bytes per rank per check).
+- :class:`GuardError` — what they raise: ``.ranks`` blamed, ``.values``
+  per rank.
+
+``import ncclnb.guard`` does not import torch; the first call does. No pickle
+crosses the wire: digests, JSON bytes and int64 in tensors.
+"""
+from __future__ import annotations
+
+from .errors import GuardError
+from .same import assert_same, check_dataset, dataset_facts
+from .watermark import Watermark
+
+__all__ = ["GuardError", "Watermark", "assert_same", "check_dataset", "dataset_facts"]
