@@ -44,9 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, SchemaError, OSError, UnicodeError, ValueError) as exc:
         print(f"ncclnb {args.verb}: error: {one_line(exc)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"ncclnb {args.verb}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", 2)   # SIGTERM / SIGHUP where a verb turned them into interrupts
+        print(f"ncclnb {args.verb}: interrupted" + (f" (signal {signum})" if signum != 2 else ""), file=sys.stderr)
+        return 128 + signum
     except BrokenPipeError:
         return 0
 

@@ -67,8 +67,9 @@ def _run(args) -> int:
     scenario = get(args.name)
     variant = args.variant or ("fixed" if args.fixed else "broken")
     scenario.variant(variant)   # an unknown variant fails before anything starts
-    print(f"ncclnb repro: running {scenario.name} ({variant}), {scenario.nproc} rank(s)...", file=sys.stderr,
-          flush=True)
+    started = scenario.variant(variant).start
+    count = f"{len(started)} of {scenario.nproc}" if started is not None else f"{args.nproc or scenario.nproc}"
+    print(f"ncclnb repro: running {scenario.name} ({variant}), {count} rank(s)...", file=sys.stderr, flush=True)
     result = reproduce(scenario.name, variant=variant, nproc=args.nproc, timeout=args.timeout, keep=args.keep,
                        backend=args.backend, progress=_Progress(sys.stderr))
     if args.json:

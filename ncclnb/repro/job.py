@@ -55,6 +55,24 @@ def die_with_parent(expected_parent: Optional[int] = None) -> None:
         return  # not Linux: the runner's deadline and process-group kill remain
     if expected_parent is not None and os.getppid() != expected_parent:
         os._exit(137)
+    if expected_parent is None and not _parent_is_of_this_run():
+        os._exit(137)   # the launcher died before the death signal was armed: we are an orphan already
+
+
+def _parent_is_of_this_run() -> bool:
+    """Under a launcher (torchrun), is the parent still a process of this run?
+    Checked after the death signal is armed, so no window is left: a parent
+    that is gone now means this rank was re-parented to init."""
+    run_id = os.environ.get(ENV_RUN_ID)
+    if not run_id:
+        return True   # not started by the runner: nothing to check
+    if not os.path.isdir("/proc/self"):
+        return True   # no /proc: the runner's sweep and the alarm remain
+    try:
+        with open(f"/proc/{os.getppid()}/environ", "rb") as fh:
+            return f"{ENV_RUN_ID}={run_id}".encode() in fh.read().split(b"\0")
+    except OSError:
+        return False  # a parent we may not read (init, another user's reaper) is not one of ours
 
 
 class _Leave(Exception):

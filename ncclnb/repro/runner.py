@@ -332,13 +332,21 @@ def _launch_and_wait(state: _Run, progress: Optional[Progress]):
                     break
                 time.sleep(POLL_S)
         finally:
-            _kill_all(state)
+            _kill_all_undisturbed(state)
     exits = _exits(state)
     expected = set(range(state.nproc))
     finished = {e.rank for e in exits if e.rank is not None and e.exit_code == 0}
     completed = not deadline_hit and expected <= finished and all(
         e.exit_code == 0 for e in exits if e.rank is not None)
     return exits, completed, deadline_hit
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP during a run: handled like Ctrl-C, and says which."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"signal {signum}")
+        self.signum = signum
 
 
 @contextmanager
@@ -349,7 +357,7 @@ def _signals_interrupt():
         yield
         return
     def interrupt(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
+        raise RunInterrupted(signum)
     saved = {}
     for sig in (signal.SIGTERM, signal.SIGHUP):
         try:
@@ -361,6 +369,21 @@ def _signals_interrupt():
     finally:
         for sig, handler in saved.items():
             signal.signal(sig, handler)
+
+
+def _kill_all_undisturbed(state: _Run) -> None:
+    """_kill_all with Ctrl-C, SIGTERM and SIGHUP held back until it is done (a
+    second Ctrl-C must not cut the cleanup short); they are delivered after."""
+    held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    try:
+        signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    except (AttributeError, OSError, ValueError):
+        held = set()
+    try:
+        _kill_all(state)
+    finally:
+        if held:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
 
 
 def _kill_all(state: _Run) -> None:

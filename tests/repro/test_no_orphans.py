@@ -1,7 +1,7 @@
 """No reproduction leaves a process behind: real runners, real ranks, real signals.
 
-Each test starts the runner in its own session (a small ``python -c`` driver
-today, ``ncclnb repro run`` once that verb exists: flip ``USE_CLI``), waits
+Each test starts the runner in its own session (``ncclnb repro run``, or a
+small ``python -c`` driver of ``ncclnb.reproduce()``: ``USE_CLI``), waits
 until the scenario's ranks are alive and inside their job, signals the
 runner, and then scans ``/proc`` itself for any process whose environment
 carries ``NCCLNB_REPRO_DIR=<this test's run directory>`` (and a run id).
@@ -30,7 +30,7 @@ from ncclnb.repro import processes_of_run
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and PR_SET_PDEATHSIG are Linux")
 
 REPO = Path(__file__).resolve().parents[2]
-USE_CLI = False            # True once `python -m ncclnb repro run` exists: the one line to change
+USE_CLI = True             # False: drive ncclnb.reproduce() through `python -c` instead (one line)
 LONG_TIMEOUT = 60          # s: ranks left alone would wait this long, far beyond every check below
 READY_S = 45               # s: how long the ranks may take to start (torch imports on 2 cores)
 DRIVER_EXIT_S = 15         # s: the runner ends this soon after SIGINT / SIGTERM / SIGHUP
@@ -48,7 +48,7 @@ _DRIVER = ("import sys, ncclnb; "
 
 # a notebook's "interrupt kernel": the runner's process lives on after the interrupt, so nothing
 # but the runner's own kill and /proc sweep can end the ranks (no PR_SET_PDEATHSIG help). This one
-# stays a `python -c` driver when USE_CLI is flipped: it is the in-process (notebook) case.
+# stays a `python -c` driver whatever USE_CLI says: it is the in-process (notebook) case.
 _KERNEL = ("import sys, time, ncclnb\n"
            "try:\n"
            "    ncclnb.reproduce(sys.argv[1], fixed=sys.argv[2] == 'fixed', timeout=float(sys.argv[3]), "
@@ -309,3 +309,31 @@ def test_interrupted_kernel_that_lives_on_is_left_with_no_rank(start_runner, sce
     runner.assert_none_left(GONE_S)
     assert runner.popen.poll() is None, "the kernel must still be alive: only the runner's cleanup was tested"
     runner.assert_no_rank_finished()
+
+
+def test_sigkill_of_runner_while_torchrun_workers_start_leaves_no_worker(tmp_path):
+    """The runner dies the moment torchrun's first workers appear, before
+    they reach Job.main: the workers find their launcher gone and leave."""
+    run_dir = (tmp_path / "run").resolve()
+    argv = runner_argv("rank_beyond_world_size", fixed=True, timeout=60, keep=run_dir)
+    with open(tmp_path / "out", "wb") as out:
+        proc = subprocess.Popen(argv, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            if any(not _is_agent(c) for c in repro_processes(run_dir).values()):
+                break
+            time.sleep(0.005)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        end = time.monotonic() + 20
+        while repro_processes(run_dir) and time.monotonic() < end:
+            time.sleep(0.2)
+        left = repro_processes(run_dir)
+        assert not left, f"left running: {_describe(left)}"
+    finally:
+        for pid in repro_processes(run_dir):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
