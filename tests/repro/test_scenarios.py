@@ -116,8 +116,8 @@ def test_scenario_runs_as_promised(name, variant, tmp_path):
     ok, why = outcome(result, sc)
     assert ok, f"{name} {variant}: {why}; notes {result.notes}; logs {result.run_dir}"
     if variant == "broken" and sc.fails_on_cpu and result.backend != "recorded":
+        # it failed by itself (no timed assertion: the machines are noisy; bench/ times it)
         assert not result.completed and not result.deadline_hit
-        assert result.seconds < 30
     if variant == "fixed":
         assert result.completed
     assert not _leftovers(result.run_dir)
@@ -138,7 +138,8 @@ def test_guarded_variant_stops_at_step_0_naming_the_culprit(name, tmp_path):
     ok, why = outcome(result, sc)
     assert ok, f"{name} guarded: {why}; logs {result.run_dir}"
     assert result.diagnosis.top.rule == "ncclnb_guard_mismatch"
-    assert result.seconds < result.timeout_s + 5   # before any collective could time out
+    # stopped by the guard before any collective could time out
+    assert not any(f.category in ("slow_rank_timeout",) or "imed out" in f.title for f in result.diagnosis.findings)
     assert not _leftovers(result.run_dir)
 
 
