@@ -11,7 +11,7 @@ from typing import Optional
 
 from ..model import Diagnosis, Evidence, Finding, RankStatus
 from .kb import Signature, load_signatures
-from .normalize import clean, normalize
+from .normalize import clean, normalize, num
 from .reason import (BANNER, COMM, VERSION, WATCHDOG, WORK, CommRecord, ReasonState, WatchdogRecord,
                      out_of_range_findings, version_findings, watchdog_findings, world_size_findings)
 from .scan import LineScanner, ParallelScan, workers_for
@@ -21,7 +21,8 @@ MAX_EVIDENCE = 5          # evidence lines kept per finding
 MAX_TEXT = 500            # characters of a line kept as evidence
 MAX_RANKS = 8192          # rows of the per-rank table
 MAX_BLAMED = 1024
-MAX_DUMP = 512 << 20      # a flight-recorder JSON larger than this is read as text
+MAX_DUMP = 48 << 20       # bytes of a flight-recorder dump read (torch's 2000-entry buffer is a few MB)
+MAX_DUMP_ITEMS = 2_000_000  # JSON values a dump may hold (bounds the memory json.loads needs)
 MATCH_CACHE = 4096        # distinct messages whose signature matches are remembered
 _NCCLNB_JSON = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"schema"\s*:\s*"ncclnb\.[a-z]+/')
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -107,6 +108,7 @@ class _Collector:
         self.world_size: Optional[int] = None
         self.workers = 0                 # most worker processes one file was scanned with
         self.source_ranks: set = set()   # ranks named by the file names of the logs read
+        self.skipped_dumps: list = []    # (source, why) of dumps too large or malformed to read
         self.rank_files: dict = {}       # rank -> {file stem: file name} of the logs named after it
 
     # ---- per-rank rows -------------------------------------------------
@@ -143,17 +145,14 @@ class _Collector:
             return  # a snapshot, report, diagnosis or repro result ncclnb wrote: facts, not log lines
         try:
             if head[:1] in (b"{", b" ", b"\n", b"\t", b"\xef") and _looks_like_dump(head):
-                rest = stream.read(MAX_DUMP) or b""
-                data = head + rest
-                if len(data) < MAX_DUMP:
-                    try:
-                        parsed = json.loads(data.decode("utf-8", "replace"))
-                    except ValueError:
-                        parsed = None
-                    if isinstance(parsed, dict):
-                        dumps.append((src.name, parsed))
-                        return
-                stream = _Chained(data, stream)
+                # read at most MAX_DUMP bytes, and parse only what stays small in memory
+                data = head + (stream.read(MAX_DUMP + 1 - len(head)) or b"")
+                parsed, why = _parse_dump_bytes(data)
+                if parsed is not None:
+                    dumps.append((src.name, parsed))
+                else:
+                    self.skipped_dumps.append((src.name, why))
+                return
             else:
                 workers = _parallel_workers(stream)
                 if not workers:
@@ -205,8 +204,11 @@ class _Collector:
         if "nRanks" in msg:
             m = COMM.search(msg)
             if m:
-                r, n, lr = int(m.group("rank")), int(m.group("nranks")), int(m.group("lrank"))
-                self.state.add_comm(CommRecord(host, r, n, int(m.group("nnodes")), ev))
+                r, n, lr, nodes = (num(m.group(k)) for k in ("rank", "nranks", "lrank", "nnodes"))
+                if None in (r, n, lr, nodes):
+                    m = None
+            if m:
+                self.state.add_comm(CommRecord(host, r, n, nodes, ev))
                 self.world_size = max(self.world_size or 0, n)
                 if ln.pid is not None:
                     old = self.pid_rank.get((host, ln.pid))
@@ -221,8 +223,10 @@ class _Collector:
         if "GLOBAL_RANK" in msg:
             m = BANNER.search(msg)
             if m:
-                r, size = int(m.group("rank")), int(m.group("size"))
-                if r >= size:
+                r, size = num(m.group("rank")), num(m.group("size"))
+                if r is None or size is None:
+                    r = size = None
+                elif r >= size:
                     self.state.add_out_of_range(r, size, ev)
                 row = self._row(r)
                 if row is not None:
@@ -258,15 +262,18 @@ class _Collector:
         m = WATCHDOG.search(msg)
         seq = op = None
         if m:
-            seq, op = int(m.group("seq")), m.group("op")
-            numel = (int(m.group("nin")), int(m.group("nout"))) if m.group("nin") is not None else None
+            seq, op = num(m.group("seq")), m.group("op")
+            nin, nout = num((m.group("nin") or "").lstrip("-")), num((m.group("nout") or "").lstrip("-"))
+            numel = (nin, nout) if nin is not None and nout is not None else None
+            if seq is None:
+                return
             key = self._key(rank, host, pid)
             if key is not None:
                 self.state.add_watchdog(WatchdogRecord(key, seq, op, numel, ev))
         else:
             w = WORK.search(msg)
             if w:
-                seq = int(w.group("enq"))
+                seq = num(w.group("enq"))
         if seq is None:
             return
         row = self._row(self._key(rank, host, pid))
@@ -289,13 +296,15 @@ class _Collector:
                     h.blamed.add(r)
         for name in ("rank", "rank2"):
             if groups.get(name) is not None and len(h.blamed) < MAX_BLAMED:
-                r = int(groups[name])
-                size = groups.get("size")
+                r = num(groups[name])
+                size = num(groups.get("size"))
+                if r is None:
+                    continue
                 if size is None:
                     h.blamed.add(r)
-                elif r >= int(size):
+                elif r >= size:
                     h.blamed.add(r)
-                    self.state.add_out_of_range(r, int(size), ev)
+                    self.state.add_out_of_range(r, size, ev)
         key = self._key(rank, host, pid)
         if key is not None and len(h.printers) < MAX_BLAMED:
             h.printers.add(key)
@@ -365,6 +374,15 @@ class _Collector:
                 for cat in sig.also:
                     findings.append((_TIER_ALTERNATIVE, round(f.confidence * 0.6, 3), h.first, _alternative(f, cat)))
 
+        if self.skipped_dumps:
+            name, why = self.skipped_dumps[0]
+            more = len(self.skipped_dumps) - 1
+            findings.append((_TIER_INFO, 0.1, (10**9,), Finding(
+                rule="fr.dump_not_read", category="unknown", severity="info", confidence=0.1,
+                title=f"Skipped flight-recorder dump {name}: {why}" + (f" (and {more} more)" if more else ""),
+                evidence=tuple(Evidence(n, None, w) for n, w in self.skipped_dumps[:MAX_EVIDENCE]),
+                cause="This file looks like a flight-recorder dump but was not analysed; the other inputs were.",
+                fix="Give the dump as torch wrote it (one JSON object per rank, a few MB).")))
         for name, why in self.truncated:
             findings.append((_TIER_INFO, 0.1, (10**9,), Finding(
                 rule="input_truncated", category="unknown", severity="info", confidence=0.1,
@@ -494,7 +512,7 @@ class _Collector:
 
     def _missing_ranks(self, expected) -> list:
         """Ranks of the world size that left no trace at all, when some did."""
-        size = int(expected) if expected and str(expected).isdigit() else self.world_size
+        size = num(expected) or self.world_size
         present = {r for r in self._present_ranks() if isinstance(r, int)}
         if not size or not present or size > 1 << 20:
             return []
@@ -589,7 +607,9 @@ def _tier(sig: Signature, f: Finding) -> int:
 def _detail(groups: dict, count: int) -> str:
     bits = []
     if "joined" in groups and "expected" in groups:
-        joined, expected = int(groups["joined"]), int(groups["expected"])
+        joined, expected = num(groups["joined"]), num(groups["expected"])
+        if joined is None or expected is None:
+            return ""
         bits.append(f"{joined}/{expected} joined, {expected - joined} missing")
     elif "rank" in groups and "size" in groups:
         bits.append(f"rank {groups['rank']} with world size {groups['size']}")
@@ -618,6 +638,26 @@ def _parallel_workers(stream) -> int:
     except (OSError, ValueError):
         return 0
     return workers_for(st.st_size) if stat.S_ISREG(st.st_mode) else 0
+
+
+def _parse_dump_bytes(data: bytes):
+    """(parsed dict, "") or (None, why) for the bytes of a dump. Size, the
+    number of JSON values (counted from the separators before parsing) and
+    nesting are bounded, so a hostile file cannot exhaust memory or the stack."""
+    if len(data) > MAX_DUMP:
+        return None, f"larger than {MAX_DUMP >> 20} MiB"
+    items = data.count(b",") + data.count(b"[") + data.count(b"{")
+    if items > MAX_DUMP_ITEMS:
+        return None, f"holds about {items:,} JSON values, more than the {MAX_DUMP_ITEMS:,} read"
+    try:
+        parsed = json.loads(data.decode("utf-8", "replace"))
+    except RecursionError:
+        return None, "nested too deeply to be a flight-recorder dump"
+    except ValueError as exc:
+        return None, f"not valid JSON ({getattr(exc, 'msg', exc)})"
+    if not isinstance(parsed, dict):
+        return None, "not a JSON object"
+    return parsed, ""
 
 
 def _looks_like_dump(head: bytes) -> bool:

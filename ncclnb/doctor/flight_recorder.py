@@ -243,11 +243,16 @@ def _parse_entry(raw: Any, index: int, rank: int, source: str) -> _Entry:
     )
 
 
+def _num(text: str) -> Optional[int]:
+    """ASCII digits, at most 9 of them, as an int; else None."""
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 9 else None
+
+
 def _rank_from_name(source: str) -> Optional[int]:
     name = PurePath(str(source)).name
     found = _RANK_IN_NAME.findall(name)
     if found:
-        rank = int(found[-1])
+        rank = _num(found[-1])
     else:
         stem = name
         for ext in (".gz", ".json", ".txt", ".pkl", ".pickle"):
@@ -256,8 +261,8 @@ def _rank_from_name(source: str) -> Optional[int]:
         m = _TRAILING_DIGITS.search(stem)
         if not m:
             return None
-        rank = int(m.group(1))
-    return rank if rank < _MAX_RANK else None
+        rank = _num(m.group(1))
+    return rank if rank is not None and rank < _MAX_RANK else None
 
 
 def _rank_from_p2p(raw_entries: list) -> Optional[int]:
@@ -274,8 +279,8 @@ def _rank_from_p2p(raw_entries: list) -> Optional[int]:
         op, _, meta = (name.split(":", 1)[-1]).strip().partition(" ")
         m = (_SEND_RE if op == "send" else _RECV_RE if op == "recv" else None)
         m = m.match(meta) if m else None
-        if m:
-            seen.add(int(m.group(1)))   # "a->b": a sends; "b<-a": b receives
+        if m and _num(m.group(1)) is not None:
+            seen.add(_num(m.group(1)))   # "a->b": a sends; "b<-a": b receives
     return seen.pop() if len(seen) == 1 else None
 
 

@@ -14,27 +14,27 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]")
-FRAME = re.compile(r"^\s*(?:frame #\d+:|#\d+ 0x[0-9a-f]+ in )")
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]", re.ASCII)
+FRAME = re.compile(r"^\s*(?:frame #\d+:|#\d+ 0x[0-9a-f]+ in )", re.ASCII)
 
 _NCCL = re.compile(
     r"(?P<host>[^\s:\[\]]+):(?P<pid>\w+)(?::(?P<tid>\w+))? \[(?P<dev>\d+)\] "
-    r"(?:(?P<where>[^\n]{0,240}?) )?(?:NCCL )?(?P<lvl>INFO|WARN|TRACE|ABORT)\b ?")
+    r"(?:(?P<where>[^\n]{0,240}?) )?(?:NCCL )?(?P<lvl>INFO|WARN|TRACE|ABORT)\b ?", re.ASCII)
 _PREFIXES = (
-    ("ts", re.compile(r"\[?(?P<ts>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\]?[ \t]*(?:\| *)?")),
-    ("syslog", re.compile(r"(?P<ts>[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2}) (?P<host>[\w.-]+) (?:[\w./-]+(?:\[\d+\])?: )?")),
-    ("dmesg", re.compile(r"\[(?:\s*\d+\.\d+|[A-Z][a-z]{2} [A-Z][a-z]{2} +\d+ \d{2}:\d{2}:\d{2} \d{4})\][ \t]*")),
-    ("rank", re.compile(r"\[rank(?P<rank>\d+)\]:[ \t]?")),
-    ("local", re.compile(r"\[default(?P<local>\d+)\]:[ \t]?")),
-    ("mpi", re.compile(r"\[\d+,(?P<rank>\d+)\]<(?:stdout|stderr)>:[ \t]?")),
-    ("glog", re.compile(r"\[(?P<lvl>[IWEF])(?P<ts>\d{3,4} \d{2}:\d{2}:\d{2}(?:\.\d+)?)?[ \t]*(?:\d+ )?[\w.\-/]+:\d+\][ \t]*")),
+    ("ts", re.compile(r"\[?(?P<ts>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\]?[ \t]*(?:\| *)?", re.ASCII)),
+    ("syslog", re.compile(r"(?P<ts>[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2}) (?P<host>[\w.-]+) (?:[\w./-]+(?:\[\d+\])?: )?", re.ASCII)),
+    ("dmesg", re.compile(r"\[(?:\s*\d+\.\d+|[A-Z][a-z]{2} [A-Z][a-z]{2} +\d+ \d{2}:\d{2}:\d{2} \d{4})\][ \t]*", re.ASCII)),
+    ("rank", re.compile(r"\[rank(?P<rank>\d+)\]:[ \t]?", re.ASCII)),
+    ("local", re.compile(r"\[default(?P<local>\d+)\]:[ \t]?", re.ASCII)),
+    ("mpi", re.compile(r"\[\d+,(?P<rank>\d+)\]<(?:stdout|stderr)>:[ \t]?", re.ASCII)),
+    ("glog", re.compile(r"\[(?P<lvl>[IWEF])(?P<ts>\d{3,4} \d{2}:\d{2}:\d{2}(?:\.\d+)?)?[ \t]*(?:\d+ )?[\w.\-/]+:\d+\][ \t]*", re.ASCII)),
     ("nccl", _NCCL),
-    ("slurm", re.compile(r"(?P<rank>\d{1,5}): (?=\S)")),
-    ("stream", re.compile(r"\S+ \[(?:stdout|stderr)\] ")),
-    ("pdsh", re.compile(r"(?P<host>\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][\w-]*\d[\w.-]*): (?=\S)")),
-    ("space", re.compile(r"[ \t]+")),
+    ("slurm", re.compile(r"(?P<rank>\d{1,5}): (?=\S)", re.ASCII)),
+    ("stream", re.compile(r"\S+ \[(?:stdout|stderr)\] ", re.ASCII)),
+    ("pdsh", re.compile(r"(?P<host>\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][\w-]*\d[\w.-]*): (?=\S)", re.ASCII)),
+    ("space", re.compile(r"[ \t]+", re.ASCII)),
 )
-_MSG_RANK = re.compile(r"\[(?:PG ID \d+ PG GUID [^\]]{0,80}? )?Rank (?P<rank>\d+)\]")
+_MSG_RANK = re.compile(r"\[(?:PG ID \d+ PG GUID [^\]]{0,80}? )?Rank (?P<rank>\d+)\]", re.ASCII)
 
 
 @dataclass
@@ -56,6 +56,20 @@ def clean(raw: str) -> str:
     return raw.replace("\r", "").rstrip()
 
 
+MAX_DIGITS = 18   # ranks, pids, sequence numbers and element counts fit; longer is not a number here
+
+
+def num(text) -> Optional[int]:
+    """``text`` as an int when it is 1..18 ASCII digits, else None (Unicode
+    digits such as '³' and numbers past int()'s digit limit never reach int())."""
+    if text is None:
+        return None
+    text = str(text)
+    if not (0 < len(text) <= MAX_DIGITS and text.isascii() and text.isdigit()):
+        return None
+    return int(text)
+
+
 def normalize(raw: str) -> Optional[Line]:
     """Peel the prefixes off ``raw``; None for C++ frame noise."""
     text = clean(raw)
@@ -69,15 +83,15 @@ def normalize(raw: str) -> Optional[Line]:
                 continue
             g = m.groupdict()
             if kind == "slurm" and out.rank is None:
-                out.rank = int(g["rank"])
+                out.rank = num(g["rank"])
             elif g.get("rank") and kind != "slurm":
-                out.rank = int(g["rank"])
+                out.rank = num(g["rank"])
             if g.get("local"):
-                out.local_rank = int(g["local"])
+                out.local_rank = num(g["local"])
             if g.get("host"):
                 out.host = g["host"]
-            if g.get("pid") and g["pid"].isdigit():
-                out.pid = int(g["pid"])
+            if g.get("pid"):
+                out.pid = num(g["pid"])
             if g.get("lvl"):
                 out.level = g["lvl"]
             if g.get("ts"):
@@ -90,5 +104,5 @@ def normalize(raw: str) -> Optional[Line]:
     if out.rank is None:
         m = _MSG_RANK.search(text)
         if m:
-            out.rank = int(m.group("rank"))
+            out.rank = num(m.group("rank"))
     return out

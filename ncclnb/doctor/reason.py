@@ -16,17 +16,17 @@ from typing import Optional
 
 from ..model import Evidence, Finding
 
-VERSION = re.compile(r"NCCL version (?P<ver>[0-9]+\.[0-9]+\.[0-9]+)(?:[-+]cuda(?P<cuda>[0-9.]+))?")
+VERSION = re.compile(r"NCCL version (?P<ver>[0-9]+\.[0-9]+\.[0-9]+)(?:[-+]cuda(?P<cuda>[0-9.]+))?", re.ASCII)
 COMM = re.compile(r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>[0-9]+) nRanks (?P<nranks>[0-9]+) nNodes (?P<nnodes>[0-9]+) "
-                  r"localRanks (?P<lranks>[0-9]+) localRank (?P<lrank>[0-9]+)")
+                  r"localRanks (?P<lranks>[0-9]+) localRank (?P<lrank>[0-9]+)", re.ASCII)
 WATCHDOG = re.compile(r"WorkNCCL\(SeqNum=(?P<seq>[0-9]+), OpType=(?P<op>[A-Za-z_]+)"
-                      r"(?:, NumelIn=(?P<nin>-?[0-9]+), NumelOut=(?P<nout>-?[0-9]+))?(?:, Timeout\(ms\)=(?P<tmo>[0-9]+))?")
+                      r"(?:, NumelIn=(?P<nin>-?[0-9]+), NumelOut=(?P<nout>-?[0-9]+))?(?:, Timeout\(ms\)=(?P<tmo>[0-9]+))?", re.ASCII)
 WORK = re.compile(r"Timeout at NCCL work: (?P<seq>[0-9]+), last enqueued NCCL work: (?P<enq>[0-9]+), "
-                  r"last completed NCCL work: (?P<done>[0-9]+)")
-WORLD_SIZE = re.compile(r"nRanks (?P<n>[0-9]+)")
+                  r"last completed NCCL work: (?P<done>[0-9]+)", re.ASCII)
+WORLD_SIZE = re.compile(r"nRanks (?P<n>[0-9]+)", re.ASCII)
 # a framework's banner naming a process's global rank and the world size it was given
 # (PyTorch Lightning: "Initializing distributed: GLOBAL_RANK: 7, MEMBER: 8/4")
-BANNER = re.compile(r"GLOBAL_RANK: (?P<rank>[0-9]+), MEMBER: (?P<member>[0-9]+)/(?P<size>[0-9]+)")
+BANNER = re.compile(r"GLOBAL_RANK: (?P<rank>[0-9]+), MEMBER: (?P<member>[0-9]+)/(?P<size>[0-9]+)", re.ASCII)
 
 # exported with the knowledge base for the grep comparison
 REASONING_PATTERNS = (VERSION.pattern, COMM.pattern, WATCHDOG.pattern, WORK.pattern, BANNER.pattern)

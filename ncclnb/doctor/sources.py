@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterator, Union
 
-_PATHLIKE = re.compile(r"^[^\s]*(?:/[^\s]*|\.(?:log|txt|gz|json|out|err))$")
+_PATHLIKE = re.compile(r"^[^\s]*(?:/[^\s]*|\.(?:log|txt|gz|json|out|err))$", re.ASCII)
 
 
 class DoctorInputError(OSError):
@@ -26,7 +26,8 @@ class Source:
 
 
 def _natural_key(path: str):
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path)]
+    return [(0, int(t), "") if t.isascii() and t.isdigit() and len(t) <= 18 else (1, 0, t)
+            for t in re.split(r"([0-9]+)", path)]
 
 
 def _file_source(path: str) -> Source:
@@ -96,4 +97,5 @@ def rank_from_name(name: str) -> Union[int, None]:
     base = os.path.basename(name)
     m = re.search(r"(?:rank|RANK|Rank)[_\-.]?(\d+)", base) or re.fullmatch(r"(?:worker|proc|process)[_\-.]?(\d+)(?:\..*)?", base) \
         or re.fullmatch(r"(\d+)\.(?:log|txt|out|err)(?:\.gz)?", base)
-    return int(m.group(1)) if m else None
+    digits = m.group(1) if m else ""
+    return int(digits) if digits.isascii() and digits.isdigit() and len(digits) <= 9 else None
