@@ -8,6 +8,8 @@ readable error, raised on every rank, before it becomes a hang.
   items or indices).
 - :class:`Watermark` — every N steps, every rank issued the same number of
   collectives (one gloo all_gather of 16 bytes per rank per check).
+- :func:`check_p2p_plan` — before a hand-written isend/irecv exchange, every
+  send has its receive (two small all_gathers of the plans as JSON bytes).
 - :class:`GuardError` — what they raise: ``.ranks`` blamed, ``.values``
   per rank.
 
@@ -17,7 +19,8 @@ crosses the wire: digests, JSON bytes and int64 in tensors.
 from __future__ import annotations
 
 from .errors import GuardError
+from .p2p import check_p2p_plan
 from .same import assert_same, check_dataset, dataset_facts
 from .watermark import Watermark
 
-__all__ = ["GuardError", "Watermark", "assert_same", "check_dataset", "dataset_facts"]
+__all__ = ["GuardError", "Watermark", "assert_same", "check_dataset", "check_p2p_plan", "dataset_facts"]

@@ -9,7 +9,9 @@ the exchange and wait for rank 2 in the next collective, until the timeout.
 
 Knobs: ``method``: "unpaired" (broken), "batch_isend_irecv" (exchange the
 counts first, then post only the pairs both sides agree on) or
-"all_to_all_single" (the library's own collective does the pairing).
+"all_to_all_single" (the library's own collective does the pairing);
+``guard``: compare the send/receive plans with ``ncclnb.guard.check_p2p_plan``
+before anything is posted.
 """
 from __future__ import annotations
 
@@ -35,6 +37,14 @@ def train(job: Job) -> None:
     counts = routed_counts(world)
     job.init_process_group()
     send = {p: torch.full((counts[me][p], HIDDEN), float(me), device=job.device) for p in range(world) if p != me}
+    if job.arg("guard", False):
+        from ncclnb.guard import check_p2p_plan
+
+        # the plan of exactly what the exchange below posts: the unpaired one receives from every
+        # peer; the paired one only where the peer's count says a send will come
+        paired = method != "unpaired"
+        check_p2p_plan(sends={p: (counts[me][p], HIDDEN) for p in send if counts[me][p]},
+                       recvs={p: (counts[p][me] or 1, HIDDEN) for p in send if counts[p][me] or not paired})
     if method == "all_to_all_single":
         inp = torch.cat([send.get(p, torch.zeros(0, HIDDEN, device=job.device)) for p in range(world)])
         in_splits = [counts[me][p] if p != me else 0 for p in range(world)]
