@@ -43,7 +43,7 @@ TRIGGERS = (
     "Error", "error", "failed", "Failed", "failure", "unavailable", "NCCL_NET", "imeout", "imed out",
     "Abort", "abort", "nvalid", "ismatch", "inconsisten",
     # cross-rank reasoning
-    "NCCL version", "localRanks", "WorkNCCL(", "GLOBAL_RANK", "ncclnb guard:",
+    "NCCL version", "localRanks", "WorkNCCL(", "GLOBAL_RANK", "ncclnb guard:", "ncclnb preflight",
     # sockets, store, rendezvous
     "reset by peer", "closed by", "refused", "servname", "ADDRINUSE", "already in use", "family 0",
     "not receive type", "ncclUniqueId",

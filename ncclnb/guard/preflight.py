@@ -1,0 +1,258 @@
+"""The launch check: what each rank can know alone, checked before any
+rendezvous, so a job that cannot start says why in seconds instead of
+waiting 30 minutes for clients that will never come.
+
+``preflight()`` reads the launcher's variables (torchrun / plain env,
+Slurm, Open MPI), checks them and raises :class:`PreflightError` (a
+:class:`~ncclnb.guard.GuardError`) with one line per problem;
+``init_process_group(...)`` is a drop-in for torch's that runs it first and,
+once the group exists, compares versions and ``NCCL_*`` settings across the
+ranks with one small gloo exchange (:func:`compare_across_ranks`).
+"""
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from typing import Mapping, Optional
+
+from .errors import GuardError
+
+# the variables each launcher sets: (rank, world size, local rank, local world size, node rank, nodes)
+_LAUNCHERS = (
+    ("torchrun", ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", None)),
+    ("slurm", ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", "SLURM_NODEID",
+               "SLURM_NNODES")),
+    ("openmpi", ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                 "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_NODE_RANK", None)),
+    ("env", ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", None)),
+)
+# settings that must be the same on every rank for NCCL to agree with itself
+SAME_EVERYWHERE = ("NCCL_PROTO", "NCCL_ALGO", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_IB_DISABLE",
+                   "NCCL_NET", "NCCL_BUFFSIZE", "NCCL_NTHREADS", "NCCL_CROSS_NIC", "NCCL_NVLS_ENABLE",
+                   "NCCL_COLLNET_ENABLE", "NCCL_TOPO_FILE", "NCCL_GRAPH_FILE")
+
+
+class PreflightError(GuardError):
+    """The launch check found problems; the message has one line for each."""
+
+
+@dataclass(frozen=True)
+class LaunchFacts:
+    launcher: str
+    rank: Optional[int]
+    world_size: Optional[int]
+    local_rank: Optional[int]
+    local_world_size: Optional[int]
+    node_rank: Optional[int]
+    nodes: Optional[int]
+    master_addr: Optional[str]
+    master_port: Optional[int]
+
+
+def _num(environ: Mapping, name: Optional[str]) -> Optional[int]:
+    value = environ.get(name, "") if name else ""
+    value = value.split("(")[0].split(",")[0].strip()   # Slurm writes "4(x2)" for tasks per node
+    return int(value) if value.isascii() and value.isdigit() and len(value) <= 9 else None
+
+
+def launch_facts(environ: Optional[Mapping] = None) -> LaunchFacts:
+    """What the launcher told this process, from the first launcher whose rank variable is set."""
+    environ = os.environ if environ is None else environ
+    for launcher, names in _LAUNCHERS:
+        if names[0] in environ:
+            rank, world, local, local_world, node, nodes = (_num(environ, n) for n in names)
+            if launcher == "torchrun" and "TORCHELASTIC_RUN_ID" not in environ:
+                continue   # plain RANK/WORLD_SIZE: read as "env" (NODE_RANK, not GROUP_RANK)
+            return LaunchFacts(launcher, rank, world, local, local_world, node, nodes,
+                               environ.get("MASTER_ADDR"), _num(environ, "MASTER_PORT"))
+    return LaunchFacts("none", None, None, None, None, None, None, environ.get("MASTER_ADDR"),
+                       _num(environ, "MASTER_PORT"))
+
+
+def _visible_devices(environ: Mapping, physical: Optional[int]) -> list[str]:
+    problems = []
+    value = environ.get("CUDA_VISIBLE_DEVICES")
+    if value is None or not value.strip():
+        return problems
+    entries = [e.strip() for e in value.split(",")]
+    seen = set()
+    for i, entry in enumerate(entries):
+        if entry in seen:
+            problems.append(f"CUDA_VISIBLE_DEVICES={value} names {entry} twice: two logical GPUs would be one device")
+        seen.add(entry)
+        if entry.isascii() and entry.isdigit():
+            if physical is not None and int(entry) >= physical:
+                problems.append(f"CUDA_VISIBLE_DEVICES={value}: GPU {entry} does not exist on this node "
+                                f"({physical} GPUs); CUDA hides it and every entry after it")
+        elif not entry.startswith(("GPU-", "MIG-")):
+            problems.append(f"CUDA_VISIBLE_DEVICES={value}: {entry!r} is neither a GPU index nor a GPU/MIG UUID; "
+                            "CUDA hides it and every entry after it")
+    return problems
+
+
+def _resolve(host: str, deadline_s: float) -> Optional[str]:
+    """None when ``host`` resolves within the deadline, else why not."""
+    result: list = []
+
+    def look_up():
+        try:
+            socket.getaddrinfo(host, None)
+            result.append(None)
+        except OSError as exc:
+            result.append(str(exc))
+
+    thread = threading.Thread(target=look_up, daemon=True)
+    thread.start()
+    thread.join(deadline_s)
+    if not result:
+        return f"no answer in {deadline_s:g} s"
+    return result[0]
+
+
+def _store_reachable(host: str, port: int, deadline_s: float) -> bool:
+    """Something accepts TCP connections at host:port within the deadline."""
+    end = time.monotonic() + deadline_s
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=max(0.1, min(1.0, end - time.monotonic()))):
+                return True
+        except OSError:
+            if time.monotonic() >= end:
+                return False
+            time.sleep(0.2)
+
+
+def preflight(environ: Optional[Mapping] = None, *, rank: Optional[int] = None, world_size: Optional[int] = None,
+              backend: Optional[str] = None, deadline_s: float = 10.0, check_store: bool = True,
+              gpus: Optional[int] = None) -> LaunchFacts:
+    """Check what this rank can know alone; raise :class:`PreflightError`
+    listing every problem, or return the :class:`LaunchFacts` it read.
+
+    - RANK < WORLD_SIZE (``rank`` / ``world_size`` override the launcher's,
+      as a framework that computes its own passes them);
+    - RANK = NODE_RANK x LOCAL_WORLD_SIZE + LOCAL_RANK and WORLD_SIZE =
+      nodes x LOCAL_WORLD_SIZE, where the launcher says so;
+    - on NCCL: LOCAL_RANK < the visible GPUs; CUDA_VISIBLE_DEVICES valid and unique;
+    - MASTER_ADDR resolves, and MASTER_PORT answers (every rank but 0, within
+      ``deadline_s``: rank 0 or the launcher's agent hosts the store);
+    - /dev/shm large enough for the local ranks (NCCL) and the open-file
+      limit large enough for the world size.
+    """
+    environ = os.environ if environ is None else environ
+    facts = launch_facts(environ)
+    rank = facts.rank if rank is None else rank
+    world = facts.world_size if world_size is None else world_size
+    problems: list[str] = []
+    if rank is not None and world is not None and rank >= world:
+        problems.append(f"rank {rank} >= world size {world}: the launch starts more processes than WORLD_SIZE counts "
+                        "(check nodes x processes per node, e.g. Lightning's num_nodes)")
+    lr, lws, node = facts.local_rank, facts.local_world_size, facts.node_rank
+    if lr is not None and lws is not None and lr >= lws:
+        problems.append(f"local rank {lr} >= local world size {lws}")
+    if None not in (rank, lr, lws, node) and rank != node * lws + lr and facts.launcher in ("torchrun", "slurm"):
+        problems.append(f"rank {rank} is not node {node} x {lws} per node + local rank {lr}: the launcher numbers "
+                        "ranks otherwise (heterogeneous nodes?)")
+    if facts.nodes and lws and world is not None and facts.nodes * lws != world:
+        problems.append(f"world size {world} is not {facts.nodes} nodes x {lws} processes per node")
+    if (backend or "").lower() == "nccl":
+        if gpus is None:
+            from ..repro.runner import visible_gpu_count  # counts /proc/driver/nvidia/gpus: touches no GPU
+
+            gpus = visible_gpu_count(environ)
+        problems += _visible_devices(environ, gpus or None)
+        if lr is not None and gpus is not None and lr >= gpus:
+            problems.append(f"local rank {lr} but only {gpus} GPU(s) visible: ranks would share a GPU "
+                            "(NCCL: Duplicate GPU detected) or fail with invalid device ordinal")
+        if lws and lws > 1:
+            problems += _shm(lws)
+    if world:
+        problems += _nofile(world)
+    if facts.master_addr and check_store:
+        why = _resolve(facts.master_addr, min(deadline_s, 5.0))
+        if why is not None:
+            problems.append(f"MASTER_ADDR={facts.master_addr} does not resolve ({why})")
+        elif facts.master_port and rank not in (None, 0) and not _store_reachable(facts.master_addr,
+                                                                                    facts.master_port, deadline_s):
+            problems.append(f"nobody listens at MASTER_ADDR:MASTER_PORT = {facts.master_addr}:{facts.master_port} "
+                            f"after {deadline_s:g} s: is rank 0 (the store host) running there, is MASTER_ADDR its "
+                            "address, and is the port open between the nodes?")
+    if problems:
+        who = f"rank {rank}" if rank is not None else "this process"
+        raise PreflightError(f"ncclnb preflight ({who}): " + "; ".join(problems),
+                             ranks=[rank] if rank is not None else [], check="preflight")
+    return facts
+
+
+def _shm(local_ranks: int) -> list[str]:
+    from ..checks.resources import shm_needed
+
+    try:
+        st = os.statvfs("/dev/shm")
+    except OSError:
+        return []
+    total, needed = st.f_blocks * st.f_frsize, shm_needed(local_ranks)
+    if total < needed:
+        return [f"/dev/shm holds {total >> 20} MiB, less than the {needed >> 20} MiB NCCL's shared-memory transport "
+                f"needs for {local_ranks} local ranks (docker run --shm-size=1g, or NCCL_SHM_DISABLE=1)"]
+    return []
+
+
+def _nofile(world: int) -> list[str]:
+    import resource
+
+    from ..checks.resources import fds_needed
+
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    needed = fds_needed(world - 1, 1, sockets_transport=False)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        return [f"open-file limit (ulimit -n) {soft} is below the {needed} a rank of {world} may need"]
+    return []
+
+
+def compare_across_ranks(group=None) -> None:
+    """Once the group exists: every rank runs the same torch, NCCL and CUDA,
+    the same world size and the same NCCL_* settings that must agree
+    (:data:`SAME_EVERYWHERE`); :class:`GuardError` names the ranks that differ.
+    One small gloo exchange (a gloo group over the same ranks when the job's
+    group is NCCL), so a broken NCCL cannot hide it."""
+    from ..collectors.torchinfo import import_torch
+    from .same import assert_same
+
+    torch = import_torch()
+    import torch.distributed as dist
+
+    if group is None and str(dist.get_backend()).lower() != "gloo":
+        group = dist.new_group(backend="gloo")
+    nccl = None
+    if dist.is_nccl_available() and torch.cuda.is_available():
+        try:
+            nccl = ".".join(map(str, torch.cuda.nccl.version()))
+        except Exception:
+            nccl = None
+    assert_same(group=group, torch=torch.__version__, cuda=torch.version.cuda, nccl=nccl,
+                world_size=dist.get_world_size(),
+                nccl_settings={k: os.environ.get(k) for k in SAME_EVERYWHERE if os.environ.get(k) is not None})
+
+
+def init_process_group(*args, preflight_deadline_s: float = 10.0, compare: bool = True, **kwargs):
+    """``torch.distributed.init_process_group`` with the launch check first
+    and the cross-rank comparison after. Same arguments as torch's; turns a
+    launch that cannot work into one readable error in seconds::
+
+        from ncclnb.guard import init_process_group
+        init_process_group("nccl")
+    """
+    from ..collectors.torchinfo import import_torch
+
+    import_torch()
+    import torch.distributed as dist
+
+    backend = kwargs.get("backend", args[0] if args else None)
+    preflight(rank=kwargs.get("rank"), world_size=kwargs.get("world_size"),
+              backend=str(backend) if backend else None, deadline_s=preflight_deadline_s)
+    dist.init_process_group(*args, **kwargs)
+    if compare:
+        compare_across_ranks()
