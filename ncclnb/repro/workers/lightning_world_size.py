@@ -6,7 +6,9 @@ a group of 4 (gloo: ``rank < size. 7 vs 4``; NCCL: ``Invalid rank requested :
 7/4``). The environment classes below do what Lightning's do, and the fix is
 the seed's own ``CustomEnvironment``, which reads what the launcher says.
 
-Knobs: ``environment`` ("lightning" or "custom"), ``num_nodes``.
+Knobs: ``environment`` ("lightning" or "custom"), ``num_nodes``, ``preflight``
+(run ``ncclnb.guard.preflight`` with the rank and world size the environment
+computed, before joining).
 """
 from __future__ import annotations
 
@@ -60,6 +62,10 @@ def train(job: Job) -> None:
     rank, world = env.global_rank(), env.world_size()
     # Lightning's own banner, so the log reads as the seed's did
     job.say(f"Initializing distributed: GLOBAL_RANK: {rank}, MEMBER: {rank + 1}/{world}")
+    if job.arg("preflight", False):
+        from ncclnb.guard import preflight
+
+        preflight(rank=rank, world_size=world, backend=job.backend, deadline_s=2.0)
     job.init_process_group(rank=rank, world_size=world)
     train_steps(job, steps=job.arg("steps", 20))
 
