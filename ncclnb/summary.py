@@ -18,11 +18,19 @@ def summary(target: Union[NodeSnapshot, ClusterReport], *, width: int = 100) -> 
     return _node_summary(target, width)
 
 
+# Past this no number is a real byte count or limit (and float() of it may overflow).
+_IMPLAUSIBLE = 1 << 64
+
+
 def _fmt_bytes(n: Optional[int]) -> str:
     if n is None:
         return "?"
     if n == UNLIMITED:
         return "unlimited"
+    if not isinstance(n, (int, float)) or isinstance(n, bool):
+        return _or(n)
+    if not -_IMPLAUSIBLE < n < _IMPLAUSIBLE:
+        return _implausible(n)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -33,11 +41,21 @@ def _fmt_bytes(n: Optional[int]) -> str:
 def _fmt_limit(n: Optional[int]) -> str:
     if n is None:
         return "?"
-    return "unlimited" if n == UNLIMITED else str(n)
+    return "unlimited" if n == UNLIMITED else _or(n)
+
+
+def _implausible(n) -> str:
+    if not isinstance(n, int):
+        return f"? (implausible: {n!r})"   # inf or nan, in a snapshot built in Python
+    return f"? (implausible: {'-' if n < 0 else ''}{n.bit_length()}-bit number)"
 
 
 def _or(value, default="?") -> str:
-    return default if value is None or value == "" else str(value)
+    if value is None or value == "":
+        return default
+    if isinstance(value, int) and not isinstance(value, bool) and not -_IMPLAUSIBLE < value < _IMPLAUSIBLE:
+        return _implausible(value)   # str() of an int past 4300 digits raises
+    return str(value)
 
 
 def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
@@ -77,7 +95,7 @@ def _node_summary(s: NodeSnapshot, width: int) -> str:
         for g in s.gpus:
             rows.append([
                 str(g.index), _or(g.cuda_index, "-"), _or(g.name), _or(g.pci_bus_id), _or(g.numa_node),
-                _or(g.cpu_affinity), f"{g.memory_total_mib} MiB" if g.memory_total_mib is not None else "?",
+                _or(g.cpu_affinity), f"{_or(g.memory_total_mib)} MiB" if g.memory_total_mib is not None else "?",
                 _or(g.mig_mode, "-"), _or(g.compute_mode, "-"),
             ])
         lines += _table(rows)
@@ -112,7 +130,7 @@ def _node_summary(s: NodeSnapshot, width: int) -> str:
         for n in h.numa_nodes:
             gpus = [str(g.index) for g in s.gpus if g.numa_node == n.id]
             nics = [x.name for x in s.nics if x.numa_node == n.id]
-            mem = f", {n.memory_mib} MiB" if n.memory_mib is not None else ""
+            mem = f", {_or(n.memory_mib)} MiB" if n.memory_mib is not None else ""
             lines.append(f"  node {n.id}: CPUs {n.cpus or '?'}{mem} | GPUs {','.join(gpus) or '-'} | NICs {','.join(nics) or '-'}")
     else:
         lines.append("  unknown")
@@ -123,7 +141,7 @@ def _node_summary(s: NodeSnapshot, width: int) -> str:
         for n in s.nics:
             ib = "/".join(x for x in (n.ib_device, n.ib_port_state, n.ib_link_layer) if x) or "-"
             rows.append([
-                n.name, _or(n.kind), _or(n.state), f"{n.speed_mbps} Mb/s" if n.speed_mbps else "?",
+                n.name, _or(n.kind), _or(n.state), f"{_or(n.speed_mbps)} Mb/s" if n.speed_mbps else "?",
                 _or(n.numa_node), ", ".join(n.addresses) or "-", ib,
             ])
         lines += _table(rows)
@@ -154,20 +172,26 @@ def _node_summary(s: NodeSnapshot, width: int) -> str:
     return "\n".join(_clip(lines, width))
 
 
+# `gpus[12].uuid`: ASCII digits, short enough for int() ("gpus[١]" stays as it is)
+_INDEXED_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\[([0-9]{1,100})\](.*)", re.DOTALL)
+
+
 def _grouped_missing(missing: dict[str, str]) -> list[tuple[str, str]]:
     """Fold per-GPU/NIC entries with the same reason: gpus[0..3].uuid."""
-    groups: dict[tuple[str, str], list[int]] = {}
+    groups: dict[tuple[str, str, str], set[int]] = {}
     singles = []
     for key, reason in missing.items():
-        m = re.fullmatch(r"(\w+)\[(\d+)\](.*)", key)
+        m = _INDEXED_KEY.fullmatch(key)
         if m:
-            groups.setdefault((f"{m.group(1)}[{{}}]{m.group(3)}", reason), []).append(int(m.group(2)))
+            groups.setdefault((m.group(1), m.group(3), reason), set()).add(int(m.group(2)))
         else:
             singles.append((key, reason))
-    for (pattern, reason), idx in groups.items():
-        idx.sort()
-        span = str(idx[0]) if len(idx) == 1 else f"{idx[0]}..{idx[-1]}" if idx == list(range(idx[0], idx[-1] + 1)) else ",".join(map(str, idx))
-        singles.append((pattern.format(span), reason))
+    for (name, rest, reason), found in groups.items():
+        idx = sorted(found)
+        # a run is told by its ends and its length: never build range(first, last)
+        run = len(idx) > 1 and idx[-1] - idx[0] + 1 == len(idx)
+        span = f"{idx[0]}..{idx[-1]}" if run else ",".join(map(str, idx))
+        singles.append((f"{name}[{span}]{rest}", reason))
     return sorted(singles)
 
 

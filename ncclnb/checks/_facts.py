@@ -3,8 +3,9 @@ labels, and which GPUs a job uses. Nothing here raises on odd input."""
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections import Counter
-from typing import Iterable, Optional
+from typing import Iterable, Iterator, Optional
 
 from ..model import Gpu, NodeSnapshot, RankEntry, nvlink_count
 
@@ -46,7 +47,7 @@ def env_flag(env: dict, name: str) -> bool:
     if not isinstance(value, str):
         return False
     v = value.strip()
-    return v.isdigit() and int(v) != 0
+    return is_number(v) and int(v) != 0
 
 
 
@@ -61,92 +62,216 @@ def gpus(snap: NodeSnapshot) -> tuple[Gpu, ...]:
     return tuple(g for g in (snap.gpus or ()) if isinstance(g, Gpu))
 
 
-def gpu_position(snap: NodeSnapshot, gpu: Gpu) -> Optional[int]:
-    """Row of ``gpu`` in the link matrices (snapshot order)."""
-    for i, g in enumerate(gpus(snap)):
-        if g is gpu:
-            return i
-    return None
+class NodeFacts:
+    """Index maps of one snapshot, built once per check call in O(GPUs):
+    a GPU's row in the link matrices, GPUs by NVML index and by UUID (and
+    UUID prefix), and ``CUDA_VISIBLE_DEVICES`` parsed once. Every per-GPU
+    or per-rank lookup the checks make goes through one of these, so a
+    check is linear in the GPUs and ranks it is given; the only pairwise
+    loop (:meth:`linked_pairs`) reads each cell of the GPU x GPU matrix at
+    most once, so it is linear in the matrix the snapshot holds."""
+
+    def __init__(self, snap: NodeSnapshot):
+        self.snap = snap
+        self.gpus = gpus(snap)
+        self._pos = {id(g): i for i, g in enumerate(self.gpus)}
+        self.by_index: dict[int, Gpu] = {}
+        self.by_uuid: dict[str, Gpu] = {}
+        for g in self.gpus:
+            self.by_index.setdefault(g.index, g)
+            if isinstance(g.uuid, str):
+                self.by_uuid.setdefault(g.uuid, g)
+        self._uuids: Optional[list[tuple[str, int]]] = None
+        self._visible: Optional[tuple[Optional[list[Gpu]], list[str]]] = None
+
+    # --- lookups ---------------------------------------------------------
+
+    def position(self, gpu: Gpu) -> Optional[int]:
+        """Row of ``gpu`` in the link matrices (snapshot order)."""
+        return self._pos.get(id(gpu))
+
+    def label(self, a: Gpu, b: Gpu) -> Optional[str]:
+        """``topo -m`` label between two GPUs, None where the matrix has no cell."""
+        i, j = self.position(a), self.position(b)
+        if i is None or j is None:
+            return None
+        try:
+            cell = self.snap.links.gpu_gpu[i][j]
+        except (IndexError, TypeError, AttributeError, KeyError):
+            return None
+        return cell if isinstance(cell, str) else None
+
+    def uuid_prefix(self, prefix: str) -> Optional[Gpu]:
+        """The one GPU whose UUID starts with ``prefix``; None if none or several."""
+        if self._uuids is None:
+            self._uuids = sorted((g.uuid, k) for k, g in enumerate(self.gpus) if isinstance(g.uuid, str))
+        at = bisect_left(self._uuids, (prefix, -1))
+        hits = [u for u in self._uuids[at:at + 2] if u[0].startswith(prefix)]
+        return self.gpus[hits[0][1]] if len(hits) == 1 else None
+
+    def parse_visible(self) -> tuple[Optional[list[Gpu]], list[str]]:
+        """GPUs named by ``CUDA_VISIBLE_DEVICES`` in the snapshot env, in CUDA order.
+
+        Returns ``(gpus, bad_entries)``; ``gpus`` is None when the variable is
+        unset (every GPU visible). Integers are taken as NVML indices, which
+        CUDA also uses when ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` and, for identical
+        GPUs, by default. ``GPU-<uuid>`` entries may be a unique prefix. CUDA
+        stops at the first entry it cannot resolve, so later entries are
+        invisible too; those are returned in ``bad_entries``."""
+        if self._visible is None:
+            self._visible = self._parse_visible()
+        chosen, bad = self._visible
+        return (None if chosen is None else list(chosen)), list(bad)
+
+    def _parse_visible(self):
+        raw = (self.snap.env or {}).get("CUDA_VISIBLE_DEVICES")
+        if not isinstance(raw, str):
+            return None, []
+        chosen: list[Gpu] = []
+        seen: set[int] = set()
+        bad: list[str] = []
+        entries = [e.strip() for e in raw.split(",")] if raw.strip() else []
+        for k, entry in enumerate(entries):
+            match = None
+            if _DIGITS.fullmatch(entry):
+                match = self.by_index.get(int(entry))
+            elif entry.startswith("GPU-"):
+                match = self.uuid_prefix(entry)
+            if match is None or id(match) in seen:
+                bad = entries[k:]
+                break
+            chosen.append(match)
+            seen.add(id(match))
+        return chosen, bad
+
+    def visible(self) -> list[Gpu]:
+        """GPUs a process on this node sees, in CUDA order."""
+        chosen, _ = self.parse_visible()
+        return list(self.gpus) if chosen is None else chosen
+
+    def visible_count(self) -> int:
+        chosen, _ = self.parse_visible()
+        return len(self.gpus) if chosen is None else len(chosen)
+
+    def rank_gpu(self, entry: RankEntry) -> Optional[Gpu]:
+        """The physical GPU a rank used: by UUID, else by its CUDA index into the
+        node's visible GPUs."""
+        if isinstance(entry.gpu_uuid, str) and entry.gpu_uuid:
+            g = self.by_uuid.get(entry.gpu_uuid)
+            if g is not None:
+                return g
+        if isinstance(entry.cuda_index, int):
+            if self._visible is None:
+                self._visible = self._parse_visible()
+            chosen = self._visible[0]
+            vis = self.gpus if chosen is None else chosen
+            if 0 <= entry.cuda_index < len(vis):
+                return vis[entry.cuda_index]
+        return None
+
+    def gpus_in_use(self, ranks: Iterable[RankEntry]) -> tuple[list[Gpu], str]:
+        """The GPU set a job uses on this node and how we know it: the rank
+        table's GPUs if any resolve, else ``CUDA_VISIBLE_DEVICES``; empty when
+        neither says (then the job may use any GPU)."""
+        from_ranks: dict[int, Gpu] = {}
+        for r in ranks or ():
+            g = self.rank_gpu(r)
+            if g is not None:
+                from_ranks.setdefault(id(g), g)
+        if from_ranks:
+            return sorted(from_ranks.values(), key=lambda g: g.index), "rank table"
+        chosen, _ = self.parse_visible()
+        if chosen:
+            return chosen, f"CUDA_VISIBLE_DEVICES={shorten(self.snap.env.get('CUDA_VISIBLE_DEVICES'))}"
+        return [], ""
+
+    # --- pairs -------------------------------------------------------------
+
+    def linked_pairs(self, chosen: Iterable[Gpu]) -> Iterator[tuple[Gpu, Gpu, str]]:
+        """``(a, b, label)`` for each pair of ``chosen`` (a before b, in the
+        order given) whose label the GPU x GPU matrix holds, in that order.
+
+        GPUs with no row are skipped, and for each row only the columns it
+        has are looked at, so the work is bounded by the cells present (a
+        snapshot of 20,000 GPUs with a 64 x 64 matrix costs 64 x 64), never
+        by the square of the GPU set."""
+        rows = self.snap.links.gpu_gpu or ()
+        have: list[tuple[Gpu, int]] = []
+        seen: set[int] = set()
+        for g in chosen:
+            p = self.position(g)
+            if p is not None and p < len(rows) and id(g) not in seen:
+                seen.add(id(g))
+                have.append((g, p))
+        if len(have) < 2:
+            return
+        order = {p: k for k, (_, p) in enumerate(have)}
+        by_pos = sorted(order)
+        for x, (a, i) in enumerate(have):
+            row = rows[i]
+            try:
+                width = len(row)
+            except TypeError:
+                continue
+            later = len(have) - x - 1
+            in_row = bisect_left(by_pos, width)  # chosen GPUs whose column this row has
+            if later <= in_row:
+                cols = ((have[y][0], have[y][1]) for y in range(x + 1, len(have)) if have[y][1] < width)
+            else:
+                ys = sorted(order[p] for p in by_pos[:in_row] if order[p] > x)
+                cols = ((have[y][0], have[y][1]) for y in ys)
+            for b, j in cols:
+                cell = row[j]
+                if isinstance(cell, str):
+                    yield a, b, cell
 
 
-def label_between(snap: NodeSnapshot, a: Gpu, b: Gpu) -> Optional[str]:
-    i, j = gpu_position(snap, a), gpu_position(snap, b)
-    if i is None or j is None:
-        return None
-    try:
-        row = snap.links.gpu_gpu[i]
-        return row[j] if isinstance(row[j], str) else None
-    except (IndexError, TypeError, AttributeError):
-        return None
+_DIGITS = re.compile(r"[0-9]+")  # ASCII only, as CUDA reads it: "¹" and "١" name no GPU
+
+
+def is_number(text: object) -> bool:
+    """ASCII digits only: str.isdigit() also takes "¹" and "١", which int() refuses."""
+    return isinstance(text, str) and text.isascii() and text.isdigit()
+
+
+def shorten(text: object, limit: int = 120) -> str:
+    """Text for a title or an evidence line: at most ``limit`` characters."""
+    text = "" if text is None else str(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def index_list(gs: Iterable[Gpu], limit: int = 32) -> str:
+    """GPU indices for a title: "6,7,8,9" up to ``limit`` GPUs; beyond that
+    ranges ("0-9998,10000") shortened to fit, with the count."""
+    indices = [g.index for g in gs]
+    if len(indices) <= limit:
+        return ",".join(str(i) for i in indices)
+    nums = sorted(set(i for i in indices if isinstance(i, int)))
+    parts, i = [], 0
+    while i < len(nums) and len(parts) < limit:
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        parts.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
+        i = j + 1
+    more = " …" if i < len(nums) else ""
+    return f"{','.join(parts)}{more} ({len(indices)} GPUs)"
 
 
 def parse_visible_devices(snap: NodeSnapshot) -> tuple[Optional[list[Gpu]], list[str]]:
-    """GPUs named by ``CUDA_VISIBLE_DEVICES`` in the snapshot env, in CUDA order.
-
-    Returns ``(gpus, bad_entries)``; ``gpus`` is None when the variable is
-    unset (every GPU visible). Integers are taken as NVML indices, which
-    CUDA also uses when ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` and, for identical
-    GPUs, by default. ``GPU-<uuid>`` entries may be a unique prefix. CUDA
-    stops at the first entry it cannot resolve, so later entries are
-    invisible too; those are returned in ``bad_entries``."""
-    raw = (snap.env or {}).get("CUDA_VISIBLE_DEVICES")
-    if not isinstance(raw, str):
-        return None, []
-    all_gpus = gpus(snap)
-    chosen: list[Gpu] = []
-    bad: list[str] = []
-    entries = [e.strip() for e in raw.split(",")] if raw.strip() else []
-    for k, entry in enumerate(entries):
-        match = None
-        if re.fullmatch(r"\d+", entry):
-            match = next((g for g in all_gpus if g.index == int(entry)), None)
-        elif entry.startswith("GPU-"):
-            hits = [g for g in all_gpus if isinstance(g.uuid, str) and g.uuid.startswith(entry)]
-            match = hits[0] if len(hits) == 1 else None
-        if match is None or match in chosen:
-            bad = entries[k:]
-            break
-        chosen.append(match)
-    return chosen, bad
+    """:meth:`NodeFacts.parse_visible` of ``snap`` (O(GPUs); build a
+    NodeFacts once where you need more than one lookup)."""
+    return NodeFacts(snap).parse_visible()
 
 
 def visible_gpus(snap: NodeSnapshot) -> list[Gpu]:
     """GPUs a process on this node sees, in CUDA order."""
-    chosen, _ = parse_visible_devices(snap)
-    return list(gpus(snap)) if chosen is None else chosen
-
-
-def rank_gpu(snap: Optional[NodeSnapshot], entry: RankEntry) -> Optional[Gpu]:
-    """The physical GPU a rank used: by UUID, else by its CUDA index into the
-    node's visible GPUs."""
-    if snap is None:
-        return None
-    if isinstance(entry.gpu_uuid, str) and entry.gpu_uuid:
-        for g in gpus(snap):
-            if g.uuid == entry.gpu_uuid:
-                return g
-    if isinstance(entry.cuda_index, int):
-        vis = visible_gpus(snap)
-        if 0 <= entry.cuda_index < len(vis):
-            return vis[entry.cuda_index]
-    return None
+    return NodeFacts(snap).visible()
 
 
 def gpus_in_use(snap: NodeSnapshot, ranks: tuple[RankEntry, ...]) -> tuple[list[Gpu], str]:
-    """The GPU set a job uses on this node and how we know it: the rank
-    table's GPUs if any resolve, else ``CUDA_VISIBLE_DEVICES``; empty when
-    neither says (then the job may use any GPU)."""
-    from_ranks = []
-    for r in ranks or ():
-        g = rank_gpu(snap, r)
-        if g is not None and g not in from_ranks:
-            from_ranks.append(g)
-    if from_ranks:
-        return sorted(from_ranks, key=lambda g: g.index), "rank table"
-    chosen, _ = parse_visible_devices(snap)
-    if chosen:
-        return chosen, f"CUDA_VISIBLE_DEVICES={snap.env.get('CUDA_VISIBLE_DEVICES')}"
-    return [], ""
+    """:meth:`NodeFacts.gpus_in_use` of ``snap``."""
+    return NodeFacts(snap).gpus_in_use(ranks)
 
 
 def rdma_nics(snap: NodeSnapshot):

@@ -59,7 +59,7 @@ def socket_ifname(snap: NodeSnapshot, ranks=()):
     if not ifaces:
         return []  # interfaces not recorded: nothing to compare with
     src = node_source(snap.hostname)
-    have = ", ".join(f"{n.name} ({n.state or '?'})" for n in ifaces)
+    have = ", ".join(f"{n.name} ({n.state or '?'})" for n in ifaces[:32]) + (f", ... ({len(ifaces)})" if len(ifaces) > 32 else "")
     exclude, exact, names = parse_ifname(value)
     chosen = select_interfaces(value, ifaces)
     ev = [fact(src, f"NCCL_SOCKET_IFNAME={value}"), fact(src, f"interfaces: {have}")]

@@ -6,29 +6,38 @@ from collections import Counter, defaultdict
 from typing import Iterable, Optional
 
 from ..model import ClusterReport, NodeSnapshot, RankEntry
-from ._facts import gpus, majority, parse_visible_devices, rank_gpu, visible_gpus
+from ._facts import NodeFacts, index_list, majority, shorten
 from ._registry import fact, make, node_source, register
 
 MAX_EVIDENCE = 8  # lines per finding; a 1024-node table must stay readable
 
 
-def span(numbers: Iterable[int]) -> str:
-    """[0,1,2,3,7] -> "0-3,7"."""
+def span(numbers: Iterable[int], limit: Optional[int] = None) -> str:
+    """[0,1,2,3,7] -> "0-3,7". With ``limit``, at most that many ranges, then
+    " ... (N ranks)": a title must stay short when 25,000 ranks are odd."""
     nums = sorted(set(numbers))
     parts, i = [], 0
-    while i < len(nums):
+    while i < len(nums) and (limit is None or len(parts) < limit):
         j = i
         while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
             j += 1
         parts.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
         i = j + 1
+    if i < len(nums):
+        return ",".join(parts) + f" ... ({len(nums)} ranks)"
     return ",".join(parts)
 
 
-def _capped(lines: list, source: str = "report"):
+SPAN = 24  # ranges in a title or an evidence line
+
+
+def _capped(lines: list, source: str = "report", total: Optional[int] = None):
+    """The first MAX_EVIDENCE lines, then "... and N more" (``total``: how many
+    lines there would be, when the caller built only the first ones)."""
+    total = len(lines) if total is None else total
     out = [fact(source, t) for t in lines[:MAX_EVIDENCE]]
-    if len(lines) > MAX_EVIDENCE:
-        out.append(fact(source, f"... and {len(lines) - MAX_EVIDENCE} more"))
+    if total > MAX_EVIDENCE:
+        out.append(fact(source, f"... and {total - MAX_EVIDENCE} more"))
     return out
 
 
@@ -62,11 +71,11 @@ def rank_out_of_range(report: ClusterReport):
     lines = []
     for host, rs in _by_host(bad).items():
         sizes = sorted({r.world_size for r in rs})
-        lines.append(f"{host}: RANK {span(r.rank for r in rs)} with WORLD_SIZE={'/'.join(map(str, sizes))}")
+        lines.append(f"{host}: RANK {span((r.rank for r in rs), SPAN)} with WORLD_SIZE={'/'.join(map(str, sizes[:8]))}")
     worst = max(bad, key=lambda r: r.rank)
     return [make(
         "rank_out_of_range", "error", 0.95,
-        f"{len(bad)} rank(s) outside the world: RANK {span(r.rank for r in bad)} >= WORLD_SIZE "
+        f"{len(bad)} rank(s) outside the world: RANK {span((r.rank for r in bad), SPAN)} >= WORLD_SIZE "
         f"(NCCL would say 'Invalid rank requested : {worst.rank}/{worst.world_size}')",
         _capped(lines),
         cause="Each process's RANK must be below the WORLD_SIZE it was given; here the per-node numbering and the "
@@ -86,19 +95,24 @@ def rank_table_gaps(report: ClusterReport):
     missing = sorted(set(range(world)) - set(counts)) if world <= 1 << 20 else []
     out = []
     if dup:
-        lines = [f"RANK {k} on " + ", ".join(sorted({r.host for r in entries if r.rank == k})) for k in dup]
+        dup_set = set(dup)
+        hosts_of: dict[int, set] = defaultdict(set)  # one pass, not one per duplicated rank
+        for r in entries:
+            if r.rank in dup_set:
+                hosts_of[r.rank].add(r.host)
+        lines = [f"RANK {k} on " + ", ".join(sorted(hosts_of[k])) for k in dup[:MAX_EVIDENCE]]
         out.append(make(
             "rank_table_gaps", "error", 0.9,
-            f"Rank(s) {span(dup)} started more than once",
-            _capped(lines),
+            f"Rank(s) {span(dup, SPAN)} started more than once",
+            _capped(lines, total=len(dup)),
             cause="Two processes claim the same global rank, so the rendezvous waits for a rank that never comes "
                   "or NCCL pairs the wrong peers.",
-            fix=_RANK_FIX, ranks=dup, hosts=[r.host for r in entries if r.rank in set(dup)]))
+            fix=_RANK_FIX, ranks=dup, hosts=[r.host for r in entries if r.rank in dup_set]))
     if missing:
         out.append(make(
             "rank_table_gaps", "error", 0.8,
-            f"{len(missing)} of {world} rank(s) never started: {span(missing)}",
-            [fact("report", f"WORLD_SIZE={world}; ranks present: {span(counts)}; missing: {span(missing)}")],
+            f"{len(missing)} of {world} rank(s) never started: {span(missing, SPAN)}",
+            [fact("report", f"WORLD_SIZE={world}; ranks present: {span(counts, SPAN)}; missing: {span(missing, SPAN)}")],
             cause="init_process_group waits for all WORLD_SIZE ranks ('Timed out ... waiting for clients. n/m clients "
                   "joined'); the missing ranks were never launched or died before joining.",
             fix="Start the missing ranks (check the launcher on the nodes that should host them), or lower WORLD_SIZE "
@@ -120,12 +134,12 @@ def world_size_vs_nodes(report: ClusterReport):
             sizes[r.world_size].add(r.host)
     out = []
     if len(sizes) > 1:
-        lines = [f"WORLD_SIZE={w} on {', '.join(sorted(h))}" for w, h in sorted(sizes.items())]
+        lines = [f"WORLD_SIZE={w} on {_hosts_text(h)}" for w, h in sorted(sizes.items())]
         common = _world_size(entries)
         odd = [r for r in entries if isinstance(r.world_size, int) and r.world_size != common]
         out.append(make(
             "world_size_vs_nodes", "error", 0.9,
-            "Ranks were started with different WORLD_SIZE values: " + ", ".join(str(w) for w in sorted(sizes)),
+            "Ranks were started with different WORLD_SIZE values: " + shorten(", ".join(str(w) for w in sorted(sizes))),
             _capped(lines), cause="Every rank must agree on WORLD_SIZE; the rendezvous cannot complete otherwise.",
             fix=_RANK_FIX, ranks=[r.rank for r in odd], hosts=[r.host for r in odd]))
     world = _world_size(entries)
@@ -137,16 +151,32 @@ def world_size_vs_nodes(report: ClusterReport):
             out.append(make(
                 "world_size_vs_nodes", "error", 0.85,
                 f"WORLD_SIZE={world} but {len(hosts)} node(s) x {n} rank(s) per node = {expected}",
-                [fact("report", f"{h}: {c} rank(s), RANK {span(r.rank for r in hosts[h])}") for h, c in list(per_node.items())[:MAX_EVIDENCE]],
+                [fact("report", f"{h}: {c} rank(s), RANK {span((r.rank for r in hosts[h]), SPAN)}") for h, c in list(per_node.items())[:MAX_EVIDENCE]],
                 cause="The launcher's world size does not count every process it started: with 2 nodes x 4 GPUs "
                       "(seed 000) WORLD_SIZE must be 8, not 4.",
                 fix=_RANK_FIX, ranks=[r.rank for r in entries if r.rank >= world], hosts=list(hosts)))
     return out
 
 
-def _gpu_key(report: ClusterReport, r: RankEntry):
-    snap = report.snapshot(r.host) if r.host else None
-    g = rank_gpu(snap, r)
+class _Nodes:
+    """NodeFacts of each host of a report, built on first use: a report
+    check resolves every rank's GPU with one index per host, not one scan
+    of the host's GPUs per rank."""
+
+    def __init__(self, report: ClusterReport):
+        self.report = report
+        self._facts: dict[str, Optional[NodeFacts]] = {}
+
+    def __call__(self, host) -> Optional[NodeFacts]:
+        if host not in self._facts:
+            snap = self.report.snapshot(host) if host else None
+            self._facts[host] = NodeFacts(snap) if snap is not None else None
+        return self._facts[host]
+
+
+def _gpu_key(nodes: _Nodes, r: RankEntry):
+    facts = nodes(r.host)
+    g = facts.rank_gpu(r) if facts is not None else None
     if g is not None:
         return (r.host, f"GPU{g.index}"), 0.95
     if isinstance(r.gpu_uuid, str) and r.gpu_uuid:
@@ -156,26 +186,32 @@ def _gpu_key(report: ClusterReport, r: RankEntry):
     return None, 0.0
 
 
+def _hosts_text(hosts, limit: int = 8) -> str:
+    names = sorted(hosts)
+    return ", ".join(names[:limit]) + (f", ... ({len(names)} hosts)" if len(names) > limit else "")
+
+
 @register("ranks_share_gpu", "device_mapping", "report")
 def ranks_share_gpu(report: ClusterReport):
     """Two or more ranks use the same GPU (NCCL: 'Duplicate GPU detected')."""
     groups: dict[tuple, list[RankEntry]] = defaultdict(list)
     conf = {}
+    nodes = _Nodes(report)
     for r in _entries(report):
-        key, c = _gpu_key(report, r)
+        key, c = _gpu_key(nodes, r)
         if key is not None:
             groups[key].append(r)
             conf[key] = min(conf.get(key, 1.0), c)
     shared = {k: v for k, v in groups.items() if len(v) > 1}
     if not shared:
         return []
-    lines = [f"{host} {gpu}: RANK {span(r.rank for r in rs)} (LOCAL_RANK "
-             f"{', '.join(str(r.local_rank) for r in rs)})" for (host, gpu), rs in shared.items()]
+    lines = [f"{host} {gpu}: RANK {span((r.rank for r in rs), SPAN)} (LOCAL_RANK "
+             f"{shorten(', '.join(str(r.local_rank) for r in rs[:64]))})" for (host, gpu), rs in list(shared.items())[:MAX_EVIDENCE]]
     blamed = [r for rs in shared.values() for r in rs]
     return [make(
         "ranks_share_gpu", "error", min(conf[k] for k in shared),
         f"{len(blamed)} ranks share {len(shared)} GPU(s)",
-        _capped(lines),
+        _capped(lines, total=len(shared)),
         cause="NCCL needs one GPU per rank within a communicator: it fails with 'Duplicate GPU detected'. Usually every process kept cuda:0 because torch.cuda.set_device was "
               "never called, or CUDA_VISIBLE_DEVICES gave each process the same single GPU.",
         fix="Call torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) before init_process_group (or pass "
@@ -188,6 +224,7 @@ def local_rank_device(report: ClusterReport):
     """A rank's GPU differs from its LOCAL_RANK, or no device was set and torch
     will guess one for barrier() (global rank % local device count)."""
     wrong, guessed_bad, guessed_ok = [], [], []
+    nodes = _Nodes(report)
     for r in _entries(report):
         if not isinstance(r.local_rank, int):
             continue
@@ -195,8 +232,8 @@ def local_rank_device(report: ClusterReport):
             if r.cuda_index != r.local_rank:
                 wrong.append(f"{r.host}: RANK {r.rank} LOCAL_RANK {r.local_rank} uses cuda:{r.cuda_index}")
             continue
-        snap = report.snapshot(r.host)
-        count = len(visible_gpus(snap)) if snap is not None else 0
+        facts = nodes(r.host)
+        count = facts.visible_count() if facts is not None else 0
         if count <= 0:
             continue
         guess = r.rank % count
@@ -246,16 +283,18 @@ def local_rank_device(report: ClusterReport):
 @register("cuda_visible_devices_invalid", "device_mapping", "node")
 def cuda_visible_devices_invalid(snap: NodeSnapshot, ranks=()):
     """CUDA_VISIBLE_DEVICES names a GPU this node does not have (CUDA hides it and every later entry)."""
-    if not gpus(snap):
+    facts = NodeFacts(snap)
+    if not facts.gpus:
         return []
-    chosen, bad = parse_visible_devices(snap)
+    chosen, bad = facts.parse_visible()
     if not bad:
         return []
-    raw = snap.env.get("CUDA_VISIBLE_DEVICES")
-    have = ", ".join(str(g.index) for g in gpus(snap))
+    raw = shorten(snap.env.get("CUDA_VISIBLE_DEVICES"))
+    have = index_list(facts.gpus).replace(",", ", ")
+    named = ",".join(bad[:16]) + (f",... ({len(bad)} entries)" if len(bad) > 16 else "")
     return [make(
         "cuda_visible_devices_invalid", "error" if not chosen else "warning", 0.85,
-        f"CUDA_VISIBLE_DEVICES={raw} names GPU(s) {','.join(bad)} that {snap.hostname} does not have (or repeats one)",
+        f"CUDA_VISIBLE_DEVICES={raw} names GPU(s) {named} that {snap.hostname} does not have (or repeats one)",
         [fact(node_source(snap.hostname), f"CUDA_VISIBLE_DEVICES={raw}; GPUs present: {have}; "
                                           f"visible to CUDA: {len(chosen or [])}")],
         cause="CUDA stops reading CUDA_VISIBLE_DEVICES at the first entry it cannot resolve, so fewer GPUs are "

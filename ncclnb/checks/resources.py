@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..model import UNLIMITED, NodeSnapshot
-from ._facts import env_flag, gpus_in_use, rdma_nics, visible_gpus
+from ._facts import NodeFacts, env_flag, is_number, rdma_nics
 from ._registry import fact, make, node_source, register
 
 MIB = 1 << 20
@@ -30,8 +30,9 @@ def shm_too_small(snap: NodeSnapshot, ranks=()):
     total = snap.host.shm_total_bytes
     if not isinstance(total, int) or total <= 0:
         return []
-    chosen, how = gpus_in_use(snap, ranks)
-    n = len(chosen) or len(visible_gpus(snap))
+    facts = NodeFacts(snap)
+    chosen, how = facts.gpus_in_use(ranks)
+    n = len(chosen) or facts.visible_count()
     how = how or "GPUs visible"
     need = shm_needed(n)
     if not need:
@@ -68,12 +69,12 @@ def _world(snap, ranks, default):
     if sizes:
         return max(sizes)
     ws = (snap.env or {}).get("WORLD_SIZE", "")
-    return int(ws) if isinstance(ws, str) and ws.strip().isdigit() and int(ws) > 0 else default
+    return int(ws) if isinstance(ws, str) and is_number(ws.strip()) and int(ws) > 0 else default
 
 
 def _env_int(env, name, default):
     v = (env or {}).get(name, "")
-    return int(v) if isinstance(v, str) and v.strip().isdigit() else default
+    return int(v) if isinstance(v, str) and is_number(v.strip()) else default
 
 
 FD_BASELINE = 256       # python, CUDA driver, torch libraries and logs of one process
@@ -96,7 +97,7 @@ def nofile_low(snap: NodeSnapshot, ranks=()):
     if not isinstance(soft, int) or soft == UNLIMITED or soft <= 0:
         return []
     env = snap.env or {}
-    world = _world(snap, ranks, len(visible_gpus(snap)))
+    world = _world(snap, ranks, NodeFacts(snap).visible_count())
     if world < 2:
         return []
     per_conn = _env_int(env, "NCCL_NSOCKS_PERTHREAD", 1) * _env_int(env, "NCCL_SOCKET_NTHREADS", 1)

@@ -3,10 +3,9 @@ and NCCL settings that throw NVLink or PCIe peer-to-peer away."""
 from __future__ import annotations
 
 from collections import Counter
-from itertools import combinations
 
 from ..model import NodeSnapshot, nvlink_count
-from ._facts import env_flag, gpu_position, gpus, gpus_in_use, label_between, link_distance
+from ._facts import NodeFacts, env_flag, index_list, link_distance
 from ._registry import fact, make, node_source, register
 
 # all_reduce_perf bus bandwidth (busbw, out-of-place, largest size) read from
@@ -28,46 +27,52 @@ def busbw_line(key: str) -> str:
     return f"all_reduce busbw {value:.2f} GB/s on {what} [{source}]"
 
 
-def _pairs(gs):
-    return list(combinations(gs, 2))
-
-
-def _set_or_all(snap, ranks):
-    chosen, how = gpus_in_use(snap, ranks)
-    return (chosen, how) if chosen else (list(gpus(snap)), "all GPUs of the node")
+def _set_or_all(facts: NodeFacts, ranks):
+    chosen, how = facts.gpus_in_use(ranks)
+    return (chosen, how) if chosen else (list(facts.gpus), "all GPUs of the node")
 
 
 def _names(gs) -> str:
-    return ",".join(str(g.index) for g in gs)
+    return index_list(gs)
+
+
+EVIDENCE_GPUS = 16  # GPUs named in one evidence line; a 20,000-GPU node must stay readable
+
+
+def _listed(gs, describe) -> str:
+    text = ", ".join(describe(g) for g in gs[:EVIDENCE_GPUS])
+    return text + (f", ... ({len(gs)} GPUs)" if len(gs) > EVIDENCE_GPUS else "")
 
 
 @register("gpu_set_numa", "p2p_topology", "node")
 def gpu_set_numa(snap: NodeSnapshot, ranks=()):
     """The GPUs a job uses straddle NUMA nodes or talk over SYS (inter-socket) links."""
-    chosen, how = gpus_in_use(snap, ranks)
-    if len(chosen) < 2 or len(chosen) >= len(gpus(snap)):
+    facts = NodeFacts(snap)
+    chosen, how = facts.gpus_in_use(ranks)
+    if len(chosen) < 2 or len(chosen) >= len(facts.gpus):
         return []  # a job on every GPU of the node had no other choice
     numas = {g.numa_node for g in chosen if isinstance(g.numa_node, int)}
-    sys_pairs = [(a, b) for a, b in _pairs(chosen) if label_between(snap, a, b) == "SYS"]
+    sys_pairs = [(a, b) for a, b, label in facts.linked_pairs(chosen) if label == "SYS"]
     if len(numas) < 2 and not sys_pairs:
         return []
     src = node_source(snap.hostname)
-    ev = [fact(src, f"GPUs in use ({how}): " + ", ".join(f"GPU{g.index} NUMA {g.numa_node}" for g in chosen))]
+    ev = [fact(src, f"GPUs in use ({how}): " + _listed(chosen, lambda g: f"GPU{g.index} NUMA {g.numa_node}"))]
     for a, b in sys_pairs[:6]:
         ev.append(fact(src, f"GPU{a.index} NUMA {a.numa_node}, GPU{b.index} NUMA {b.numa_node}: SYS"))
     if len(sys_pairs) > 6:
         ev.append(fact(src, f"... {len(sys_pairs) - 6} more SYS pairs"))
-    per_numa = Counter(g.numa_node for g in gpus(snap) if isinstance(g.numa_node, int))
+    per_numa = Counter(g.numa_node for g in facts.gpus if isinstance(g.numa_node, int))
     room = [n for n, c in sorted(per_numa.items()) if c >= len(chosen)]
     better = ""
     if room:
-        alt = [g for g in gpus(snap) if g.numa_node == room[0]][: len(chosen)]
-        if not any(label_between(snap, a, b) == "SYS" for a, b in _pairs(alt)):
-            better = _names(alt)
+        alt = [g for g in facts.gpus if g.numa_node == room[0]][: len(chosen)]
+        if not any(label == "SYS" for _, _, label in facts.linked_pairs(alt)):
+            better = ",".join(str(g.index) for g in alt)
     severity = "warning" if better and sys_pairs else "info"
+    numa_text = sorted(numas) if len(numas) <= 16 else f"{sorted(numas)[:16]} ... ({len(numas)} nodes)"
     return [make(
         "gpu_set_numa", severity, 0.7 if sys_pairs else 0.5,
-        f"The job's GPUs {_names(chosen)} span NUMA nodes {sorted(numas)}"
+        f"The job's GPUs {_names(chosen)} span NUMA nodes {numa_text}"
         + (f"; {len(sys_pairs)} pair(s) cross the inter-socket link (SYS)" if sys_pairs else ""),
         ev,
         cause="Traffic between GPUs on different sockets crosses the CPU interconnect (QPI/UPI/Infinity Fabric); "
@@ -82,30 +87,37 @@ def gpu_set_numa(snap: NodeSnapshot, ranks=()):
 @register("nic_far_from_gpu", "p2p_topology", "node")
 def nic_far_from_gpu(snap: NodeSnapshot, ranks=()):
     """A GPU's nearest NIC is on the other socket (SYS), so GPUDirect RDMA is not used for it."""
-    chosen, how = _set_or_all(snap, ranks)
+    facts = NodeFacts(snap)
+    chosen, how = _set_or_all(facts, ranks)
     names = list(snap.links.nic_names or ())
+    gpu_nic = snap.links.gpu_nic or ()
     src = node_source(snap.hostname)
+    # without a GPU x NIC matrix: the RDMA NICs with a NUMA node, the first one per node (computed once)
+    local = [n for n in snap.nics or () if (n.kind or "") in ("infiniband", "roce") and isinstance(n.numa_node, int)]
+    first_on: dict[int, object] = {}
+    for n in local:
+        first_on.setdefault(n.numa_node, n)
     far = []
     for g in chosen:
-        i = gpu_position(snap, g)
+        i = facts.position(g)
         best = None
-        if names and i is not None and i < len(snap.links.gpu_nic or ()):
-            row = snap.links.gpu_nic[i]
+        if names and i is not None and i < len(gpu_nic):
+            row = gpu_nic[i]
             dists = [(link_distance(row[k]), names[k], row[k]) for k in range(min(len(row), len(names)))]
             dists = [d for d in dists if d[0] is not None]
             if dists:
                 best = min(dists)
-        elif not names and snap.nics and isinstance(g.numa_node, int):
-            local = [n for n in snap.nics if (n.kind or "") in ("infiniband", "roce") and isinstance(n.numa_node, int)]
-            if local:
-                same = [n for n in local if n.numa_node == g.numa_node]
-                best = (5, same[0].name, "NODE") if same else (6, local[0].name, "SYS")
+        elif not names and local and isinstance(g.numa_node, int):
+            same = first_on.get(g.numa_node)
+            best = (5, same.name, "NODE") if same is not None else (6, local[0].name, "SYS")
         if best is not None and best[0] >= 6:
             far.append((g, best))
     if not far:
         return []
     multi_node = any(isinstance(r.world_size, int) and r.world_size > len(ranks) for r in ranks or ())
     ev = [fact(src, f"GPU{g.index} (NUMA {g.numa_node}): nearest NIC {nic} is {label}") for g, (_, nic, label) in far[:8]]
+    if len(far) > 8:
+        ev.append(fact(src, f"... and {len(far) - 8} more GPUs"))
     return [make(
         "nic_far_from_gpu", "warning" if multi_node else "info", 0.6,
         f"{len(far)} GPU(s) ({how}) have no NIC on their own socket",
@@ -117,8 +129,8 @@ def nic_far_from_gpu(snap: NodeSnapshot, ranks=()):
         hosts=(snap.hostname,))]
 
 
-def _nvlink_pairs(snap, chosen):
-    return [(a, b, label_between(snap, a, b)) for a, b in _pairs(chosen) if nvlink_count(label_between(snap, a, b))]
+def _nvlink_pairs(facts: NodeFacts, chosen):
+    return [(a, b, label) for a, b, label in facts.linked_pairs(chosen) if nvlink_count(label)]
 
 
 @register("p2p_disabled_on_nvlink", "p2p_topology", "node")
@@ -128,13 +140,14 @@ def p2p_disabled_on_nvlink(snap: NodeSnapshot, ranks=()):
     level = (env.get("NCCL_P2P_LEVEL") or "").strip().upper()
     if not (env_flag(env, "NCCL_P2P_DISABLE") or level in ("LOC", "0")):
         return []
-    chosen, how = _set_or_all(snap, ranks)
-    pairs = _nvlink_pairs(snap, chosen)
+    facts = NodeFacts(snap)
+    chosen, how = _set_or_all(facts, ranks)
+    pairs = _nvlink_pairs(facts, chosen)
     if not pairs:
         return []
     src = node_source(snap.hostname)
     setting = "NCCL_P2P_DISABLE=" + env["NCCL_P2P_DISABLE"] if env_flag(env, "NCCL_P2P_DISABLE") else f"NCCL_P2P_LEVEL={level}"
-    names = " ".join(g.name or "" for g in chosen).upper()
+    names = " ".join(sorted({g.name or "" for g in chosen})).upper()
     ev = [fact(src, setting),
           fact(src, f"{len(pairs)} NVLink pair(s) among GPUs {_names(chosen)} ({how}), e.g. "
                     f"GPU{pairs[0][0].index}-GPU{pairs[0][1].index}: {pairs[0][2]}")]
@@ -168,9 +181,9 @@ def iommu_with_pcie_p2p(snap: NodeSnapshot, ranks=()):
     env = snap.env or {}
     if env_flag(env, "NCCL_P2P_DISABLE"):
         return []
-    chosen, how = _set_or_all(snap, ranks)
-    pcie = [(a, b, label_between(snap, a, b)) for a, b in _pairs(chosen)
-            if link_distance(label_between(snap, a, b)) in (2, 3, 4, 5, 6)]
+    facts = NodeFacts(snap)
+    chosen, how = _set_or_all(facts, ranks)
+    pcie = [(a, b, label) for a, b, label in facts.linked_pairs(chosen) if link_distance(label) in (2, 3, 4, 5, 6)]
     if not pcie:
         return []
     src = node_source(snap.hostname)

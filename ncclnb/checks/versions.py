@@ -123,7 +123,9 @@ def nccl_multiple_libraries(snap: NodeSnapshot, ranks=()):
     if len(versions) <= 1 and len(pip_pkgs) <= 1:
         return []
 
-    ev = [fact(src, c[2]) for c in copies]
+    ev = [fact(src, c[2]) for c in copies[:12]]
+    if len(copies) > 12:
+        ev.append(fact(src, f"... and {len(copies) - 12} more copies"))
     if v.nccl_torch:
         ev.append(fact(src, f"torch.cuda.nccl.version() = {v.nccl_torch}"))
     if v.nccl_loaded:

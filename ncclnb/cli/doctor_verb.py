@@ -2,8 +2,11 @@
 Python twin: ``ncclnb.diagnose(*paths_or_text)``."""
 from __future__ import annotations
 
-import json
+import signal
 import sys
+import threading
+from contextlib import contextmanager
+from dataclasses import replace
 
 from . import UsageError, write_output
 
@@ -21,26 +24,74 @@ def add_parser(subparsers):
     p.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
     p.add_argument("--top", type=int, metavar="N", help="show only the first N findings")
     p.add_argument("-o", "--output", metavar="PATH", help="write to PATH instead of stdout")
+    p.add_argument("--no-redact", dest="redact", action="store_false",
+                   help="show credentials found in the logs as they are (for local use; by default "
+                        "passwords, tokens and keys are replaced with <redacted>)")
     return p
 
 
 def run(args) -> int:
     from ..doctor import diagnose
-    from ..doctor.report import render_text, to_json
+    from ..doctor.report import json_text, render_text
 
     if not args.paths:
         raise UsageError(f"no input: usage: {USAGE}")
     if args.top is not None and args.top < 0:
         raise UsageError("--top must be >= 0")
     _announce_large_input(args.paths)
-    diag = diagnose(*args.paths, top=args.top)
+    with _signals_interrupt():   # SIGTERM / SIGHUP end a scan like Ctrl-C: its workers are stopped first
+        diag = diagnose(*args.paths, redact=args.redact)
+    for f in diag.findings:
+        if f.rule == "input_changed":   # what was read is not what the path holds: say so where a pipeline sees it
+            print(f"ncclnb doctor: warning: {f.title}", file=sys.stderr)
+    if args.top is not None:
+        diag = replace(diag, findings=diag.findings[:args.top])
     if args.json:
-        text = json.dumps(to_json(diag), indent=2, ensure_ascii=False)
+        text = json_text(diag)  # escapes the controls json.dumps leaves raw (C1, DEL, bidi)
     else:
         colour = not args.output and sys.stdout.isatty()
         text = render_text(diag, colour=colour)
     write_output(text, args.output)
     return 0
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP during a diagnosis: handled like Ctrl-C (the CLI
+    exits 128 + ``signum`` with one line), and says which."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+
+@contextmanager
+def _signals_interrupt():
+    """SIGTERM and SIGHUP raise :class:`Interrupted` in the main thread, so
+    the scan's ``finally`` kills and reaps its worker processes before the
+    command exits (their default action would kill this process alone)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    received: list = []
+
+    def interrupt(signum, frame):
+        received.append(signum)
+        raise Interrupted(signum)
+
+    saved = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            saved[sig] = signal.signal(sig, interrupt)
+        except (ValueError, OSError):
+            pass
+    try:
+        yield
+        if received:   # raised where an exception is swallowed (a __del__, an at-fork hook): still an interrupt
+            raise Interrupted(received[0])
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
 
 
 def _announce_large_input(paths: list[str], threshold: int = 256 << 20) -> None:

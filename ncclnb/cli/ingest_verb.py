@@ -21,14 +21,22 @@ def add_parser(sub):
 
 def run(args) -> int:
     import sys
+    from pathlib import Path
 
     from ..collectors.ingest import ingest
+    from ..collectors.parsers import ParseError
+    from ..model.limits import TEXT_LIMIT, read_bounded
     from . import write_output
 
-    sources = [sys.stdin.buffer.read() if f == "-" else f for f in args.files]
     for f in args.files:
         if f != "-":
             _require_file(f)
+    # every input is read bounded: binary after its first 64 KiB, too large past TEXT_LIMIT
+    # (a file by its size, before its body). A Path is always read as a file, so
+    # /dev/stdin, <(cmd) and other pipes are read as files too.
+    sources = [read_bounded(sys.stdin.buffer, limit=TEXT_LIMIT, label="<stdin>",
+                            binary="input is binary data, not text", error=ParseError)
+               if f == "-" else Path(f) for f in args.files]
     snapshot = ingest(*sources, hostname=args.hostname, description=args.description)
     write_output(json.dumps(snapshot.to_dict(), indent=2), args.output)
     return 0

@@ -2,14 +2,20 @@
 redact anything that looks like a secret before it is stored.
 
 A snapshot must be safe to paste in a public issue, so redaction happens
-here, at collection time, not when the snapshot is shown.
+here, at collection time, not when the snapshot is shown. What counts as a
+secret is :mod:`ncclnb.model.redact`, the one policy the doctor uses too:
+secret names hide the whole value (``HF_TOKEN``, ``MASTER_PASS``,
+``DB_PWD``; not ``PWD``/``OLDPWD``, which are paths, nor diagnostic
+settings such as ``NCCL_IB_PKEY``), and any value has its passwords in URLs,
+``?token=`` parameters, private keys and tokens of known shapes replaced.
 """
 from __future__ import annotations
 
-import re
 from typing import Mapping, Optional
 
-REDACTED = "<redacted>"
+from ..model.redact import REDACTED, is_secret_name, redact_mapping as redact_env, redact_value as redact
+
+__all__ = ["PREFIXES", "NAMES", "REDACTED", "is_relevant", "is_secret_name", "redact", "redact_env", "select_env"]
 
 # Whole families that configure NCCL, torch, CUDA, the rendezvous and the
 # fabrics NCCL's net plugins use (libfabric/EFA).
@@ -33,30 +39,6 @@ NAMES = frozenset({
     "PMI_RANK", "PMI_SIZE", "PMI_LOCAL_RANK", "PMIX_RANK",
     "MPI_LOCALRANKID", "MPI_LOCALNRANKS",
 })
-
-_SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
-
-# scheme://user:password@host -> scheme://user:<redacted>@host
-_URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*):[^\s@/]*@")
-
-
-def is_secret_name(name: str) -> bool:
-    """True for names whose value is a credential (``HF_TOKEN``, ``AWS_SECRET_ACCESS_KEY``)."""
-    upper = name.upper()
-    return any(word in upper for word in _SECRET_WORDS)
-
-
-def redact(name: str, value: str) -> str:
-    """The value to store for ``name``: ``"<redacted>"`` when the name looks
-    like a secret, else ``value`` with passwords inside URLs replaced."""
-    if is_secret_name(name):
-        return REDACTED
-    return _URL_PASSWORD.sub(rf"\1:{REDACTED}@", value)
-
-
-def redact_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """Every variable of ``environ``, redacted (see :func:`redact`)."""
-    return {str(k): redact(str(k), str(v)) for k, v in environ.items()}
 
 
 def is_relevant(name: str) -> bool:

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from typing import Any, Optional, Union
 
 from ..model import Gpu, Host, Links, NodeSnapshot, Versions
+from ..model.limits import TEXT_LIMIT, human, read_bounded
 from .parsers import ParseError, Partial, parse_text
+from .parsers._common import one_line
 
 Source = Union[str, bytes, "os.PathLike[str]"]
 
@@ -44,7 +47,9 @@ def ingest(*sources: Source, hostname: Optional[str] = None, description: str = 
     ("r", "w", "n", "a", "p" or the word) says what a ``topo -p2p`` matrix
     shows when the text does not. Raises ParseError (one line, naming the
     source) for empty, binary, JSON or unrecognised input, a broken block,
-    or blocks that disagree on which GPUs the machine has."""
+    blocks that disagree on which GPUs the machine has, or a source of more
+    than ``TEXT_LIMIT`` bytes (a file's size and its first 64 KiB decide
+    before the rest is read)."""
     if not sources:
         raise ParseError("ingest: no input given")
     parts: list[tuple[str, Partial]] = []
@@ -64,12 +69,15 @@ def _read(source: Source, number: int, total: int) -> tuple[Union[str, bytes], s
     if isinstance(source, os.PathLike) or (
             isinstance(source, str) and "\n" not in source and source.strip() and os.path.isfile(source)):
         path = os.fspath(source)
-        with open(path, "rb") as fh:
-            return fh.read(), os.path.basename(path)
+        name = os.path.basename(path)
+        return read_bounded(path, limit=TEXT_LIMIT, label=name, binary="input is binary data, not text",
+                            error=ParseError), name
     if isinstance(source, (str, bytes)):
         name = "text" if total == 1 else f"text #{number}"
         if isinstance(source, str) and "\n" not in source and source.strip() and _looks_like_path(source):
-            raise ParseError(f"{source!r}: no such file, and not pasted text")
+            raise ParseError(f"{one_line(repr(source), 80)}: no such file, and not pasted text")
+        if len(source) > TEXT_LIMIT:
+            raise ParseError(f"{name}: too large ({human(len(source))}; ncclnb reads text of at most {human(TEXT_LIMIT)})")
         return source, name
     raise TypeError(f"ingest: a source must be a path, str or bytes, not {type(source).__name__}")
 
@@ -221,12 +229,15 @@ def _same_name(key: str, a: Any, b: Any) -> bool:
     return a_.startswith(b_) or b_.startswith(a_)
 
 
+# `gpus[3].uuid`: ASCII digits of a sane length (str.isdigit() also takes "³")
+_GPU_KEY = re.compile(r"gpus\[([0-9]{1,9})\](.*)", re.DOTALL)
+
+
 def _renumber(key: str, position: dict[int, int]) -> str:
     """``gpus[<index>].x`` (as a block saw it) -> ``gpus[<position>].x``."""
-    if key.startswith("gpus[") and "]" in key:
-        inner, rest = key[5:].split("]", 1)
-        if inner.isdigit() and int(inner) in position:
-            return f"gpus[{position[int(inner)]}]{rest}"
+    m = _GPU_KEY.fullmatch(key)
+    if m and int(m.group(1)) in position:
+        return f"gpus[{position[int(m.group(1))]}]{m.group(2)}"
     return key
 
 
@@ -237,9 +248,9 @@ def _empty(value: Any) -> bool:
 def _present(key: str, gpus, host, versions) -> bool:
     """True when the fact a `missing` key names has a value after all."""
     try:
-        if key.startswith("gpus[") and "]." in key:
-            pos, attr = key[5:].split("].", 1)
-            return getattr(gpus[int(pos)], attr) is not None
+        m = _GPU_KEY.fullmatch(key)
+        if m and m.group(2).startswith("."):
+            return getattr(gpus[int(m.group(1))], m.group(2)[1:]) is not None
         if key.startswith("host."):
             return not _empty(getattr(host, key[5:]))
         if key.startswith("versions."):
@@ -251,8 +262,7 @@ def _present(key: str, gpus, host, versions) -> bool:
 
 def _sort_key(key: str) -> tuple:
     # gpus[10] after gpus[9]
-    if key.startswith("gpus[") and "]" in key:
-        inner, rest = key[5:].split("]", 1)
-        if inner.isdigit():
-            return ("gpus", int(inner), rest)
+    m = _GPU_KEY.fullmatch(key)
+    if m:
+        return ("gpus", int(m.group(1)), m.group(2))
     return (key, -1, "")

@@ -10,19 +10,23 @@ from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from ..model import Diagnosis, Evidence, Finding, RankStatus
+from ..model.redact import scrub_cut
 from .kb import Signature, load_signatures
-from .normalize import clean, normalize, num
+from .normalize import MAX_DIGITS, clean, normalize, num
 from .reason import (BANNER, COMM, VERSION, WATCHDOG, WORK, CommRecord, ReasonState, WatchdogRecord,
                      out_of_range_findings, version_findings, watchdog_findings, world_size_findings)
-from .scan import LineScanner, ParallelScan, workers_for
-from .sources import DoctorInputError, Source, expand, rank_from_name
+from .scan import MAX_NO_NEWLINE, LineScanner, ParallelScan, looks_binary, workers_for
+from .sources import (DoctorInputError, Source, changed_while_read, expand, nothing_readable, rank_from_name,
+                      regular_stat)
 
 MAX_EVIDENCE = 5          # evidence lines kept per finding
 MAX_TEXT = 500            # characters of a line kept as evidence
-MAX_RANKS = 8192          # rows of the per-rank table
+MAX_RANKS = 8192          # rows of the per-rank table (past it, only ranks a finding blames; the cut is said)
+MAX_CUT_COUNTED = 1 << 16  # ranks left out of the table that are counted one by one; processes whose rank is known
 MAX_BLAMED = 1024
 MAX_DUMP = 48 << 20       # bytes of a flight-recorder dump read (torch's 2000-entry buffer is a few MB)
 MAX_DUMP_ITEMS = 2_000_000  # JSON values a dump may hold (bounds the memory json.loads needs)
+MAX_DUMPS_KEPT = 512 << 20  # estimated bytes kept of all dumps (what the analysis reads: ~2.6M entries of the usual size)
 MATCH_CACHE = 4096        # distinct messages whose signature matches are remembered
 _NCCLNB_JSON = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"schema"\s*:\s*"ncclnb\.[a-z]+/')
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -94,8 +98,10 @@ class _SourceContext:
 
 
 class _Collector:
-    def __init__(self, sigs: tuple[Signature, ...]):
+    def __init__(self, sigs: tuple[Signature, ...], redact: bool = True):
         self.sigs = sigs
+        # text kept from a line, cut to a length; credentials in it replaced before the cut
+        self.cut = scrub_cut if redact else (lambda text, limit: text[:limit])
         # flat (signature, literal, regex) list: the per-line loop is the hot path for candidate lines
         self._matchers = [(sig, lit, rx) for sig in sigs for lit, rx in sig.compiled]
         self._match_cache: dict = {}     # message -> [(signature, match)], bounded
@@ -109,16 +115,29 @@ class _Collector:
         self.workers = 0                 # most worker processes one file was scanned with
         self.source_ranks: set = set()   # ranks named by the file names of the logs read
         self.skipped_dumps: list = []    # (source, why) of dumps too large or malformed to read
+        self.dumps_kept = 0              # estimated bytes of the dumps kept so far
         self.rank_files: dict = {}       # rank -> {file stem: file name} of the logs named after it
+        self.skipped: list = []          # (index, source, why) of inputs not read: binary, unlistable, ...
+        self.changed: list = []          # (source, how) of files that changed while they were read
+        self.rows_extra: set = set()     # row keys past MAX_RANKS (ranks that printed an error)
+        self.ranks_cut: set = set()      # row keys refused once the table was full (at most MAX_CUT_COUNTED)
 
     # ---- per-rank rows -------------------------------------------------
-    def _row(self, key) -> Optional[_RankRow]:
+    def _row(self, key, keep: bool = False) -> Optional[_RankRow]:
+        """The row of ``key``, made on first sight while the table has room.
+        Past MAX_RANKS rows only ``keep`` (a rank that printed an error, which a
+        finding may blame) gets one, MAX_BLAMED more at most; the keys refused
+        are counted, so that the cut is reported."""
         if key is None:
             return None
         row = self.rows.get(key)
         if row is None:
             if len(self.rows) >= MAX_RANKS:
-                return None
+                if not keep or len(self.rows_extra) >= MAX_BLAMED:
+                    if len(self.ranks_cut) < MAX_CUT_COUNTED:
+                        self.ranks_cut.add(key)
+                    return None
+                self.rows_extra.add(key)
             row = self.rows[key] = _RankRow()
         return row
 
@@ -132,7 +151,17 @@ class _Collector:
 
     # ---- reading -------------------------------------------------------
     def read(self, src: Source, index: int, dumps: list) -> None:
-        stream = src.open()
+        if src.problem:   # a directory walk found it unreadable: say so, read the rest
+            self.skipped.append((index, src.name, src.problem))
+            return
+        try:
+            stream = src.open()
+        except DoctorInputError as exc:
+            if not src.walked:
+                raise
+            self.skipped.append((index, src.name, exc.strerror or "cannot read"))
+            return
+        opened, before = stream, regular_stat(stream)   # to tell, at the end, whether the file changed
         try:
             head = stream.read(65536) or b""
         except (EOFError, OSError) as exc:
@@ -140,37 +169,59 @@ class _Collector:
                 raise
             self.truncated.append((src.name, f"{type(exc).__name__}: {exc}".splitlines()[0]))
             head = b""
-        workers = 0
+        workers, binary = 0, False
         if _NCCLNB_JSON.match(head[:256]):
             return  # a snapshot, report, diagnosis or repro result ncclnb wrote: facts, not log lines
         try:
             if head[:1] in (b"{", b" ", b"\n", b"\t", b"\xef") and _looks_like_dump(head):
-                # read at most MAX_DUMP bytes, and parse only what stays small in memory
-                data = head + (stream.read(MAX_DUMP + 1 - len(head)) or b"")
-                parsed, why = _parse_dump_bytes(data)
-                if parsed is not None:
-                    dumps.append((src.name, parsed))
+                # read at most MAX_DUMP bytes, parse only what stays small in memory, and keep
+                # only what the analysis reads (the JSON is dropped at once), MAX_DUMPS_KEPT in all
+                left = MAX_DUMPS_KEPT - self.dumps_kept
+                if left < 1 << 20:
+                    why = f"the dumps read before it already hold the {MAX_DUMPS_KEPT >> 20} MiB kept for dumps"
                 else:
+                    parsed, why = _parse_dump_bytes(_read_upto(stream, MAX_DUMP + 1, head))
+                    if parsed is not None:
+                        kept, parsed = _prepare_dump(src.name, parsed, left), None
+                        if kept.size > left:
+                            why = (f"it needs about {kept.size >> 20} MiB, more than the {left >> 20} MiB "
+                                   f"left of the {MAX_DUMPS_KEPT >> 20} MiB kept for dumps")
+                        else:
+                            self.dumps_kept += kept.size
+                            dumps.append((src.name, kept))
+                if why:
                     self.skipped_dumps.append((src.name, why))
                 return
             else:
-                workers = _parallel_workers(stream)
+                binary = not src.text and looks_binary(head)
+                workers = _parallel_workers(stream) if src.path is not None and not binary else 0
                 if not workers:
                     stream = _Chained(head, stream)
             ctx = _SourceContext(src.name, index, rank_from_name(src.name))
             if ctx.rank_hint is not None and len(self.source_ranks) < MAX_RANKS:
                 self.source_ranks.add(ctx.rank_hint)
                 self.rank_files.setdefault(ctx.rank_hint, {}).setdefault(_log_stem(src.name), src.name)
-            if workers:
-                scanner = ParallelScan(stream.name, workers)
+            if workers:   # the workers read the file opened here, whatever the path names meanwhile
+                scanner = ParallelScan(src.path, workers, fd=stream.fileno())
                 self.workers = max(self.workers, workers)
-            else:
-                scanner = LineScanner(stream)
-            for line_no, raw in scanner:
-                self.line(ctx, line_no, raw)
+            else:   # a pipe or a device may never end: a stretch with no line break stops it
+                scanner = LineScanner(stream, binary=binary,
+                                      max_no_newline=MAX_NO_NEWLINE if before is None and not src.text else None)
+            lines = iter(scanner)
+            try:
+                for line_no, raw in lines:
+                    self.line(ctx, line_no, raw)
+            finally:
+                lines.close()   # an interrupted parallel scan shuts its pool down now, not at garbage collection
+            if scanner.not_a_log:
+                self.skipped.append((index, src.name, scanner.not_a_log))
+                return
             self.lines_read += scanner.lines_read
             if scanner.truncated:
                 self.truncated.append((src.name, scanner.truncated))
+            changed = changed_while_read(src, before, opened)
+            if changed:
+                self.changed.append((src.name, changed))
         finally:
             if src.name != "<stdin>":
                 try:
@@ -188,11 +239,13 @@ class _Collector:
             ctx.host = ln.host
         rank = ln.rank if ln.rank is not None else ctx.rank_hint
         host = ln.host
-        ev = Evidence(ctx.name, line_no, clean(text)[:MAX_TEXT])
+        ev = Evidence(ctx.name, line_no, self.cut(clean(text), MAX_TEXT))
         order = (ctx.index, line_no)
 
         if "NCCL version" in msg:
             m = VERSION.search(msg)
+            if m and msg[m.end("ver"):m.end("ver") + 1].isdigit():
+                m = None   # a version part longer than VERSION reads: not a version
             if m:
                 # one entry per process: two processes on one host may load different libraries
                 where = (host or ctx.host or ctx.name, ln.pid if ln.pid is not None else rank)
@@ -213,7 +266,7 @@ class _Collector:
                 if ln.pid is not None:
                     old = self.pid_rank.get((host, ln.pid))
                     if old is None or n > old[0]:
-                        if old is not None or len(self.pid_rank) < MAX_RANKS:
+                        if old is not None or len(self.pid_rank) < MAX_CUT_COUNTED:
                             self.pid_rank[(host, ln.pid)] = (n, r, lr)
                 largest = ln.pid is None or old_is_smaller(self.pid_rank.get((host, ln.pid)), n)
                 row = self._row(r if largest else self._key(None, host, ln.pid))
@@ -262,8 +315,8 @@ class _Collector:
         m = WATCHDOG.search(msg)
         seq = op = None
         if m:
-            seq, op = num(m.group("seq")), m.group("op")
-            nin, nout = num((m.group("nin") or "").lstrip("-")), num((m.group("nout") or "").lstrip("-"))
+            seq, op = num(m.group("seq"), MAX_DIGITS), m.group("op")
+            nin, nout = _signed(m.group("nin")), _signed(m.group("nout"))
             numel = (nin, nout) if nin is not None and nout is not None else None
             if seq is None:
                 return
@@ -273,10 +326,10 @@ class _Collector:
         else:
             w = WORK.search(msg)
             if w:
-                seq = num(w.group("enq"))
+                seq = num(w.group("enq"), MAX_DIGITS)
         if seq is None:
             return
-        row = self._row(self._key(rank, host, pid))
+        row = self._row(self._key(rank, host, pid), keep=True)
         if row is not None and (row.last_seq is None or seq >= row.last_seq):
             row.last_seq = seq
             row.last_op = op or row.last_op
@@ -311,11 +364,11 @@ class _Collector:
         if host and len(h.hosts) < 64:
             h.hosts.add(host)
         if not sig.benign and key is not None:
-            row = self._row(key)
+            row = self._row(key, keep=sig.severity == "error")
             if row is not None:
                 self._fill(row, host, pid, source)
                 if sig.severity == "error" and row.first_error is None:
-                    row.first_error, row.first_error_at, row.first_rule = msg[:200], order, sig.id
+                    row.first_error, row.first_error_at, row.first_rule = self.cut(msg, 200), order, sig.id
 
     # ---- conclusions ---------------------------------------------------
     def _resolve(self, key):
@@ -390,6 +443,8 @@ class _Collector:
                 evidence=(Evidence(name, None, why[:MAX_TEXT]),),
                 cause="The file is cut off or corrupt (a truncated .gz, a copy that did not finish).",
                 fix="Copy the complete log again if the end matters.")))
+        for f in self._input_notes():
+            findings.append((_TIER_INFO, f.confidence, (10**9,), f))
 
         statuses = []
         if dumps:
@@ -410,8 +465,46 @@ class _Collector:
             ordered.append(f)
         ordered = [f for f in ordered if not ("~" in f.rule and any(
             o.category == f.category and "~" not in o.rule for o in ordered))]
-        return Diagnosis(findings=tuple(ordered), ranks=self._rank_table(statuses),
+        table, cut = self._rank_table(statuses, {r for f in ordered for r in f.ranks})
+        if cut:
+            ordered.append(Finding(
+                rule="rank_table_cut", category="unknown", severity="info", confidence=0.1,
+                title=f"Rank table cut at {MAX_RANKS} ranks: {'at least ' if cut >= MAX_CUT_COUNTED else ''}"
+                      f"{cut} more ranks not shown",
+                cause=f"The per-rank table keeps {MAX_RANKS} rows (the ranks seen first) and the rows of ranks "
+                      "that a finding blames; the findings themselves read every line.",
+                fix="Give the logs of the ranks you need in the table on their own (a directory per node)."))
+        return Diagnosis(findings=tuple(ordered), ranks=table,
                          sources=tuple(names), lines_read=self.lines_read)
+
+    def _input_notes(self) -> list:
+        """One info finding for the inputs skipped (binary data, an entry of a
+        directory that could not be read), one for the files that changed
+        while they were read (a rule appears once in a Diagnosis)."""
+        out = []
+        if self.skipped:
+            named = [f"{name}: {why}" for _, name, why in self.skipped[:3]]
+            more = len(self.skipped) - len(named)
+            out.append(Finding(
+                rule="input_skipped", category="unknown", severity="info", confidence=0.1,
+                title=(f"{named[0]}; skipped" if len(self.skipped) == 1 else
+                       f"{len(self.skipped)} inputs skipped: " + "; ".join(named)
+                       + (f"; and {more} more" if more else "")),
+                evidence=tuple(Evidence(name, None, why[:MAX_TEXT]) for _, name, why in self.skipped[:MAX_EVIDENCE]),
+                cause="These inputs hold no log text ncclnb can read, or could not be opened or listed; "
+                      "the other inputs were read.",
+                fix="Give the log files themselves (text, or .gz of text), readable by this user."))
+        if self.changed:
+            name, how = self.changed[0]
+            more = f"; and {len(self.changed) - 1} more files changed" if len(self.changed) > 1 else ""
+            out.append(Finding(
+                rule="input_changed", category="unknown", severity="info", confidence=0.1,
+                title=f"{name} changed while it was read: {how}{more}",
+                evidence=tuple(Evidence(n, None, h[:MAX_TEXT]) for n, h in self.changed[:MAX_EVIDENCE]),
+                cause="The file was truncated, rotated, replaced or removed while the doctor read it, so what was "
+                      "read may not be what the path holds now.",
+                fix="Run the doctor on a copy (or on the rotated file) once the job stops writing it."))
+        return out
 
     def _finding(self, h: _Hits, any_error: bool) -> Finding:
         sig = h.sig
@@ -518,10 +611,16 @@ class _Collector:
             return []
         return [r for r in range(size) if r not in present][:MAX_BLAMED]
 
-    def _rank_table(self, statuses: list) -> tuple[RankStatus, ...]:
+    def _rank_table(self, statuses: list, blamed: set) -> tuple[tuple[RankStatus, ...], int]:
+        """The rows, by rank, and how many ranks were left out: past MAX_RANKS
+        only the rows of ranks in ``blamed`` are kept."""
         rows = []
+        left_out = {k for k in self.ranks_cut if k not in self.rows}
         for key, row in self.rows.items():
             rank = key if isinstance(key, int) else None
+            if key in self.rows_extra and rank not in blamed:
+                left_out.add(key)
+                continue
             rows.append(RankStatus(rank=rank, host=row.host, local_rank=row.local_rank, pid=row.pid,
                                    nccl_version=row.nccl_version, last_seq=row.last_seq, last_op=row.last_op,
                                    first_error=row.first_error, source=row.source))
@@ -535,10 +634,12 @@ class _Collector:
                     last_seq=st.last_seq if st.last_seq is not None else old.last_seq,
                     last_op=st.last_op or old.last_op, first_error=old.first_error or st.first_error,
                     source=old.source or st.source)
-            elif len(rows) < MAX_RANKS:
+            elif len(rows) < MAX_RANKS or st.rank in blamed:
                 rows.append(st)
+            else:
+                left_out.add(st.rank)
         rows.sort(key=lambda r: (r.rank is None, r.rank if r.rank is not None else 0, r.host or "", r.pid or 0))
-        return tuple(rows)
+        return tuple(rows), len(left_out)
 
 
 def _parse_rank_list(text: str) -> list:
@@ -612,9 +713,11 @@ def _detail(groups: dict, count: int) -> str:
             return ""
         bits.append(f"{joined}/{expected} joined, {expected - joined} missing")
     elif "rank" in groups and "size" in groups:
-        bits.append(f"rank {groups['rank']} with world size {groups['size']}")
+        if num(groups["rank"]) is not None and num(groups["size"]) is not None:
+            bits.append(f"rank {num(groups['rank'])} with world size {num(groups['size'])}")
     elif "seq" in groups and "op" in groups:
-        bits.append(f"{groups['op']} at SeqNum {groups['seq']}")
+        if num(groups["seq"], MAX_DIGITS) is not None:
+            bits.append(f"{groups['op']} at SeqNum {num(groups['seq'], MAX_DIGITS)}")
     if count > 1:
         bits.append(f"{count} lines")
     return f" ({'; '.join(bits)})" if bits else ""
@@ -653,11 +756,38 @@ def _parse_dump_bytes(data: bytes):
         parsed = json.loads(data.decode("utf-8", "replace"))
     except RecursionError:
         return None, "nested too deeply to be a flight-recorder dump"
-    except ValueError as exc:
-        return None, f"not valid JSON ({getattr(exc, 'msg', exc)})"
+    except ValueError as exc:   # also an integer past int()'s 4300 digits
+        return None, f"not valid JSON ({getattr(exc, 'msg', exc)})".splitlines()[0][:200]
+    except MemoryError:
+        return None, "too large to parse in memory"
     if not isinstance(parsed, dict):
         return None, "not a JSON object"
     return parsed, ""
+
+
+def _signed(text: Optional[str]) -> Optional[int]:
+    """"-1" -> -1, "4096" -> 4096: an element count (NCCL writes -1 when unknown)."""
+    if text and text[0] == "-":
+        n = num(text[1:], MAX_DIGITS)
+        return -n if n is not None else None
+    return num(text, MAX_DIGITS)
+
+
+def _read_upto(stream, limit: int, head: bytes = b"") -> bytearray:
+    """``head`` and then the stream up to ``limit`` bytes in all (a short read
+    is not the end: only an empty one is)."""
+    data = bytearray(head)
+    while len(data) < limit:
+        chunk = stream.read(min(limit - len(data), 8 << 20))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def _prepare_dump(name: str, parsed: dict, max_size: int):
+    from .flight_recorder import prepare_dump
+    return prepare_dump(name, parsed, max_size)
 
 
 def _looks_like_dump(head: bytes) -> bool:
@@ -692,7 +822,8 @@ class _Chained:
         self.stream.close()
 
 
-def diagnose(*sources, top: Optional[int] = None, signatures: Optional[tuple[Signature, ...]] = None) -> Diagnosis:
+def diagnose(*sources, top: Optional[int] = None, signatures: Optional[tuple[Signature, ...]] = None,
+             redact: bool = True) -> Diagnosis:
     """Read logs (paths, directories of per-rank logs, ``.gz`` files, ``-``
     for stdin, or the text itself as str/bytes) and return a
     :class:`~ncclnb.model.Diagnosis`: findings ranked most likely root cause
@@ -700,18 +831,31 @@ def diagnose(*sources, top: Optional[int] = None, signatures: Optional[tuple[Sig
 
     A str is a path when it has no newline and exists; a str that looks like
     a path but does not exist raises :class:`DoctorInputError` (an OSError
-    with one-line message), as does an unreadable file. Any content (binary,
-    invalid UTF-8, huge lines, empty) yields a Diagnosis. Memory stays flat as
-    input grows. ``top`` keeps only the first N findings.
+    with one-line message), as does an unreadable file. Text passed in (str or
+    bytes) always yields a Diagnosis, whatever it holds. A file or stream
+    with no log text (binary data; no line break in MAX_NO_NEWLINE bytes of a
+    pipe or device) and an entry of a directory that cannot be read are
+    skipped and named in an ``input_skipped`` finding; when no input had log
+    text, DoctorInputError. A file truncated or replaced while it is read is
+    named in ``input_changed``. Memory stays flat as input grows. ``top`` keeps only the first N findings.
+
+    ``redact`` (default True) replaces credentials in evidence lines and first
+    errors with ``<redacted>`` (:mod:`ncclnb.model.redact`); False keeps the
+    lines as they were, for local use.
     """
     if not sources:
         raise DoctorInputError(22, "no input given (a path, a directory, '-' or log text)", "<input>")
-    col = _Collector(signatures if signatures is not None else load_signatures())
+    col = _Collector(signatures if signatures is not None else load_signatures(), redact=redact)
     dumps: list = []
     names: list[str] = []
     for index, src in enumerate(expand(sources)):
         names.append(src.name)
         col.read(src, index, dumps)
+    if col.skipped:   # inputs not read are not sources of the diagnosis; with none read, nothing to say
+        unread = {i for i, _, _ in col.skipped}
+        names = [n for i, n in enumerate(names) if i not in unread]
+        if not names:
+            raise nothing_readable(sources, [(n, why) for _, n, why in col.skipped])
     diag = col.finish(dumps, names)
     if top is not None and top >= 0:
         diag = Diagnosis(findings=diag.findings[:top], ranks=diag.ranks, sources=diag.sources, lines_read=diag.lines_read)

@@ -39,6 +39,17 @@ Which rank wrote a dump
    ``recv 3<-x`` are written by rank 3).
 A dump whose rank none of these tell is skipped with an info finding.
 
+Bounds
+------
+Every field is read defensively: integers are int64 (as torch writes them),
+names at most 256 characters, an entry at most 4096 tensors of at most 64
+dimensions a side, ranks and peers at most 9 ASCII digits. A dump that breaks
+a bound on a field the analysis needs is skipped with a one-line reason
+(``fr.bad_dump``); an optional field out of bounds (a timestamp, a timeout,
+``pg_config``) is ignored. ``prepare_dump`` keeps only what the analysis
+reads, so the parsed JSON can be dropped at once; ``size`` estimates the
+bytes kept, for a caller that bounds the total over many dumps.
+
 Rules for the first divergence of a process group (collective entries only,
 in ``collective_seq_id`` order, starting where every wrapped ring buffer
 still has entries):
@@ -83,11 +94,18 @@ from typing import Any, Iterable, Optional, Union
 
 from ncclnb.model import Evidence, Finding, RankStatus
 
-__all__ = ["looks_like_dump", "analyze_dumps", "dump_rank_status", "MAX_ENTRIES"]
+__all__ = ["looks_like_dump", "analyze_dumps", "dump_rank_status", "prepare_dump", "PreparedDump", "MAX_ENTRIES"]
 
 MAX_ENTRIES = 200_000        # per dump; torch's default ring buffer holds 2000
 _MAX_EVIDENCE = 12           # evidence lines per finding
 _MAX_RANK = 1_000_000        # a "rank" in a file name beyond this is a date or an id
+_MAX_INT = 1 << 63           # integers of a dump are int64; a larger one is not read
+_MAX_NAME = 256              # characters of a profiling name, a group name or desc
+_MAX_WORD = 64               # characters of a state, a dtype, a library version
+_MAX_TENSORS = 4096          # tensors on each side of one entry
+_MAX_DIMS = 64               # dimensions of one tensor
+_MAX_GROUPS = 65536          # pg_config groups read
+_MAX_RANKS_TEXT = 1 << 20    # characters of one pg_config "ranks" text
 _DOCS = "https://pytorch.org/tutorials/prototype/flight_recorder_tutorial.html"
 
 # Collectives whose input and output sizes must agree on every rank.
@@ -106,15 +124,16 @@ _DTYPE_NAMES = {
     "Bool": "bool", "ComplexFloat": "complex64", "ComplexDouble": "complex128",
     "Float8_e4m3fn": "float8_e4m3fn", "Float8_e5m2": "float8_e5m2",
 }
-_SEND_RE = re.compile(r"^\s*(\d+)\s*->\s*(\d+)\s*$")
-_RECV_RE = re.compile(r"^\s*(\d+)\s*<-\s*(\d+)\s*$")
-_RANK_IN_NAME = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)
-_TRAILING_DIGITS = re.compile(r"(\d+)$")
+# ASCII digits only (``\d`` would take any Unicode digit) and at most 9 of them
+_SEND_RE = re.compile(r"^\s*([0-9]{1,9})\s*->\s*([0-9]{1,9})\s*$", re.ASCII)
+_RECV_RE = re.compile(r"^\s*([0-9]{1,9})\s*<-\s*([0-9]{1,9})\s*$", re.ASCII)
+_RANK_IN_NAME = re.compile(r"rank[_\-.]?([0-9]+)", re.IGNORECASE | re.ASCII)
+_TRAILING_DIGITS = re.compile(r"([0-9]+)$", re.ASCII)
 
 
 # --------------------------------------------------------------------------- parsing
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Entry:
     rank: int                    # global rank of the dump that holds it
     source: str
@@ -134,7 +153,7 @@ class _Entry:
     timeout_ms: Optional[int]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Dump:
     rank: int
     source: str
@@ -142,6 +161,7 @@ class _Dump:
     pg_ranks: dict               # pg name -> tuple of global ranks, from a usable pg_config
     lib_version: Optional[str]
     wrapped: bool                # the ring buffer dropped older entries
+    size: int = 0                # estimated bytes this dump holds in memory
 
 
 class _BadDump(Exception):
@@ -151,6 +171,47 @@ class _BadDump(Exception):
 class _NoEntries(_BadDump):
     """A dump with no ``entries`` at all: the recorder was off, or (when other
     ranks' dumps of the same job hold entries) this rank issued no collective."""
+
+    def __init__(self, message: str, rank: Optional[int] = None):
+        super().__init__(message)
+        self.rank = rank          # from a ``rank`` key or the file name, if either tells
+
+
+class _TooLarge(_BadDump):
+    """A dump whose entries would need more memory than the caller has left."""
+
+    def __init__(self, message: str, size: int):
+        super().__init__(message)
+        self.size = size
+
+
+@dataclass(frozen=True)
+class PreparedDump:
+    """One dump read by :func:`prepare_dump`: what the analysis keeps of it
+    (``dump``), or why it cannot be analysed (``reason``, a one-line message).
+    ``size`` is the estimated bytes it holds in memory (for a dump refused for
+    its size, what it would have needed; 0 for another refused one).
+    ``analyze_dumps`` and ``dump_rank_status`` take it in place of the JSON."""
+    source: str
+    dump: Optional[_Dump] = None
+    reason: Optional[_BadDump] = None
+    size: int = 0
+
+
+class _Shared:
+    """Equal sizes, dtypes and names of a dump's entries share one object;
+    ``size`` estimates the bytes of the distinct ones kept."""
+
+    def __init__(self):
+        self.seen: dict = {}
+        self.size = 0
+
+    def __call__(self, value, cost: int):
+        got = self.seen.get(value)
+        if got is None:
+            self.seen[value] = got = value
+            self.size += cost
+        return got
 
 
 def looks_like_dump(data: Union[str, bytes]) -> bool:
@@ -177,7 +238,7 @@ def looks_like_dump(data: Union[str, bytes]) -> bool:
             return all(k in head for k in ('"pg_config"', '"pg_status"', '"version"'))
         return any(k in head for k in ('"pg_config"', '"pg_status"', '"comm_lib_version"',
                                        '"nccl_comm_state"', '"profiling_name"'))
-    except Exception:  # odd input of any kind is simply "not a dump"
+    except (TypeError, ValueError):  # not text or bytes: simply "not a dump"
         return False
 
 
@@ -185,61 +246,89 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _sizes(v: Any, what: str) -> tuple:
+def _int64(v: Any) -> bool:
+    """An integer as torch writes one (int64); larger ones would overflow float
+    arithmetic and int-to-text conversion."""
+    return (type(v) is int or _is_int(v)) and -_MAX_INT <= v < _MAX_INT
+
+
+def _dims(v: Any) -> Optional[tuple]:
+    """One tensor's sizes: a list of at most _MAX_DIMS int64s, as a tuple; else None."""
+    if type(v) is not list or len(v) > _MAX_DIMS:
+        return None
+    if all(type(d) is int for d in v):
+        return tuple(v) if not v or (min(v) >= -_MAX_INT and max(v) < _MAX_INT) else None
+    return tuple(v) if all(_int64(d) for d in v) else None
+
+
+def _word(v: Any, limit: int = _MAX_WORD) -> Optional[str]:
+    """``v`` when it is a string of at most ``limit`` characters, else None."""
+    return v if isinstance(v, str) and len(v) <= limit else None
+
+
+def _sizes(v: Any, what: str, share: _Shared) -> tuple:
     if not isinstance(v, list):
         raise _BadDump(f"{what} is not a list")
+    if len(v) > _MAX_TENSORS:
+        raise _BadDump(f"{what} lists {len(v)} tensors, more than {_MAX_TENSORS}")
     out = []
-    for dims in v:
-        if not isinstance(dims, list) or not all(_is_int(d) for d in dims):
-            raise _BadDump(f"{what} holds something other than lists of integers")
-        out.append(tuple(dims))
-    return tuple(out)
+    for raw in v:
+        dims = _dims(raw)
+        if dims is None:
+            raise _BadDump(f"{what} holds something other than lists of at most {_MAX_DIMS} integers")
+        out.append(share(dims, 64 + 40 * len(dims)))
+    return share(tuple(out), 64 + 8 * len(out))
 
 
-def _strs(v: Any, what: str) -> tuple:
+def _strs(v: Any, what: str, share: _Shared) -> tuple:
     if v is None:
         return ()
-    if not isinstance(v, list) or not all(isinstance(s, str) for s in v):
-        raise _BadDump(f"{what} is not a list of strings")
-    return tuple(v)
+    if not isinstance(v, list) or len(v) > _MAX_TENSORS or not all(_word(s) is not None for s in v):
+        raise _BadDump(f"{what} is not a list of at most {_MAX_TENSORS} short strings")
+    return share(tuple(share(s, 64 + len(s)) for s in v), 64 + 8 * len(v))
 
 
-def _parse_entry(raw: Any, index: int, rank: int, source: str) -> _Entry:
+def _parse_entry(raw: Any, index: int, rank: int, source: str, share: Optional[_Shared] = None) -> _Entry:
     where = f"entries[{index}]"
+    share = _Shared() if share is None else share
     if not isinstance(raw, dict):
         raise _BadDump(f"{where} is not an object")
     name = raw.get("profiling_name")
     if not isinstance(name, str) or not name:
         raise _BadDump(f"{where}.profiling_name is missing")
+    if len(name) > _MAX_NAME:
+        raise _BadDump(f"{where}.profiling_name is longer than {_MAX_NAME} characters")
     op_part = name.split(":", 1)[1] if ":" in name else name
     op, _, meta = op_part.strip().partition(" ")
     pg = raw.get("process_group")
     if (not isinstance(pg, list) or len(pg) != 2
-            or not all(isinstance(x, str) for x in pg)):
-        raise _BadDump(f"{where}.process_group is not [name, desc]")
+            or not all(_word(x, _MAX_NAME) is not None for x in pg)):
+        raise _BadDump(f"{where}.process_group is not [name, desc] (strings of at most {_MAX_NAME} characters)")
     seq = raw.get("collective_seq_id")
-    if not _is_int(seq):
-        raise _BadDump(f"{where}.collective_seq_id is not an integer")
+    if not _int64(seq):
+        raise _BadDump(f"{where}.collective_seq_id is not a 64-bit integer")
     p2p_seq = raw.get("p2p_seq_id", 0)
     record_id = raw.get("record_id", index)
-    if not _is_int(p2p_seq) or not _is_int(record_id):
-        raise _BadDump(f"{where}: p2p_seq_id or record_id is not an integer")
+    if not _int64(p2p_seq) or not _int64(record_id):
+        raise _BadDump(f"{where}: p2p_seq_id or record_id is not a 64-bit integer")
     is_p2p = raw.get("is_p2p")
     if not isinstance(is_p2p, bool):
         is_p2p = op in _P2P_OPS
     t_ns = raw.get("time_created_ns")
     timeout_ms = raw.get("timeout_ms")
-    state = raw.get("state", "")
+    state = _word(raw.get("state", "")) or ""
+    in_sizes = _sizes(raw.get("input_sizes", []), f"{where}.input_sizes", share)
+    out_sizes = _sizes(raw.get("output_sizes", []), f"{where}.output_sizes", share)
+    dtypes = share(_strs(raw.get("input_dtypes"), f"{where}.input_dtypes", share)
+                   + _strs(raw.get("output_dtypes"), f"{where}.output_dtypes", share), 0)
     return _Entry(
-        rank=rank, source=source, record_id=record_id, pg=pg[0], pg_desc=pg[1],
-        op=op, peer_spec=meta.strip() or None, coll_seq=seq, p2p_seq=p2p_seq, is_p2p=is_p2p,
-        in_sizes=_sizes(raw.get("input_sizes", []), f"{where}.input_sizes"),
-        out_sizes=_sizes(raw.get("output_sizes", []), f"{where}.output_sizes"),
-        dtypes=_strs(raw.get("input_dtypes"), f"{where}.input_dtypes")
-        + _strs(raw.get("output_dtypes"), f"{where}.output_dtypes"),
-        state=state if isinstance(state, str) else "",
-        t_ns=t_ns if _is_int(t_ns) else None,
-        timeout_ms=timeout_ms if _is_int(timeout_ms) and timeout_ms > 0 else None,
+        rank=rank, source=source, record_id=record_id, pg=share(pg[0], 64 + len(pg[0])),
+        pg_desc=share(pg[1], 64 + len(pg[1])), op=share(op, 64 + len(op)),
+        peer_spec=share(meta.strip(), 64 + len(meta)) or None, coll_seq=seq, p2p_seq=p2p_seq,
+        is_p2p=is_p2p, in_sizes=in_sizes, out_sizes=out_sizes, dtypes=dtypes,
+        state=share(state, 64 + len(state)),
+        t_ns=t_ns if _int64(t_ns) else None,
+        timeout_ms=timeout_ms if _int64(timeout_ms) and timeout_ms > 0 else None,
     )
 
 
@@ -285,53 +374,90 @@ def _rank_from_p2p(raw_entries: list) -> Optional[int]:
 
 
 def _parse_ranks_text(v: Any) -> Optional[tuple]:
-    """pg_config ``ranks``: a JSON list of ints, written as text ("[0, 1]")."""
+    """pg_config ``ranks``: a JSON list of ints, written as text ("[0, 1]").
+    Text too long, nested too deeply or holding ranks out of range is ignored
+    (the group's members are then rebuilt from the entries)."""
     if isinstance(v, str):
+        if len(v) > _MAX_RANKS_TEXT:
+            return None
         try:
             v = json.loads(v)
-        except ValueError:
+        except (ValueError, RecursionError):   # not JSON, an int past 4300 digits, or nested too deeply
             return None
-    if isinstance(v, list) and v and all(_is_int(r) and r >= 0 for r in v):
+    if isinstance(v, list) and 0 < len(v) <= _MAX_RANK and all(_is_int(r) and 0 <= r < _MAX_RANK for r in v):
         return tuple(v)
     return None
 
 
-def _parse_dump(source: str, data: Any) -> _Dump:
+def _parse_dump(source: str, data: Any, max_size: Optional[int] = None) -> _Dump:
     if not isinstance(data, dict):
         raise _BadDump("it is not a JSON object")
+    rank = data.get("rank")
+    if not (_is_int(rank) and 0 <= rank < _MAX_RANK):
+        rank = _rank_from_name(source)
     raw_entries = data.get("entries")
     if raw_entries is None and "pg_status" in data:
         raise _NoEntries("it holds no entries: the flight recorder was off "
-                         "(TORCH_FR_BUFFER_SIZE=0 or TORCH_NCCL_TRACE_BUFFER_SIZE=0)")
+                         "(TORCH_FR_BUFFER_SIZE=0 or TORCH_NCCL_TRACE_BUFFER_SIZE=0)", rank)
     if not isinstance(raw_entries, list):
         raise _BadDump('it has no "entries" list')
     if len(raw_entries) > MAX_ENTRIES:
         raise _BadDump(f"it holds {len(raw_entries)} entries, more than the {MAX_ENTRIES} read")
-    rank = data.get("rank")
-    if not (_is_int(rank) and 0 <= rank < _MAX_RANK):
-        rank = _rank_from_name(source)
+    if max_size is not None and _size(len(raw_entries), 0) > max_size:
+        raise _TooLarge(f"its {len(raw_entries)} entries need more than the {max_size >> 20} MiB left",
+                        _size(len(raw_entries), 0))
     if rank is None:
         rank = _rank_from_p2p(raw_entries)
     if rank is None:
         raise _BadDump("no rank in its file name (rank<N> or trailing digits) or in its entries")
-    entries = tuple(_parse_entry(raw, i, rank, source) for i, raw in enumerate(raw_entries))
+    source = str(source)
+    share = _Shared()
+    entries = tuple(_parse_entry(raw, i, rank, source, share) for i, raw in enumerate(raw_entries))
     entries = tuple(sorted(entries, key=lambda e: e.record_id))
     pg_ranks = {}
     cfg = data.get("pg_config")
     if isinstance(cfg, dict):
-        for key, val in cfg.items():
+        for key, val in list(cfg.items())[:_MAX_GROUPS]:
             # gloo writes {"": {"name": "", "desc": "", ...}}: no group name, unusable.
-            if not key or not isinstance(val, dict):
+            if not key or _word(key, _MAX_NAME) is None or not isinstance(val, dict):
                 continue
             ranks = _parse_ranks_text(val.get("ranks"))
             if ranks is not None:
                 pg_ranks[key] = ranks
-    lib = data.get("comm_lib_version", data.get("nccl_version"))
+                share.size += 64 + len(key) + 40 * len(ranks)
+    lib = _word(data.get("comm_lib_version", data.get("nccl_version")))
     return _Dump(
-        rank=rank, source=str(source), entries=entries, pg_ranks=pg_ranks,
-        lib_version=lib if isinstance(lib, str) and lib else None,
+        rank=rank, source=source, entries=entries, pg_ranks=pg_ranks,
+        lib_version=lib or None,
         wrapped=bool(entries) and entries[0].record_id > 0,
+        size=_size(len(entries), share.size),
     )
+
+
+def _size(entries: int, shared: int) -> int:
+    """Estimated bytes of a dump kept: the entries (slots) and what they share."""
+    return 256 + 200 * entries + shared
+
+
+def prepare_dump(source: str, data: Any, max_size: Optional[int] = None) -> PreparedDump:
+    """Read one dump (its parsed JSON) into what the analysis keeps of it, so
+    the caller can drop the JSON at once; ``analyze_dumps`` and
+    ``dump_rank_status`` take the result in place of the JSON. A dump that
+    cannot be analysed gives its reason instead, in one line; so does one
+    whose entries alone would need more than ``max_size`` bytes (estimated),
+    before they are read. Raises only on a bug, never on odd input."""
+    source = str(source)
+    try:
+        dump = _parse_dump(source, data, max_size)
+        return PreparedDump(source, dump=dump, size=dump.size)
+    except _BadDump as exc:
+        # without its traceback: the frames would keep the whole JSON alive
+        exc.__traceback__ = exc.__context__ = exc.__cause__ = None
+        return PreparedDump(source, reason=exc, size=exc.size if isinstance(exc, _TooLarge) else 0)
+    except RecursionError:   # a Python caller's self-referencing or absurdly deep structure
+        return PreparedDump(source, reason=_BadDump("it is nested too deeply"))
+    except MemoryError:
+        return PreparedDump(source, reason=_BadDump("it is too large to hold in memory"))
 
 
 def _load(dumps: Iterable) -> tuple[dict, list]:
@@ -344,19 +470,15 @@ def _load(dumps: Iterable) -> tuple[dict, list]:
             source, data = item
         except (TypeError, ValueError):
             source, data = "<dump>", None
-        source = str(source)
-        try:
-            dump = _parse_dump(source, data)
-        except _NoEntries as exc:
-            empty.append((source, data, exc))
+        # only odd input is turned into a skipped dump (prepare_dump); a bug raises
+        prepared = data if isinstance(data, PreparedDump) else prepare_dump(str(source), data)
+        source, dump, exc = prepared.source, prepared.dump, prepared.reason
+        if isinstance(exc, _NoEntries):
+            empty.append((source, exc))
             continue
-        except _BadDump as exc:
+        if exc is not None:
             notes.append(_info("fr.bad_dump", f"Skipped flight-recorder dump {source}: {exc}",
                                source, "This file was not analysed; the other dumps were."))
-            continue
-        except Exception as exc:  # never let one odd file stop the doctor
-            notes.append(_info("fr.bad_dump", f"Skipped flight-recorder dump {source}: "
-                               f"{type(exc).__name__}", source, "This file was not analysed."))
             continue
         if dump.rank in by_rank:
             notes.append(_info(
@@ -365,10 +487,9 @@ def _load(dumps: Iterable) -> tuple[dict, list]:
                 source, "Name per-rank dumps rank<N>.json so that each rank is known."))
             continue
         by_rank[dump.rank] = dump
-    for source, data, exc in empty:
+    for source, exc in empty:
         # beside dumps that recorded collectives, an empty one is a rank that reached none
-        rank = data.get("rank") if isinstance(data, dict) else None
-        rank = rank if _is_int(rank) and 0 <= rank < _MAX_RANK else _rank_from_name(source)
+        rank = exc.rank
         if by_rank and rank is not None and rank not in by_rank:
             by_rank[rank] = _Dump(rank=rank, source=source, entries=(), pg_ranks={}, lib_version=None,
                                   wrapped=False)
@@ -841,23 +962,34 @@ def _p2p_findings(dumps: dict, members: dict, desc: dict) -> list:
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
+def _items(dumps: Any) -> Optional[list]:
+    """``dumps`` as a list, or None when it is not iterable (None is no dumps)."""
+    if dumps is None:
+        return []
+    try:
+        return list(dumps)
+    except TypeError:
+        return None
+
+
 def analyze_dumps(dumps: list[tuple[str, dict]]) -> list[Finding]:
     """Compare the flight-recorder dumps of several ranks; return findings.
 
     ``dumps`` holds (source name, parsed JSON) per rank, as written by
-    ``torch._C._distributed_c10d._dump_fr_trace_json()``. The rank of each
+    ``torch._C._distributed_c10d._dump_fr_trace_json()``, or (source name,
+    what :func:`prepare_dump` made of the JSON). The rank of each
     dump comes from a ``rank`` key, else its file name (``rank<N>`` or
     trailing digits), else its own send/recv entries. Returns the first
     divergence of each process group (``collective_desync`` or
     ``slow_rank_timeout``), unpaired or mismatched point-to-point ops
     (``p2p_pairing``), and info findings for dumps that were skipped; errors
-    first. Dumps that agree give no error finding. Never raises.
+    first. Dumps that agree give no error finding. Never raises on odd input.
     """
-    try:
-        loaded, notes = _load(dumps if dumps is not None else ())
-    except TypeError:
+    items = _items(dumps)
+    if items is None:
         return [_info("fr.bad_dump", "Flight-recorder input is not a list of (name, dump) pairs",
                       "<dumps>", "Nothing was analysed.")]
+    loaded, notes = _load(items)
     loaded = _ordered(loaded)
     if not loaded:
         return notes
@@ -872,12 +1004,13 @@ def dump_rank_status(dumps: list[tuple[str, dict]]) -> list[RankStatus]:
     collective (``last_seq`` is its ``collective_seq_id`` within its process
     group; ``last_op`` names the op, and the group when it is not the default
     one), the NCCL version (``comm_lib_version``; empty on gloo, so None) and
-    the source file. Dumps that cannot be read are left out (``analyze_dumps``
-    reports them). Never raises."""
-    try:
-        loaded, _ = _load(dumps if dumps is not None else ())
-    except TypeError:
+    the source file. ``dumps`` as for ``analyze_dumps``. Dumps that cannot be
+    read are left out (``analyze_dumps`` reports them). Never raises on odd
+    input."""
+    items = _items(dumps)
+    if items is None:
         return []
+    loaded, _ = _load(items)
     out = []
     for rank in sorted(loaded):
         d = loaded[rank]

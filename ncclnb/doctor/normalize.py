@@ -56,16 +56,19 @@ def clean(raw: str) -> str:
     return raw.replace("\r", "").rstrip()
 
 
-MAX_DIGITS = 18   # ranks, pids, sequence numbers and element counts fit; longer is not a number here
+MAX_DIGITS = 18   # sequence numbers and element counts (int64) fit; longer is not a number here
+RANK_DIGITS = 9   # ranks, local ranks, pids, world sizes: longer is not a number here
 
 
-def num(text) -> Optional[int]:
-    """``text`` as an int when it is 1..18 ASCII digits, else None (Unicode
-    digits such as '³' and numbers past int()'s digit limit never reach int())."""
+def num(text, digits: int = RANK_DIGITS) -> Optional[int]:
+    """``text`` as an int when it is 1..``digits`` ASCII digits (9 by default:
+    a rank, a pid, a size; pass ``MAX_DIGITS`` for sequence numbers and
+    counts), else None. Unicode digits such as '³' or '١' and numbers past
+    int()'s digit limit never reach int()."""
     if text is None:
         return None
     text = str(text)
-    if not (0 < len(text) <= MAX_DIGITS and text.isascii() and text.isdigit()):
+    if not (0 < len(text) <= min(digits, MAX_DIGITS) and text.isascii() and text.isdigit()):
         return None
     return int(text)
 

@@ -16,7 +16,9 @@ from typing import Optional
 
 from ..model import Evidence, Finding
 
-VERSION = re.compile(r"NCCL version (?P<ver>[0-9]+\.[0-9]+\.[0-9]+)(?:[-+]cuda(?P<cuda>[0-9.]+))?", re.ASCII)
+# numbers are ASCII digits of bounded length (a version part of 5,000 digits is not a version;
+# the reader drops a match followed by one more digit)
+VERSION = re.compile(r"NCCL version (?P<ver>[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4})(?:[-+]cuda(?P<cuda>[0-9.]{1,16}))?", re.ASCII)
 COMM = re.compile(r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>[0-9]+) nRanks (?P<nranks>[0-9]+) nNodes (?P<nnodes>[0-9]+) "
                   r"localRanks (?P<lranks>[0-9]+) localRank (?P<lrank>[0-9]+)", re.ASCII)
 WATCHDOG = re.compile(r"WorkNCCL\(SeqNum=(?P<seq>[0-9]+), OpType=(?P<op>[A-Za-z_]+)"

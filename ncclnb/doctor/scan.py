@@ -19,18 +19,31 @@ bytes. Two filters implement it and give the same lines:
   window are then checked for a trigger in Python. The cost does not grow
   with the number of triggers.
 
-Large regular files are scanned in parallel by :func:`scan_file_parallel`:
+Large regular files are scanned in parallel by :class:`ParallelScan`:
 newline-aligned byte ranges go to a small process pool; each worker returns
 only its candidate lines (range-relative line numbers) and its line count,
 and the caller adds the counts up to number lines globally, in file order.
+Workers read the file the caller opened (through ``/proc/<pid>/fd/<n>``,
+checked by device and inode), never whatever the path names by then, and die
+with the caller (``PR_SET_PDEATHSIG``).
+
+Input that is not a log ends the scan with ``not_a_log`` set rather than
+running on: bytes that are not text (a core file, ``/dev/zero``,
+``/dev/urandom``) with no candidate line and no text block in the first
+BINARY_BUDGET bytes, or, on a stream that may never end (a pipe, a device),
+no line break in the first MAX_NO_NEWLINE bytes.
 """
 from __future__ import annotations
 
 import os
+import signal
+import sys
 from collections import deque
+from contextlib import contextmanager
 from typing import BinaryIO, Iterator, Optional
 
 from .kb import TRIGGERS
+from .sources import BINARY
 
 CHUNK = 8 << 20          # bytes read at a time
 MAX_LINE = 64 << 10      # longer lines are cut here; the rest of the line is skipped
@@ -41,6 +54,12 @@ RANGE = 16 << 20         # bytes per parallel task
 WORKER_CHUNK = 4 << 20   # bytes a worker reads at a time (smaller: several workers stay within memory)
 MAX_WORKERS = 4
 MAX_TASK_CANDIDATES = 50_000   # a worker stops collecting here; the caller scans the rest itself
+TEXT_BLOCK = 64 << 10    # bytes judged text or binary at once
+BINARY_BUDGET = 32 << 20  # bytes of binary data read, with no text and no candidate line, before giving up
+MAX_NO_NEWLINE = 256 << 20  # a stream with no line break in this many bytes is not read further
+PR_SET_PDEATHSIG = 1     # linux/prctl.h
+# bytes that text never holds (NUL and the C0 controls but tab, newlines, form feed, backspace and ESC)
+_CONTROL = bytes(range(0, 8)) + bytes(range(14, 27)) + bytes(range(28, 32)) + b"\x7f"
 
 _LITERALS = tuple(t.encode() for t in TRIGGERS)
 _ORDER = _LITERALS   # has_trigger's test order: triggers the input shows move to the front
@@ -56,6 +75,22 @@ def has_trigger(line: bytes) -> bool:
                 _ORDER = (lit,) + order[:i] + order[i + 1:]
             return True
     return False
+
+
+def looks_binary(block: bytes) -> bool:
+    """True when more than 1 byte in 20 of ``block`` is one text never holds
+    (NUL, most control characters): a core file, zeros, random bytes, UTF-16.
+    Bytes >= 0x80 count as text (UTF-8, or some 8-bit code page)."""
+    if not block:
+        return False
+    return (len(block) - len(block.translate(None, _CONTROL))) * 20 > len(block)
+
+
+def _has_text_block(data: bytes) -> bool:
+    """Does ``data`` hold a TEXT_BLOCK (or, when shorter, is it) that looks like text?"""
+    if len(data) <= TEXT_BLOCK:
+        return not looks_binary(data)
+    return any(not looks_binary(data[i:i + TEXT_BLOCK]) for i in range(0, len(data) - TEXT_BLOCK + 1, TEXT_BLOCK))
 
 
 # ---- the filters ----------------------------------------------------------
@@ -215,10 +250,18 @@ class LineScanner:
     early with an error (a cut .gz); iteration then stops quietly. ``limit``
     stops after that many bytes (a range of a file). ``max_candidates`` stops
     early, after the chunk where that many candidates were reached, with
-    ``stopped_at`` = bytes consumed (always the end of a complete line)."""
+    ``stopped_at`` = bytes consumed (always the end of a complete line).
+
+    ``binary`` (the first bytes looked binary) keeps judging what is read:
+    once a candidate line or a text block shows up it is a log; with neither
+    in BINARY_BUDGET bytes, or at the end, iteration stops with
+    ``not_a_log`` = :data:`~ncclnb.doctor.sources.BINARY`. ``max_no_newline``
+    (for streams that may never end) stops after that many bytes without a
+    line break: ``not_a_log`` when nothing came before, else ``truncated``."""
 
     def __init__(self, stream: BinaryIO, chunk: Optional[int] = None, max_line: Optional[int] = None,
-                 limit: Optional[int] = None, max_candidates: Optional[int] = None, piece: int = PIECE):
+                 limit: Optional[int] = None, max_candidates: Optional[int] = None, piece: int = PIECE,
+                 binary: bool = False, max_no_newline: Optional[int] = None):
         self.stream = stream
         self.piece = piece
         self.chunk = chunk or CHUNK
@@ -229,6 +272,9 @@ class LineScanner:
         self.bytes_read = 0
         self.truncated = ""
         self.stopped_at: Optional[int] = None
+        self.binary = binary
+        self.max_no_newline = max_no_newline
+        self.not_a_log = ""
 
     def _read(self) -> bytes:
         # in pieces, so a stream that breaks (a cut .gz) loses at most one piece
@@ -255,15 +301,32 @@ class LineScanner:
         base = 0                 # complete lines before the current position
         found = 0
         consumed = 0             # bytes before the current chunk
+        after_nl = 0             # bytes consumed up to the last line break
         while True:
             if self.max_candidates is not None and found >= self.max_candidates and not skipping:
                 # stop at the start of the unfinished line; whoever goes on starts there
                 self.stopped_at = consumed - len(carry)
                 carry = b""
                 break
+            if self.binary and not found and consumed >= BINARY_BUDGET:
+                self.not_a_log = BINARY
+                break
             data = self._read()
             if not data:
                 break
+            if self.binary and (found or _has_text_block(data)):
+                self.binary = False
+            if self.max_no_newline is not None:
+                nl = data.rfind(b"\n")
+                if nl >= 0:
+                    after_nl = consumed + nl + 1
+                elif consumed + len(data) - after_nl > self.max_no_newline:
+                    why = f"no line break in the first {self.max_no_newline >> 20} MiB"
+                    if after_nl or found:
+                        self.truncated = why.replace("the first", "its last") + "; stopped reading there"
+                    else:
+                        self.not_a_log = why + ", not a log"
+                    break
             consumed += len(data)
             pos = 0
             if skipping:
@@ -307,9 +370,12 @@ class LineScanner:
                 else:
                     carry = data[pos:]
         if carry and has_trigger(carry):
+            found += 1
             yield base + 1, carry
         if carry or skipping:
             base += 1
+        if self.binary and not found and consumed and not self.not_a_log:
+            self.not_a_log = BINARY
         self.lines_read = base
 
 
@@ -326,14 +392,47 @@ class _Range:
         return data
 
 
+class _Pread:
+    """seek/tell/read over a descriptor with ``os.pread``, up to ``stop``: the
+    owner's file offset (and its buffered reader) stay where they were."""
+
+    def __init__(self, fd: int, start: int = 0, stop: Optional[int] = None):
+        self.fd, self.pos, self.stop = fd, start, stop
+
+    def seek(self, pos: int) -> None:
+        self.pos = pos
+
+    def tell(self) -> int:
+        return self.pos
+
+    def read(self, n: int) -> bytes:
+        if self.stop is not None:
+            n = min(n, self.stop - self.pos)
+        if n <= 0:
+            return b""
+        data = os.pread(self.fd, n, self.pos)
+        self.pos += len(data)
+        return data
+
+
+class NotTheFile(OSError):
+    """A worker opened something other than the caller's file: the caller reads that range itself."""
+
+
 def scan_range(path: str, start: int, stop: int, chunk: Optional[int] = None, max_line: Optional[int] = None,
-               max_candidates: Optional[int] = None) -> tuple[list, int, str, Optional[int]]:
+               max_candidates: Optional[int] = None,
+               identity: Optional[tuple[int, int]] = None) -> tuple[list, int, str, Optional[int]]:
     """The worker: candidates of bytes [start, stop) of ``path`` (a range that
     begins at a line start) as ``[(range-relative line number, bytes)]``, the
     number of lines in the range, a truncation message ("" when none), and the
     byte offset where it stopped early because it reached ``max_candidates``
-    (None when it read the whole range)."""
+    (None when it read the whole range). ``identity`` (device, inode): raise
+    :class:`NotTheFile` unless ``path`` opens that very file."""
     with open(path, "rb") as fh:
+        if identity is not None:
+            st = os.fstat(fh.fileno())
+            if (st.st_dev, st.st_ino) != tuple(identity):
+                raise NotTheFile(f"{path} is no longer the file being scanned")
         fh.seek(start)
         # a plain file cannot break off mid-read: one read per chunk, no pieces to join
         chunk = chunk or WORKER_CHUNK
@@ -387,79 +486,161 @@ def workers_for(size: int) -> int:
     return min(MAX_WORKERS, cpus) if cpus > 1 else 0
 
 
+def _worker_init(parent: int) -> None:
+    """First thing in every worker: die with the caller, however it dies
+    (``PR_SET_PDEATHSIG``; a caller already gone before that was armed shows as
+    another parent pid), and leave Ctrl-C, SIGTERM and SIGHUP to the caller,
+    which stops the pool itself. A worker killed while it writes a result
+    leaves half a message in the pool's result pipe, and the caller's pool
+    would wait for the rest for ever; so a worker ignores them, finishes its
+    task and leaves when the caller shuts the pool down, or dies with it."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        os._exit(1)
+    try:
+        for sig in _HELD:
+            signal.signal(sig, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)   # held by the caller while it forked
+    except (AttributeError, ValueError, OSError):
+        pass
+
+
+_HELD = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP} if hasattr(signal, "SIGHUP") else {signal.SIGINT, signal.SIGTERM}
+
+
+@contextmanager
+def _signals_held():
+    """Hold Ctrl-C, SIGTERM and SIGHUP back while the pool forks its workers:
+    a handler that raises inside ``os.fork``'s at-fork hooks has its exception
+    swallowed there, and the interrupt would be lost. They are delivered when
+    the block ends (workers unblock them in :func:`_worker_init`)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    except (OSError, ValueError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _pool(workers: int):
     import multiprocessing
-    import sys
     import threading
     from concurrent.futures import ProcessPoolExecutor
 
     # fork is cheap and safe in a single-threaded process (the CLI); anywhere
     # else (a notebook kernel has threads) start clean interpreters
     method = "fork" if sys.platform.startswith("linux") and threading.active_count() == 1 else "spawn"
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method))
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method),
+                               initializer=_worker_init, initargs=(os.getpid(),))
+
+
+def _fd_path(fd: int, fallback: str) -> str:
+    """A path that opens the file behind this process's descriptor ``fd`` in
+    another process, whatever its name is now: ``/proc/<pid>/fd/<fd>`` on
+    Linux; elsewhere the file's name (the workers check its identity)."""
+    where = f"/proc/{os.getpid()}/fd/{fd}"
+    return where if os.path.exists(where) else fallback
 
 
 class ParallelScan:
     """Iterate ``(line_number, raw_bytes)`` for the candidate lines of the
     regular file ``path``, scanned by ``workers`` processes, in file order;
     the same lines and numbers as :class:`LineScanner` on the whole file.
-    ``lines_read``/``truncated`` as there. At most ``2 * workers`` tasks are
-    in flight, so memory stays bounded; the pool is shut down however
-    iteration ends."""
+    ``lines_read``/``truncated`` as there. ``fd``: the caller's open
+    descriptor of the file (else ``path`` is opened once, here); the file read
+    is that one, up to its size when the scan starts, even if the path is
+    renamed or replaced meanwhile. At most ``2 * workers`` tasks are in
+    flight, so memory stays bounded; the pool is shut down however iteration
+    ends (tasks not started are cancelled, running ones, a range each, end)."""
+
+    not_a_log = ""
 
     def __init__(self, path: str, workers: int, chunk: Optional[int] = None, max_line: Optional[int] = None,
-                 step: Optional[int] = None, max_candidates: Optional[int] = None):
-        self.path, self.workers = path, workers
+                 step: Optional[int] = None, max_candidates: Optional[int] = None, fd: Optional[int] = None):
+        self.path, self.workers, self.fd = path, workers, fd
         self.chunk, self.max_line = chunk, max_line or MAX_LINE
         self.step, self.max_candidates = step or RANGE, max_candidates or MAX_TASK_CANDIDATES
         self.lines_read = 0
         self.truncated = ""
 
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        if self.fd is not None:
+            yield from self._scan(self.fd)
+            return
         with open(self.path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            ranges = split_ranges(fh, size, self.step)
+            yield from self._scan(fh.fileno())
+
+    def _here(self, fd: int, start: int, stop: int) -> LineScanner:
+        """A scanner of bytes [start, stop) of the caller's file, in this process."""
+        return LineScanner(_Pread(fd, start, stop), chunk=self.chunk, max_line=self.max_line)
+
+    def _scan(self, fd: int) -> Iterator[tuple[int, bytes]]:
+        st = os.fstat(fd)
+        size = st.st_size
+        ranges = split_ranges(_Pread(fd), size, self.step)
         base = 0
         try:
             pool = _pool(self.workers)
         except Exception:  # no process pool here (no semaphores, no fork): scan in this process
             pool = None
         if pool is None:
-            with open(self.path, "rb") as fh:
-                scanner = LineScanner(fh, chunk=self.chunk, max_line=self.max_line)
-                yield from scanner
+            scanner = self._here(fd, 0, size)
+            yield from scanner
             self.lines_read, self.truncated = scanner.lines_read, scanner.truncated
             return
+        where, identity = _fd_path(fd, self.path), (st.st_dev, st.st_ino)
         try:
             pending: deque = deque()
             todo = iter(ranges)
+            broken = False
 
             def submit() -> None:
+                nonlocal broken
                 for rng in todo:
-                    pending.append((rng, pool.submit(scan_range, self.path, rng[0], rng[1], self.chunk,
-                                                     self.max_line, self.max_candidates)))
+                    fut = None
+                    if not broken:
+                        try:
+                            fut = pool.submit(scan_range, where, rng[0], rng[1], self.chunk, self.max_line,
+                                              self.max_candidates, identity)
+                        except Exception:  # a broken pool takes no more work: the rest is read here
+                            broken = True
+                    pending.append((rng, fut))
                     return
 
-            for _ in range(2 * self.workers):
-                submit()
+            with _signals_held():   # the first submit forks the workers
+                for _ in range(2 * self.workers):
+                    submit()
             while pending:
                 (start, stop), fut = pending.popleft()
                 submit()
                 try:
+                    if fut is None:
+                        raise NotTheFile("no worker")
                     found, lines, truncated, stopped = fut.result()
-                except Exception:  # a worker died or could not read: read this range here
+                except Exception:  # a worker died, could not read, or saw another file: read this range here
                     found, lines, truncated, stopped = [], 0, "", start
                 for no, line in found:
                     yield base + no, line
                 base += lines
                 if stopped is not None and stopped < stop:
                     # too many candidates to ship at once: stream the rest of the range here
-                    with open(self.path, "rb") as fh:
-                        fh.seek(stopped)
-                        rest = LineScanner(_Range(fh, stop), chunk=self.chunk, max_line=self.max_line)
-                        for no, line in rest:
-                            yield base + no, line
-                        lines, truncated = rest.lines_read, rest.truncated
+                    rest = self._here(fd, stopped, stop)
+                    for no, line in rest:
+                        yield base + no, line
+                    lines, truncated = rest.lines_read, rest.truncated
                     base += lines
                 if truncated:
                     self.truncated = truncated

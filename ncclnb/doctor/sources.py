@@ -7,11 +7,14 @@ import gzip
 import io
 import os
 import re
+import stat
 import sys
 from dataclasses import dataclass
-from typing import BinaryIO, Callable, Iterator, Union
+from typing import BinaryIO, Callable, Iterator, Optional, Union
 
-_PATHLIKE = re.compile(r"^[^\s]*(?:/[^\s]*|\.(?:log|txt|gz|json|out|err))$", re.ASCII)
+_PATHLIKE = re.compile(r"^[^\s]*(?:/[^\s]*|\.(?:log|txt|gz|json|out|err))$")
+_GZIP_MAGIC = b"\x1f\x8b"
+BINARY = "binary data, not a log"   # why a stream whose bytes are not text is not read
 
 
 class DoctorInputError(OSError):
@@ -21,31 +24,173 @@ class DoctorInputError(OSError):
 @dataclass
 class Source:
     name: str
-    open: Callable[[], BinaryIO]
+    open: Optional[Callable[[], BinaryIO]]
     gz: bool = False
+    path: Optional[str] = None   # the file system path it was opened by (None: stdin, text)
+    text: bool = False           # text handed over in Python: read whatever it holds
+    walked: bool = False         # found by a directory walk: unreadable means skipped, not fatal
+    problem: str = ""            # why the walk found it unreadable (``open`` is None then)
 
 
 def _natural_key(path: str):
-    return [(0, int(t), "") if t.isascii() and t.isdigit() and len(t) <= 18 else (1, 0, t)
-            for t in re.split(r"([0-9]+)", path)]
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path)]
 
 
-def _file_source(path: str) -> Source:
+class _Prefixed:
+    """A read-only stream that returns ``head`` (bytes already read from
+    ``raw`` to sniff it) and then the rest of ``raw``: a sniff that needs no
+    seek, for pipes, FIFOs, ``<(...)`` and terminals. ``read(n)`` returns n
+    bytes unless the stream ends, as a buffered file does."""
+
+    def __init__(self, head: bytes, raw):
+        self.head, self.raw = head, raw
+        self.name = getattr(raw, "name", None)
+
+    def read(self, n: Optional[int] = -1) -> bytes:
+        head = self.head
+        if not head:
+            return self.raw.read(n)
+        if n is None or n < 0:
+            self.head = b""
+            return head + (self.raw.read() or b"")
+        if n <= len(head):
+            self.head = head[n:]
+            return head[:n]
+        self.head = b""
+        return head + (self.raw.read(n - len(head)) or b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.raw.fileno()
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+def sniff_gzip(fh):
+    """``fh`` as it is, or decompressed when it starts with the gzip magic
+    (whatever its name says). Seeks back on a regular file; on a pipe or a
+    FIFO the sniffed bytes are chained back instead."""
+    try:
+        seekable = fh.seekable()
+    except (OSError, ValueError):
+        seekable = False
+    head = fh.read(2) or b""
+    if seekable:
+        try:
+            fh.seek(0)
+        except (OSError, ValueError):   # says seekable, is not: keep the bytes read
+            fh = _Prefixed(head, fh)
+    else:
+        fh = _Prefixed(head, fh)
+    if head == _GZIP_MAGIC:
+        return gzip.GzipFile(fileobj=fh, mode="rb")
+    return fh
+
+
+def regular_stat(stream) -> Optional[os.stat_result]:
+    """The stat of the regular file under ``stream`` (through gzip and the
+    sniff), or None for a pipe, a device, or text."""
+    try:
+        st = os.fstat(stream.fileno())
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return None
+    return st if stat.S_ISREG(st.st_mode) else None
+
+
+def changed_while_read(src: Source, before: Optional[os.stat_result], stream) -> str:
+    """Why the file ``src`` is not what it was when it was opened (it shrank;
+    its path now names another file or none), or "" when nothing says so. A
+    file that grew is a live log: not a change worth a word."""
+    if before is None:
+        return ""
+    try:
+        now = os.fstat(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        return ""
+    if now.st_size < before.st_size:
+        return (f"it shrank from {before.st_size} to {now.st_size} bytes (truncated in place?); "
+                "lines past the cut may be missing")
+    if src.path is None:
+        return ""
+    try:
+        at_path = os.stat(src.path)
+    except FileNotFoundError:
+        return "the path was removed; the file as opened was read"
+    except OSError:
+        return ""
+    if (at_path.st_dev, at_path.st_ino) != (now.st_dev, now.st_ino):
+        return "the path now names another file (rotated or replaced); the file as opened was read"
+    return ""
+
+
+def _file_source(path: str, walked: bool = False) -> Source:
     def opener(path=path):
         try:
             fh = open(path, "rb")
         except OSError as exc:
             raise DoctorInputError(exc.errno or errno.EIO, exc.strerror or "cannot read", path) from None
-        head = fh.read(2)
-        fh.seek(0)
-        if head == b"\x1f\x8b":  # gzip magic, whatever the name says
-            return gzip.GzipFile(fileobj=fh, mode="rb")
-        return fh
-    return Source(path, opener, gz=path.endswith(".gz"))
+        return sniff_gzip(fh)
+    return Source(path, opener, gz=path.endswith(".gz"), path=path, walked=walked)
 
 
 def _text_source(data: bytes, name: str) -> Source:
-    return Source(name, lambda: io.BytesIO(data))
+    return Source(name, lambda: io.BytesIO(data), text=True)
+
+
+def _stdin() -> BinaryIO:
+    return sniff_gzip(sys.stdin.buffer)
+
+
+def _link_problem(path: str) -> str:
+    """Why the symbolic link ``path`` leads to no file."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "symbolic link loop"
+        if exc.errno == errno.ENOENT:
+            try:
+                return f"dangling symbolic link (to {os.readlink(path)})"
+            except OSError:
+                return "dangling symbolic link"
+        return exc.strerror or "cannot read"
+    return "not a regular file"
+
+
+def _walk(top: str) -> list[Source]:
+    """The files under the directory ``top`` (hidden ones left out), in
+    natural order; what cannot be listed or read below ``top`` (a directory
+    without permission or gone during the walk, a dangling link, a link loop)
+    comes as a Source with ``problem`` set, so it is skipped and named. Raises
+    DoctorInputError when ``top`` itself cannot be listed or holds no file."""
+    files: list = []
+    problems: list = []
+
+    def onerror(exc: OSError) -> None:
+        where = exc.filename or top
+        if os.path.normpath(where) == os.path.normpath(top):
+            raise exc
+        problems.append(Source(where, None, path=where, walked=True, problem=exc.strerror or "cannot list"))
+
+    try:
+        for root, dirs, names in os.walk(top, onerror=onerror):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            files.extend(os.path.join(root, f) for f in names if not f.startswith("."))
+    except OSError as exc:
+        raise DoctorInputError(exc.errno or errno.EIO, exc.strerror or "cannot list", exc.filename or top) from None
+    found = list(problems)
+    for path in files:
+        if os.path.isfile(path):
+            found.append(_file_source(path, walked=True))
+        elif os.path.islink(path):
+            found.append(Source(path, None, path=path, walked=True, problem=_link_problem(path)))
+        # a FIFO, socket or device inside a log directory is not a log file: left out
+    if not found:
+        raise DoctorInputError(errno.ENOENT, "no log files in this directory", top)
+    return sorted(found, key=lambda s: _natural_key(s.name))
 
 
 def expand(sources: tuple) -> Iterator[Source]:
@@ -62,33 +207,39 @@ def expand(sources: tuple) -> Iterator[Source]:
         if not isinstance(src, str):
             raise DoctorInputError(errno.EINVAL, f"cannot read a {type(src).__name__}", "<input>")
         if src == "-":
-            yield Source("<stdin>", lambda: sys.stdin.buffer)
+            yield Source("<stdin>", _stdin)
             continue
         if "\n" not in src and os.path.isdir(src):
-            try:
-                walked = []
-                for root, dirs, files in os.walk(src, onerror=_raise):
-                    dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                    walked.extend(os.path.join(root, f) for f in files if not f.startswith("."))
-            except OSError as exc:
-                raise DoctorInputError(exc.errno or errno.EIO, exc.strerror or "cannot list", exc.filename or src) from None
-            for path in sorted(walked, key=_natural_key):
-                if os.path.isfile(path):
-                    yield _file_source(path)
+            yield from _walk(src)
             continue
         if "\n" not in src and os.path.exists(src):
             if not os.access(src, os.R_OK):
                 raise DoctorInputError(errno.EACCES, "Permission denied", src)
             yield _file_source(src)
             continue
+        if "\n" not in src and len(src) < 4096 and os.path.lexists(src):   # a link to nothing
+            problem = _link_problem(src)
+            raise DoctorInputError(errno.ELOOP if problem == "symbolic link loop" else errno.ENOENT, problem, src)
         if "\n" not in src and _PATHLIKE.match(src.strip()) and len(src) < 4096:
             raise DoctorInputError(errno.ENOENT, "No such file or directory", src)
         text_count += 1
         yield _text_source(src.encode("utf-8", "surrogateescape"), f"<text{text_count}>" if len(sources) > 1 else "<text>")
 
 
-def _raise(exc: OSError) -> None:
-    raise exc
+def nothing_readable(sources: tuple, skipped: list) -> DoctorInputError:
+    """The one-line error when every input was skipped (``skipped``: [(name,
+    why)] in order): binary data, unreadable entries of a directory, ..."""
+    name, why = skipped[0]
+    if len(skipped) == 1:
+        return DoctorInputError(errno.EINVAL, why, name)
+    args = [os.fspath(s) for s in sources if isinstance(s, (str, os.PathLike))]
+    if len(sources) == 1 and args and "\n" not in args[0] and os.path.isdir(args[0]):
+        if all(w == BINARY for _, w in skipped):
+            text = f"no log text in it ({len(skipped)} files, all binary data)"
+        else:
+            text = f"no log text in it ({len(skipped)} entries skipped; the first: {name}: {why})"
+        return DoctorInputError(errno.EINVAL, text, args[0])
+    return DoctorInputError(errno.EINVAL, f"{why} (and {len(skipped) - 1} more inputs with no log text)", name)
 
 
 def rank_from_name(name: str) -> Union[int, None]:
@@ -97,5 +248,4 @@ def rank_from_name(name: str) -> Union[int, None]:
     base = os.path.basename(name)
     m = re.search(r"(?:rank|RANK|Rank)[_\-.]?(\d+)", base) or re.fullmatch(r"(?:worker|proc|process)[_\-.]?(\d+)(?:\..*)?", base) \
         or re.fullmatch(r"(\d+)\.(?:log|txt|out|err)(?:\.gz)?", base)
-    digits = m.group(1) if m else ""
-    return int(digits) if digits.isascii() and digits.isdigit() and len(digits) <= 9 else None
+    return int(m.group(1)) if m else None

@@ -9,10 +9,17 @@ exact field that is wrong (``gpus[3].memory_total_mib: expected int, got 'x'``).
 from __future__ import annotations
 
 import dataclasses
+import re
+import reprlib
 import types
 import typing
 from functools import lru_cache
 from typing import Any, Union
+
+# Every integer fact fits a 64-bit field (NVML, sysfs, rlimits; -1 for
+# "unlimited"): a larger one is garbage, refused here rather than overflowing
+# in a view that turns it into a float.
+INT_MIN, INT_MAX = -(1 << 63), (1 << 64) - 1
 
 
 class SchemaError(ValueError):
@@ -41,9 +48,28 @@ def to_dict(value: Any) -> Any:
     return value
 
 
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlist, _REPR.maxdict = 2, 40, 40, 4, 4
+
+
 def _describe(value: Any) -> str:
-    text = repr(value)
+    """A short repr of user input, bounded whatever its size or depth."""
+    if isinstance(value, int) and not isinstance(value, bool) and not INT_MIN <= value <= INT_MAX:
+        return f"an integer of {value.bit_length()} bits"
+    try:
+        text = _REPR.repr(value)
+    except (ValueError, RecursionError):   # an int past str()'s digit limit deep inside
+        text = f"a {type(value).__name__}"
+    text = " ".join(text.split())
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_.\[\]-]{1,64}")
+
+
+def _key_path(path: str, key: str) -> str:
+    """``env.NCCL_DEBUG``, or ``env['a\\nb']`` for a key that would break the one-line message."""
+    return f"{path}.{key}" if _PLAIN_KEY.fullmatch(key) else f"{path}[{_describe(key)}]"
 
 
 def convert(tp: Any, value: Any, path: str) -> Any:
@@ -81,7 +107,7 @@ def convert(tp: Any, value: Any, path: str) -> Any:
         for k, v in value.items():
             if not isinstance(k, str):
                 raise SchemaError(path, f"expected string keys, got {_describe(k)}")
-            out[k] = convert(vt, v, f"{path}.{k}")
+            out[k] = convert(vt, v, _key_path(path, k))
         return out
     if origin is typing.Literal:
         if value not in typing.get_args(tp):
@@ -97,10 +123,14 @@ def convert(tp: Any, value: Any, path: str) -> Any:
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise SchemaError(path, f"expected an integer, got {_describe(value)}")
+        if not INT_MIN <= value <= INT_MAX:
+            raise SchemaError(path, f"integer out of range (64 bits at most), got {_describe(value)}")
         return value
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise SchemaError(path, f"expected a number, got {_describe(value)}")
+        if isinstance(value, int) and not INT_MIN <= value <= INT_MAX:
+            raise SchemaError(path, f"number out of range, got {_describe(value)}")
         return float(value)
     if tp is str:
         if not isinstance(value, str):

@@ -39,8 +39,9 @@ class ClusterReport:
     @classmethod
     def from_dict(cls, data: object) -> "ClusterReport":
         check_schema(data, REPORT_SCHEMA, "cluster report")
-        for i, snap in enumerate(data.get("snapshots") or ()):
-            if isinstance(snap, dict):
+        snapshots = data.get("snapshots")
+        for i, snap in enumerate(snapshots if isinstance(snapshots, (list, tuple)) else ()):
+            if isinstance(snap, dict):   # anything else is refused, with its path, by from_dict
                 check_schema(snap, "ncclnb.node/1", f"node snapshot (snapshots[{i}])")
         return from_dict(cls, data)
 

@@ -81,9 +81,13 @@ class Links:
             return None
 
 
+_NVLINK_RE = re.compile(r"NV([0-9]{1,3})")  # ASCII digits: "NV١٢" is not a label
+
+
 def nvlink_count(label: Optional[str]) -> int:
-    """Number of bonded NVLinks in a topo label: "NV12" -> 12, "PIX" -> 0."""
-    m = re.fullmatch(r"NV(\d+)", label or "")
+    """Number of bonded NVLinks in a topo label: "NV12" -> 12, "PIX" -> 0
+    (as is anything that is not ``NV`` and 1-3 ASCII digits)."""
+    m = _NVLINK_RE.fullmatch(label) if isinstance(label, str) else None
     return int(m.group(1)) if m else 0
 
 
@@ -165,16 +169,24 @@ def check_schema(data: object, expected: str, what: str) -> None:
         raise SchemaError("", f"not a {what}: expected a JSON object, got {type(data).__name__}")
     tag = data.get("schema")
     if not isinstance(tag, str):
-        keys = ", ".join(sorted(map(str, data))[:5]) or "none"
+        keys = ", ".join(_short(k, 30)[1:-1] for k in sorted(map(str, data))[:5]) or "none"
         raise SchemaError("schema", f"not a {what}: no 'schema' tag (top-level keys: {keys})")
     kind, _, version = tag.partition("/")
     want_kind, _, want_version = expected.partition("/")
     if kind != want_kind:
-        raise SchemaError("schema", f"not a {what}: schema is {tag!r}, expected {expected!r}")
-    if not version.isdigit():
-        raise SchemaError("schema", f"malformed schema tag {tag!r}")
+        raise SchemaError("schema", f"not a {what}: schema is {_short(tag)}, expected {expected!r}")
+    if not _VERSION_RE.fullmatch(version):   # not str.isdigit(): that takes "¹" and "١"
+        raise SchemaError("schema", f"malformed schema tag {_short(tag)} (expected {want_kind}/<version number>)")
     if int(version) > int(want_version):
         raise SchemaError(
             "schema",
-            f"written by a newer ncclnb (schema {tag!r}; this version reads up to {expected!r}): upgrade ncclnb",
+            f"written by a newer ncclnb (schema {_short(tag)}; this version reads up to {expected!r}): upgrade ncclnb",
         )
+
+
+_VERSION_RE = re.compile(r"[0-9]{1,9}")
+
+
+def _short(text: str, limit: int = 60) -> str:
+    quoted = repr(text)
+    return quoted if len(quoted) <= limit else quoted[: limit - 4] + "...'"

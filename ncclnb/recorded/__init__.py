@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Union
 
 from ..model import ClusterReport, Diagnosis, NodeSnapshot, ReproResult, SchemaError
+from ..model.limits import JSON_CONTAINERS, JSON_LIMIT, human, looks_binary, read_bounded
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -48,8 +49,10 @@ def load(path_or_name: Union[str, "os.PathLike[str]"]) -> Loaded:
     ``schema`` tag).
 
     Unknown names raise ValueError listing the known ones; unreadable,
-    non-JSON, foreign or newer-schema files raise ValueError / SchemaError
-    with one line naming the file and the field."""
+    non-JSON, binary, oversized (over ``JSON_LIMIT``), foreign or
+    newer-schema files raise ValueError / SchemaError with one line naming
+    the file and the field. A binary or oversized file is refused from its
+    first 64 KiB and its size, before the rest is read."""
     bundled = _bundled()
     key = os.fspath(path_or_name)
     if isinstance(path_or_name, str) and key in bundled:
@@ -62,7 +65,7 @@ def load(path_or_name: Union[str, "os.PathLike[str]"]) -> Loaded:
     else:
         raise ValueError(f"{key}: no such file (and not a bundled machine name)")
     # a bundled machine is named by its name, a user's file by the path they gave
-    return load_bytes(path.read_bytes(), key)
+    return load_bytes(read_bounded(path, limit=JSON_LIMIT, label=key, what="a JSON file"), key)
 
 
 def load_facts(path_or_name: Union[str, "os.PathLike[str]", bytes], label: str = "") -> Union[NodeSnapshot, ClusterReport]:
@@ -79,10 +82,18 @@ def load_facts(path_or_name: Union[str, "os.PathLike[str]", bytes], label: str =
 
 def load_bytes(raw: bytes, label: str = "input") -> Loaded:
     """Parse JSON bytes into a NodeSnapshot, ClusterReport, Diagnosis or
-    ReproResult; ``label`` names
-    the input in error messages."""
-    if b"\x00" in raw[:4096] and not raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+    ReproResult; ``label`` names the input in error messages, which are one
+    line (ValueError or SchemaError) for binary, oversized, non-JSON, too
+    deeply nested or malformed input."""
+    if not isinstance(raw, (bytes, bytearray)):
+        raise ValueError(f"{label}: expected the bytes of a JSON file, got {type(raw).__name__}")
+    if looks_binary(raw[:4096]):
         raise ValueError(f"{label}: binary data, not a JSON file")
+    if len(raw) > JSON_LIMIT:
+        raise ValueError(f"{label}: too large ({human(len(raw))}; ncclnb reads JSON files of at most {human(JSON_LIMIT)})")
+    # objects and lists cost ~60 bytes each once parsed: bound them before json.loads builds them
+    if raw.count(b"[") + raw.count(b"{") > JSON_CONTAINERS:
+        raise ValueError(f"{label}: too many JSON objects and lists to be an ncclnb file (over {JSON_CONTAINERS})")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -105,7 +116,8 @@ def load_bytes(raw: bytes, label: str = "input") -> Loaded:
         if kind == "ncclnb.diagnosis":
             return Diagnosis.from_dict(data)
         if kind is not None and kind != "ncclnb.node":
-            raise SchemaError("schema", f"not an ncclnb snapshot, report, diagnosis or repro result: schema is {tag!r}")
+            shown = repr(tag) if len(tag) <= 60 else repr(tag[:56]) + "..."
+            raise SchemaError("schema", f"not an ncclnb snapshot, report, diagnosis or repro result: schema is {shown}")
         return NodeSnapshot.from_dict(data)
     except SchemaError as exc:
         err = SchemaError(exc.path, exc.problem)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 import json
 import os
+from bisect import bisect_left
 from typing import Iterable, Optional, Union
 
 from ..model import ClusterReport, NodeSnapshot, RankEntry, SchemaError, nvlink_count
@@ -134,50 +135,115 @@ def _visible_tokens(snapshot: NodeSnapshot) -> Optional[list[str]]:
     return [t.strip() for t in value.split(",") if t.strip()]
 
 
-def gpus_in_use(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()) -> Optional[list[int]]:
+def is_number(text: str) -> bool:
+    """ASCII digits only: str.isdigit() also takes "¹" and "١", which int() refuses."""
+    return text.isascii() and text.isdigit()
+
+
+# Substring matches ("l40s-1" inside "GPU-l40s-1") cost a pass over every UUID
+# per token: allowed for this many (token x UUID) comparisons in one call, so a
+# CUDA_VISIBLE_DEVICES of 20,000 odd tokens on a 20,000-GPU node stays linear.
+SUBSTRING_BUDGET = 1_000_000
+
+
+class GpuPositions:
+    """Where each GPU of a snapshot sits (its position in ``snapshot.gpus``),
+    by NVML index, UUID, UUID prefix and CUDA index, built once in O(GPUs) so
+    that resolving every rank of a host costs O(ranks), not O(ranks x GPUs)."""
+
+    def __init__(self, snapshot: NodeSnapshot):
+        self.snapshot = snapshot
+        self.by_uuid: dict[str, int] = {}
+        self.by_index: dict[int, int] = {}
+        self.by_cuda: dict[int, int] = {}
+        for pos, g in enumerate(snapshot.gpus):
+            if g.uuid:
+                self.by_uuid.setdefault(g.uuid, pos)
+            self.by_index.setdefault(g.index, pos)
+            if g.cuda_index is not None:
+                self.by_cuda.setdefault(g.cuda_index, pos)
+        self.tokens = _visible_tokens(snapshot)
+        self._sorted_uuids: Optional[list[tuple[str, int]]] = None
+        self._budget = SUBSTRING_BUDGET
+
+    def cuda_to_position(self, cuda_index: int) -> Optional[int]:
+        """CUDA index under CUDA_VISIBLE_DEVICES -> snapshot position."""
+        if self.tokens is None:
+            return cuda_index if 0 <= cuda_index < len(self.snapshot.gpus) else None
+        if 0 <= cuda_index < len(self.tokens) and is_number(self.tokens[cuda_index]):
+            return self.by_index.get(int(self.tokens[cuda_index]))
+        return None
+
+    def rank_position(self, r: RankEntry) -> Optional[int]:
+        """Position of the GPU a rank uses: by UUID, else by its CUDA index."""
+        pos = self.by_uuid.get(r.gpu_uuid) if r.gpu_uuid else None
+        if pos is None and r.cuda_index is not None:
+            pos = self.by_cuda.get(r.cuda_index)
+            if pos is None:
+                pos = self.cuda_to_position(r.cuda_index)
+        return pos
+
+    def token_position(self, tok: str) -> Optional[int]:
+        """A CUDA_VISIBLE_DEVICES token -> position: an NVML index, else a GPU
+        whose UUID starts with it (the first in GPU order among the first 64
+        such), else, within SUBSTRING_BUDGET, the first whose UUID contains it."""
+        if is_number(tok) and int(tok) in self.by_index:
+            return self.by_index[int(tok)]
+        if self._sorted_uuids is None:
+            self._sorted_uuids = sorted(self.by_uuid.items())
+        at = bisect_left(self._sorted_uuids, (tok, -1))
+        hits = [p for u, p in self._sorted_uuids[at:at + 64] if u.startswith(tok)]
+        if hits:
+            return min(hits)
+        if self._budget < len(self.by_uuid):
+            return None
+        self._budget -= len(self.by_uuid)
+        return next((p for u, p in self.by_uuid.items() if tok in u), None)
+
+
+def gpus_in_use(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = (),
+                positions: Optional[GpuPositions] = None) -> Optional[list[int]]:
     """Positions (in ``snapshot.gpus`` order) of the GPUs the job uses.
 
     From the rank table where ranks on this host name their GPU, else from
     ``CUDA_VISIBLE_DEVICES`` in the snapshot's env (indices or UUIDs);
     ``None`` when nothing says, meaning "all of them"."""
-    by_uuid = {g.uuid: pos for pos, g in enumerate(snapshot.gpus) if g.uuid}
-    by_index = {g.index: pos for pos, g in enumerate(snapshot.gpus)}
-    by_cuda = {g.cuda_index: pos for pos, g in enumerate(snapshot.gpus) if g.cuda_index is not None}
-    used: list[int] = []
+    where = positions or GpuPositions(snapshot)
+    used: set[int] = set()
     for r in ranks:
         if r.host != snapshot.hostname:
             continue
-        pos = by_uuid.get(r.gpu_uuid) if r.gpu_uuid else None
-        if pos is None and r.cuda_index is not None:
-            pos = by_cuda.get(r.cuda_index)
-            if pos is None:
-                pos = _cuda_to_position(snapshot, r.cuda_index)
-        if pos is not None and pos not in used:
-            used.append(pos)
+        pos = where.rank_position(r)
+        if pos is not None:
+            used.add(pos)
     if used:
         return sorted(used)
-    tokens = _visible_tokens(snapshot)
-    if tokens is None:
+    if where.tokens is None:
         return None
-    for tok in tokens:
-        if tok.isdigit() and int(tok) in by_index:
-            used.append(by_index[int(tok)])
-        else:
-            match = next((p for u, p in by_uuid.items() if u.startswith(tok) or tok in u), None)
-            if match is not None:
-                used.append(match)
-    return sorted(set(used))
+    for tok in where.tokens:
+        pos = where.token_position(tok)
+        if pos is not None:
+            used.add(pos)
+    return sorted(used)
 
 
 def _cuda_to_position(snapshot: NodeSnapshot, cuda_index: int) -> Optional[int]:
-    """CUDA index under CUDA_VISIBLE_DEVICES -> snapshot position."""
-    tokens = _visible_tokens(snapshot)
-    if tokens is None:
-        return cuda_index if 0 <= cuda_index < len(snapshot.gpus) else None
-    if 0 <= cuda_index < len(tokens) and tokens[cuda_index].isdigit():
-        phys = int(tokens[cuda_index])
-        return next((p for p, g in enumerate(snapshot.gpus) if g.index == phys), None)
-    return None
+    """CUDA index under CUDA_VISIBLE_DEVICES -> snapshot position (O(GPUs):
+    build a :class:`GpuPositions` once for many lookups)."""
+    return GpuPositions(snapshot).cuda_to_position(cuda_index)
+
+
+def index_span(numbers: Iterable[int], limit: int = 24) -> str:
+    """[0,1,2,3,7] -> "0-3,7"; at most ``limit`` ranges, then " … (N)"."""
+    nums = sorted(set(numbers))
+    parts, i = [], 0
+    while i < len(nums) and len(parts) < limit:
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        parts.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
+        i = j + 1
+    return ",".join(parts) + (f" … ({len(nums)})" if i < len(nums) else "")
 
 
 def gpu_label(snapshot: NodeSnapshot, pos: int) -> str:

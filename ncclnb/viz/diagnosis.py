@@ -10,6 +10,8 @@ from ._common import esc, esc_attr, shorten
 
 SEVERITY_COLOURS = {"error": "#d73027", "warning": "#f46d43", "info": "#4575b4"}
 EVIDENCE_LIMIT = 12
+CARD_LIMIT = 40        # findings drawn as cards; the rest are counted per rule (1,000 nodes can each have one)
+TEXT_LIMIT = 1_000     # characters of one title, evidence line, cause or fix in a card
 
 
 def _docs_link(docs: str) -> str:
@@ -35,7 +37,7 @@ def finding_html(finding: Finding, number: Optional[int] = None) -> str:
     ev_lines = []
     for ev in finding.evidence[:EVIDENCE_LIMIT]:
         where = esc(ev.source) + (f":{ev.line}" if ev.line is not None else "")
-        ev_lines.append(f'<span style="color:#636363">{where}</span>  {esc(ev.text)}')
+        ev_lines.append(f'<span style="color:#636363">{where}</span>  {esc(shorten(ev.text, TEXT_LIMIT))}')
     more = f"\n… {len(finding.evidence) - EVIDENCE_LIMIT} more lines" if len(finding.evidence) > EVIDENCE_LIMIT else ""
     evidence = (
         f"<details open><summary>Evidence ({len(finding.evidence)} line{'s' if len(finding.evidence) != 1 else ''})</summary>"
@@ -45,24 +47,48 @@ def finding_html(finding: Finding, number: Optional[int] = None) -> str:
     return (
         f'<div class="ncclnb-finding" style="border-left:4px solid {colour};padding:4px 8px;margin:6px 0">'
         f'<div><span style="background:{colour};color:white;padding:0 6px;border-radius:3px">{esc(finding.severity)}</span> '
-        f"<b>{num}{esc(finding.title)}</b></div>"
+        f"<b>{num}{esc(shorten(finding.title, TEXT_LIMIT))}</b></div>"
         f'<div style="color:#636363;font-size:90%">{esc(finding.category)} · confidence {round(finding.confidence * 100)}% · '
         f"rule <code>{esc(finding.rule)}</code>{' · ' + '; '.join(blame) if blame else ''}</div>"
-        + (f"<div>{esc(finding.cause)}</div>" if finding.cause else "")
+        + (f"<div>{esc(shorten(finding.cause, 4 * TEXT_LIMIT))}</div>" if finding.cause else "")
         + evidence
-        + (f'<div><b>Fix:</b><pre style="white-space:pre-wrap;margin:2px 0">{esc(finding.fix)}</pre></div>' if finding.fix else "")
+        + (f'<div><b>Fix:</b><pre style="white-space:pre-wrap;margin:2px 0">{esc(shorten(finding.fix, 4 * TEXT_LIMIT))}</pre></div>' if finding.fix else "")
         + _docs_link(finding.docs)
         + "</div>"
     )
 
 
-def findings_html(findings: Iterable[Finding], title: str = "Findings") -> str:
-    """Escaped HTML list of findings, in the order given (most likely first)."""
+def findings_html(findings: Iterable[Finding], title: str = "Findings", limit: int = CARD_LIMIT) -> str:
+    """Escaped HTML list of findings, in the order given (most likely first):
+    the first ``limit`` as cards, the rest counted per rule and severity in
+    one table (with a few of the hosts each names)."""
     findings = list(findings)
     if not findings:
         return f'<div class="ncclnb-findings"><h4>{esc(title)}</h4><p>Nothing found.</p></div>'
-    cards = "".join(finding_html(f, i + 1) for i, f in enumerate(findings))
-    return f'<div class="ncclnb-findings"><h4>{esc(title)}: {len(findings)}</h4>{cards}</div>'
+    cards = "".join(finding_html(f, i + 1) for i, f in enumerate(findings[:limit]))
+    return (f'<div class="ncclnb-findings"><h4>{esc(title)}: {len(findings)}</h4>{cards}'
+            f"{_more_findings(findings[limit:])}</div>")
+
+
+def _more_findings(rest: list) -> str:
+    if not rest:
+        return ""
+    groups: dict[tuple[str, str], list] = {}
+    for f in rest:
+        groups.setdefault((f.severity, f.rule), []).append(f)
+    rows = []
+    for (severity, rule), fs in groups.items():
+        hosts = list(dict.fromkeys(h for f in fs for h in f.hosts[:1]))
+        colour = SEVERITY_COLOURS.get(severity, "#636363")
+        rows.append(
+            f'<tr><td><span style="color:{colour}">{esc(severity)}</span></td><td><code>{esc(rule)}</code></td>'
+            f"<td>{len(fs)}</td><td>{esc(shorten(fs[0].title, 160))}</td>"
+            f"<td>{esc(shorten(', '.join(hosts[:6]), 160))}{' …' if len(hosts) > 6 else ''}</td></tr>")
+    return (f'<details class="ncclnb-findings-more"><summary>{len(rest)} more findings, by rule</summary>'
+            '<table style="border-collapse:collapse;font-size:12px"><tr><th>severity</th><th>rule</th>'
+            "<th>findings</th><th>first title</th><th>hosts</th></tr>" + "".join(rows[:200])
+            + (f"<tr><td colspan=5>… {len(rows) - 200} more rules</td></tr>" if len(rows) > 200 else "")
+            + "</table></details>")
 
 
 def diagnosis_html(diagnosis: Diagnosis) -> str:

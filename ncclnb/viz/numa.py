@@ -8,10 +8,11 @@ from typing import Iterable, Optional
 from ..model import NodeSnapshot, RankEntry
 from ..model.cpulist import format_cpulist, parse_cpulist
 from ._common import (
-    _cuda_to_position,
+    GpuPositions,
     esc,
     esc_attr,
     gpu_hover,
+    index_span,
     shorten,
 )
 
@@ -28,6 +29,8 @@ AFFINITY_MEANING = {
     "unknown": "CPU affinity or the GPU's NUMA node is not known",
 }
 PER_ROW = 8  # markers per line inside one NUMA column
+MARKER_LIMIT = 256  # markers in one band (GPUs, NICs, ranks); more: one per NUMA node (and affinity status)
+LIST_LIMIT = 64     # GPUs, NICs or ranks the summary table names one by one, per NUMA node
 
 
 @dataclass(frozen=True)
@@ -40,21 +43,24 @@ class RankPlacement:
 
 
 def rank_placements(snapshot: NodeSnapshot, ranks: Iterable[RankEntry]) -> list[RankPlacement]:
-    """Pure: where each rank on this host runs, relative to its GPU's node."""
+    """Pure: where each rank on this host runs, relative to its GPU's node.
+
+    Linear in ranks and GPUs: GPU positions are looked up in maps built
+    once, and a CPU list shared by many ranks is read once."""
     node_cpus = {n.id: parse_cpulist(n.cpus) for n in snapshot.host.numa_nodes}
-    by_uuid = {g.uuid: p for p, g in enumerate(snapshot.gpus) if g.uuid}
+    where = GpuPositions(snapshot)
+    covers_of: dict[Optional[str], tuple[int, ...]] = {}
     out = []
     for r in ranks:
         if r.host != snapshot.hostname:
             continue
-        pos = by_uuid.get(r.gpu_uuid) if r.gpu_uuid else None
-        if pos is None and r.cuda_index is not None:
-            pos = next((p for p, g in enumerate(snapshot.gpus) if g.cuda_index == r.cuda_index), None)
-            if pos is None:
-                pos = _cuda_to_position(snapshot, r.cuda_index)
+        pos = where.rank_position(r)
         gnode = snapshot.gpus[pos].numa_node if pos is not None else None
-        cpus = parse_cpulist(r.cpu_affinity)
-        covers = tuple(sorted(nid for nid, c in node_cpus.items() if cpus & c))
+        covers = covers_of.get(r.cpu_affinity)
+        if covers is None:
+            cpus = parse_cpulist(r.cpu_affinity)
+            covers = tuple(sorted(nid for nid, c in node_cpus.items() if not cpus.isdisjoint(c)))
+            covers_of[r.cpu_affinity] = covers
         if gnode is None or not covers:
             status = "unknown"
         elif covers == (gnode,):
@@ -68,14 +74,24 @@ def rank_placements(snapshot: NodeSnapshot, ranks: Iterable[RankEntry]) -> list[
 
 
 def _columns(snapshot: NodeSnapshot) -> list[Optional[int]]:
-    ids = [n.id for n in snapshot.host.numa_nodes]
+    ids = {n.id for n in snapshot.host.numa_nodes}
     for value in [g.numa_node for g in snapshot.gpus] + [n.numa_node for n in snapshot.nics]:
-        if value is not None and value not in ids:
-            ids.append(value)
+        if value is not None:
+            ids.add(value)
     cols: list[Optional[int]] = sorted(ids)
     if any(g.numa_node is None for g in snapshot.gpus) or any(n.numa_node is None for n in snapshot.nics):
         cols.append(None)
     return cols or [None]
+
+
+def _group(items, key, cols) -> dict:
+    """{NUMA column: [items]} in one pass (items whose node has no column go nowhere)."""
+    groups: dict = {nid: [] for nid in cols}
+    for item in items:
+        bucket = groups.get(key(item))
+        if bucket is not None:
+            bucket.append(item)
+    return groups
 
 
 def _spread(count: int, centre: float, top: float) -> list[tuple[float, float]]:
@@ -95,7 +111,11 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
     """Pure: a plotly Figure with one column per NUMA node (CPUs, memory in
     the header; GPUs, NICs and ranks under it). A rank sits under its GPU's
     node, coloured by whether its CPU affinity is local, spans nodes or is
-    remote; dashed lines go to every other node its affinity covers."""
+    remote; dashed lines go to every other node its affinity covers.
+
+    Past MARKER_LIMIT GPUs, NICs or ranks on the host, that band shows one
+    marker per NUMA node (ranks: per node and affinity status) with the
+    count, and its hover names them by index ranges."""
     import plotly.graph_objects as go
 
     cols = _columns(snapshot)
@@ -103,12 +123,18 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
     nodes = {n.id: n for n in snapshot.host.numa_nodes}
     places = rank_placements(snapshot, ranks)
 
-    gpu_groups = {nid: [p for p, g in enumerate(snapshot.gpus) if g.numa_node == nid] for nid in cols}
-    nic_groups = {nid: [k for k, n in enumerate(snapshot.nics) if n.numa_node == nid] for nid in cols}
-    rank_groups = {nid: [pl for pl in places if pl.gpu_node == nid] for nid in cols}
-    gpu_rows = _rows_needed(len(v) for v in gpu_groups.values())
-    nic_rows = _rows_needed(len(v) for v in nic_groups.values())
-    rank_rows = _rows_needed(len(v) for v in rank_groups.values()) if places else 0
+    gpu_groups = _group(range(len(snapshot.gpus)), lambda p: snapshot.gpus[p].numa_node, cols)
+    nic_groups = _group(range(len(snapshot.nics)), lambda k: snapshot.nics[k].numa_node, cols)
+    rank_groups = _group(places, lambda pl: pl.gpu_node, cols)
+    fold_gpus = len(snapshot.gpus) > MARKER_LIMIT
+    fold_nics = len(snapshot.nics) > MARKER_LIMIT
+    fold_ranks = len(places) > MARKER_LIMIT
+    statuses = tuple(AFFINITY_COLOURS)
+    rank_markers = {nid: ([st for st in statuses if any(pl.status == st for pl in v)] if fold_ranks else v)
+                    for nid, v in rank_groups.items()}
+    gpu_rows = 1 if fold_gpus else _rows_needed(len(v) for v in gpu_groups.values())
+    nic_rows = 1 if fold_nics else _rows_needed(len(v) for v in nic_groups.values())
+    rank_rows = _rows_needed(len(v) for v in rank_markers.values()) if places else 0
     gpu_top = -0.6
     nic_top = gpu_top - 0.32 * gpu_rows - 0.4
     rank_top = nic_top - 0.32 * nic_rows - 0.4
@@ -141,19 +167,40 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
             marker=dict(symbol=symbol, size=size, color=colours, line=dict(color="#252525", width=1)),
         )
 
+    def where(nid) -> str:
+        return "NUMA ?" if nid is None else f"NUMA {nid}"
+
     traces = []
     xs, ys, texts, hovers = [], [], [], []
     for nid in cols:
-        for p, (x, y) in zip(gpu_groups[nid], _spread(len(gpu_groups[nid]), x_of[nid], gpu_top)):
+        group = gpu_groups[nid]
+        if fold_gpus:
+            if group:
+                models = sorted({snapshot.gpus[p].name or "?" for p in group})
+                xs.append(x_of[nid]); ys.append(gpu_top); texts.append(f"{len(group)} GPUs")
+                hovers.append(f"<b>{len(group)} GPUs</b> on {where(nid)}: GPU "
+                              f"{esc(index_span(snapshot.gpus[p].index for p in group))}"
+                              f"<br>{esc(shorten(', '.join(models), 80))}")
+            continue
+        for p, (x, y) in zip(group, _spread(len(group), x_of[nid], gpu_top)):
             g = snapshot.gpus[p]
             xs.append(x); ys.append(y); texts.append(str(g.index))
             aff = f"<br>CPU affinity {esc(g.cpu_affinity)}" if g.cpu_affinity else ""
             hovers.append(gpu_hover(snapshot, p) + aff)
-    traces.append(scatter("GPUs", xs, ys, texts, hovers, "#2b83ba", "square", 22))
+    traces.append(scatter("GPUs", xs, ys, texts, hovers, "#2b83ba", "square", 34 if fold_gpus else 22,
+                          inside=not fold_gpus))
 
     xs, ys, texts, hovers = [], [], [], []
     for nid in cols:
-        for k, (x, y) in zip(nic_groups[nid], _spread(len(nic_groups[nid]), x_of[nid], nic_top)):
+        group = nic_groups[nid]
+        if fold_nics:
+            if group:
+                names = ", ".join(snapshot.nics[k].name for k in group[:8])
+                xs.append(x_of[nid]); ys.append(nic_top); texts.append(f"{len(group)} NICs")
+                hovers.append(f"<b>{len(group)} NICs</b> on {where(nid)}: {esc(shorten(names, 80))}"
+                              + (" …" if len(group) > 8 else ""))
+            continue
+        for k, (x, y) in zip(group, _spread(len(group), x_of[nid], nic_top)):
             nic = snapshot.nics[k]
             xs.append(x); ys.append(y); texts.append(esc(shorten(nic.name, 10)))
             hovers.append(f"<b>{esc(nic.name)}</b> {esc(nic.kind or '?')}, {esc(nic.state or '?')}"
@@ -164,6 +211,17 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
     xs, ys, texts, hovers, colours = [], [], [], [], []
     lx, ly = [], []
     for nid in cols:
+        if fold_ranks:
+            for st, (x, y) in zip(rank_markers[nid], _spread(len(rank_markers[nid]), x_of[nid], rank_top)):
+                group = [pl for pl in rank_groups[nid] if pl.status == st]
+                xs.append(x); ys.append(y); texts.append(str(len(group))); colours.append(AFFINITY_COLOURS[st])
+                hovers.append(f"<b>{len(group)} rank(s)</b> on GPUs of {where(nid)}: {esc(AFFINITY_MEANING[st])}"
+                              f"<br>ranks {esc(index_span(pl.rank.rank for pl in group))}")
+                for other in sorted({o for pl in group for o in pl.covers if o != nid}, key=str):
+                    if other in x_of:
+                        lx += [x, x_of[other], None]
+                        ly += [y, -0.3, None]
+            continue
         for pl, (x, y) in zip(rank_groups[nid], _spread(len(rank_groups[nid]), x_of[nid], rank_top)):
             r = pl.rank
             xs.append(x); ys.append(y); texts.append(str(r.rank)); colours.append(AFFINITY_COLOURS[pl.status])
@@ -183,12 +241,15 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
                                  line=dict(color=AFFINITY_COLOURS["remote"], dash="dash", width=1),
                                  hoverinfo="skip"))
     if xs:
-        traces.append(scatter("ranks", xs, ys, texts, hovers, colours, "circle", 20))
+        traces.append(scatter("ranks", xs, ys, texts, hovers, colours, "circle", 26 if fold_ranks else 20))
 
     counts = {}
     for pl in places:
         counts[pl.status] = counts.get(pl.status, 0) + 1
     summary = ", ".join(f"{v} {k}" for k, v in counts.items()) if places else "no rank table"
+    folded = [what for what, on in (("GPUs", fold_gpus), ("NICs", fold_nics), ("ranks", fold_ranks)) if on]
+    if folded:
+        summary += f" · {', '.join(folded)} counted per NUMA node"
     fig = go.Figure(traces)
     fig.update_layout(
         title=dict(text=f"NUMA placement on {esc(shorten(snapshot.hostname, 60))} · ranks: {summary}", font=dict(size=14)),
@@ -208,19 +269,28 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
 
 def numa_summary(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()) -> str:
     """Escaped HTML: the NUMA nodes with their CPUs, GPUs and NICs, as a table
-    (the static fallback readable where no JavaScript runs)."""
+    (the static fallback readable where no JavaScript runs). Past LIST_LIMIT
+    on a node, GPUs are index ranges, NICs the first few, and ranks a count
+    per affinity status with the first ranks that are not local."""
     cols = _columns(snapshot)
     nodes = {n.id: n for n in snapshot.host.numa_nodes}
     places = rank_placements(snapshot, ranks)
+    gpu_groups = _group(snapshot.gpus, lambda g: g.numa_node, cols)
+    nic_groups = _group(snapshot.nics, lambda n: n.numa_node, cols)
+    rank_groups = _group(places, lambda pl: pl.gpu_node, cols)
     rows = []
     for nid in cols:
         node = nodes.get(nid)
-        gpus = ", ".join(f"GPU{g.index}" for g in snapshot.gpus if g.numa_node == nid) or "—"
-        nics = ", ".join(esc(n.name) for n in snapshot.nics if n.numa_node == nid) or "—"
-        rks = ", ".join(
-            f'<span style="color:{AFFINITY_COLOURS[pl.status]}" title="{esc_attr(AFFINITY_MEANING[pl.status])}">{pl.rank.rank}</span>'
-            for pl in places if pl.gpu_node == nid
-        ) or "—"
+        gs = gpu_groups[nid]
+        if len(gs) > LIST_LIMIT:
+            gpus = f"{len(gs)} GPUs: {esc(index_span(g.index for g in gs))}"
+        else:
+            gpus = ", ".join(f"GPU{g.index}" for g in gs) or "—"
+        ns = nic_groups[nid]
+        nics = ", ".join(esc(n.name) for n in ns[:LIST_LIMIT]) or "—"
+        if len(ns) > LIST_LIMIT:
+            nics += f" … ({len(ns)} NICs)"
+        rks = _ranks_cell(rank_groups[nid])
         cpus = esc(format_cpulist(parse_cpulist(node.cpus)) if node else "?")
         rows.append(f"<tr><td><b>{esc('?' if nid is None else nid)}</b></td><td>{cpus}</td><td>{gpus}</td><td>{nics}</td><td>{rks}</td></tr>")
     return (
@@ -228,3 +298,20 @@ def numa_summary(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()) -> str
         "<tr><th>NUMA</th><th>CPUs</th><th>GPUs</th><th>NICs</th><th>ranks (by GPU)</th></tr>"
         + "".join(rows) + "</table>"
     )
+
+
+def _rank_span(pl: RankPlacement) -> str:
+    return (f'<span style="color:{AFFINITY_COLOURS[pl.status]}" '
+            f'title="{esc_attr(AFFINITY_MEANING[pl.status])}">{pl.rank.rank}</span>')
+
+
+def _ranks_cell(places: list) -> str:
+    if len(places) <= LIST_LIMIT:
+        return ", ".join(_rank_span(pl) for pl in places) or "—"
+    tally: dict[str, int] = {}
+    for pl in places:
+        tally[pl.status] = tally.get(pl.status, 0) + 1
+    counts = ", ".join(f'<span style="color:{AFFINITY_COLOURS[st]}">{n} {st}</span>' for st, n in tally.items())
+    odd = [pl for pl in places if pl.status != "local"]
+    shown = ", ".join(_rank_span(pl) for pl in odd[:16])
+    return f"{len(places)} ranks: {counts}" + (f"; not local: {shown}" + (" …" if len(odd) > 16 else "") if odd else "")

@@ -3,6 +3,7 @@ and pid; anomalies coloured and explained. Large jobs are paginated with the
 anomalous nodes first, so 1024 nodes x 8 never becomes an unreadable wall."""
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional
@@ -38,6 +39,8 @@ KIND_LABELS = {
     "empty": "no rank",
 }
 PAGE_SIZE = 32  # nodes per page
+SLOT_LIMIT = 64  # slot columns drawn one by one; more (thousands of ranks on a node): blocks of slots
+MISSING_LIMIT = 1 << 20  # missing ranks listed one by one; more are only counted
 
 
 @dataclass
@@ -62,6 +65,17 @@ class RankMap:
     anomalous_nodes: list[int]
     layout_note: str = ""                      # escaped: WORLD_SIZE vs nodes x ranks per node
 
+    _node_index: Optional[dict] = field(default=None, repr=False, compare=False)
+
+    def node_cells(self, node: int) -> list[Cell]:
+        """The cells of one node, by slot (an index built once for all nodes)."""
+        if self._node_index is None:
+            index: dict[int, list[Cell]] = {}
+            for (ni, _), cell in sorted(self.cells.items(), key=lambda kv: kv[0]):
+                index.setdefault(ni, []).append(cell)
+            self._node_index = index
+        return self._node_index.get(node, [])
+
     def node_order(self, only_anomalous: bool = False) -> list[int]:
         bad = list(self.anomalous_nodes)
         if only_anomalous:
@@ -78,14 +92,9 @@ def _majority(values):
 def analyse_ranks(report: ClusterReport) -> RankMap:
     """Classify every rank of the report's rank table (pure)."""
     entries = list(report.ranks)
-    hosts: list[str] = []
     node_rank_of: dict[str, Optional[int]] = {}
-    for s in report.snapshots:
-        if s.hostname not in hosts:
-            hosts.append(s.hostname)
-    for e in entries:
-        if e.host not in hosts:
-            hosts.append(e.host)
+    # hosts in first-seen order, snapshots first (a dict, not `in list`: 6,250 hosts x 50,000 ranks)
+    hosts = list(dict.fromkeys([s.hostname for s in report.snapshots] + [e.host for e in entries]))
     by_host: dict[str, list[RankEntry]] = {h: [] for h in hosts}
     for e in entries:
         by_host[e.host].append(e)
@@ -151,10 +160,14 @@ def analyse_ranks(report: ClusterReport) -> RankMap:
         cells[(ni, slot)] = cell
 
     slots = max([s for (_, s) in cells] + [-1]) + 1
-    if world is not None and hosts:
+    present = set(rank_counts)
+    absent = (world - sum(1 for r in present if 0 <= r < world)) if world is not None else 0
+    if world is not None and hosts and absent > MISSING_LIMIT:
+        # a WORLD_SIZE far beyond the ranks seen (a typo, 10**9): counted, not enumerated
+        counts["missing"] += absent
+    elif world is not None and hosts:
         per_node = world // len(hosts) if world % len(hosts) == 0 else None
         slots = max(slots, per_node or 0)
-        present = set(rank_counts)
         for r in range(world):
             if r in present:
                 continue
@@ -200,6 +213,54 @@ def _q(value) -> str:
     return "?" if value is None else str(value)
 
 
+def slot_blocks(slots: int, limit: int = SLOT_LIMIT) -> list[tuple[int, int]]:
+    """[0, slots) cut into at most ``limit`` equal runs of slots."""
+    size = max(1, -(-slots // limit))
+    return [(a, min(a + size, slots)) for a in range(0, max(1, slots), size)]
+
+
+def _block_cells(rm: RankMap, node: int, a: int, b: int) -> list[Cell]:
+    cells = rm.node_cells(node)
+    lo = bisect_left([c.slot for c in cells], a)  # cells are sorted by slot
+    out = []
+    for c in cells[lo:]:
+        if c.slot >= b:
+            break
+        out.append(c)
+    return out
+
+
+def _block_summary(rm: RankMap, node: int, a: int, b: int, cells: list[Cell]):
+    """(kind, cell text, hover) of a block of slots on one node: the worst
+    kind present colours it; the hover counts each kind."""
+    host = esc(shorten(rm.hosts[node], 48))
+    if not cells:
+        return "empty", "", f"{host}, slots {a}–{b - 1}: no rank"
+    tally = Counter(c.kind for c in cells)
+    kind = min(tally, key=KINDS.index)
+    bad = sum(v for k, v in tally.items() if k != "ok")
+    counts = ", ".join(f"{tally[k]} {esc(KIND_LABELS[k])}" for k in KINDS if tally.get(k))
+    first = next((c for c in cells if c.kind == kind), cells[0])
+    example = f"<br>e.g. {esc(first.problems[0][:160]) if first.problems else 'ok'}" if bad else ""
+    hover = (f"<b>{host}, slots {a}–{b - 1}</b>: {len(cells)} rank(s){f', {bad} anomalous' if bad else ''}"
+             f"<br>{counts}{example}<br><i>click for the list</i>")
+    return kind, (f"{bad}⚠" if bad else ""), hover
+
+
+def slot_block_html(rm: RankMap, node: int, a: int, b: int, limit: int = 20) -> str:
+    """Escaped HTML: the anomalous ranks in slots [a, b) of a node (the first
+    ``limit``, worst first), for the detail pane of a block."""
+    cells = _block_cells(rm, node, a, b)
+    bad = sorted((c for c in cells if c.kind != "ok"), key=lambda c: (KINDS.index(c.kind), c.slot))
+    head = (f"<b>{esc(shorten(rm.hosts[node], 48))}, slots {a}–{b - 1}</b>: {len(cells)} rank(s), "
+            f"{len(bad)} anomalous")
+    if not bad:
+        return head
+    items = "".join(f"<li>{cell_hover(rm, c).replace('<br>', ' · ')}</li>" for c in bad[:limit])
+    more = f"<li>… and {len(bad) - limit} more.</li>" if len(bad) > limit else ""
+    return head + f"<ul class='ncclnb-rank-anomalies'>{items}{more}</ul>"
+
+
 def rank_map_figure(report: ClusterReport, page: int = 0, page_size: int = PAGE_SIZE,
                     only_anomalous: bool = False, rank_map: Optional[RankMap] = None):
     """Pure: a plotly Figure, nodes (rows) x local slots (columns).
@@ -208,7 +269,10 @@ def rank_map_figure(report: ClusterReport, page: int = 0, page_size: int = PAGE_
     anomaly (rank out of range, duplicate, two ranks on one GPU, GPU not
     matching LOCAL_RANK, WORLD_SIZE disagreeing, device never set, missing)
     and hover explains it. Nodes with anomalies come first; ``page`` and
-    ``page_size`` select which nodes are drawn."""
+    ``page_size`` select which nodes are drawn. Past SLOT_LIMIT slots per
+    node, columns are blocks of slots coloured by the worst kind in them
+    (``layout.meta["slot_blocks"]`` lists them; :func:`slot_block_html`
+    gives a block's anomalous ranks)."""
     import plotly.graph_objects as go
 
     rm = rank_map or analyse_ranks(report)
@@ -217,22 +281,31 @@ def rank_map_figure(report: ClusterReport, page: int = 0, page_size: int = PAGE_
     page = min(max(0, page), pages - 1)
     shown = order[page * page_size:(page + 1) * page_size]
     slots = max(1, rm.slots)
+    blocks = slot_blocks(slots) if slots > SLOT_LIMIT else None
     z, text, hover, ylabels = [], [], [], []
     bad_nodes = set(rm.anomalous_nodes)
     for ni in shown:
         zr, tr, hr = [], [], []
-        for s in range(slots):
-            cell = rm.cells.get((ni, s))
-            if cell is None:
-                zr.append(KINDS.index("empty")); tr.append(""); hr.append(f"{esc(shorten(rm.hosts[ni], 48))}, slot {s}: no rank")
-                continue
-            zr.append(KINDS.index(cell.kind))
-            if cell.entry is None:
-                tr.append(f"({cell.missing_rank})")
-            else:
-                e = cell.entry
-                tr.append(f"{e.rank}<br>{'cuda:' + str(e.cuda_index) if e.cuda_index is not None else '—'}")
-            hr.append(cell_hover(rm, cell))
+        if blocks is not None:
+            cells = rm.node_cells(ni)
+            starts = [c.slot for c in cells]
+            for a, b in blocks:
+                lo, hi = bisect_left(starts, a), bisect_left(starts, b)
+                kind, cell_text, cell_hover_text = _block_summary(rm, ni, a, b, cells[lo:hi])
+                zr.append(KINDS.index(kind)); tr.append(cell_text); hr.append(cell_hover_text)
+        else:
+            for s in range(slots):
+                cell = rm.cells.get((ni, s))
+                if cell is None:
+                    zr.append(KINDS.index("empty")); tr.append(""); hr.append(f"{esc(shorten(rm.hosts[ni], 48))}, slot {s}: no rank")
+                    continue
+                zr.append(KINDS.index(cell.kind))
+                if cell.entry is None:
+                    tr.append(f"({cell.missing_rank})")
+                else:
+                    e = cell.entry
+                    tr.append(f"{e.rank}<br>{'cuda:' + str(e.cuda_index) if e.cuda_index is not None else '—'}")
+                hr.append(cell_hover(rm, cell))
         z.append(zr); text.append(tr); hover.append(hr)
         mark = " ⚠" if ni in bad_nodes else ""
         ylabels.append(f"{ni}: {esc(shorten(rm.hosts[ni], 28))}{mark}")
@@ -240,10 +313,12 @@ def rank_map_figure(report: ClusterReport, page: int = 0, page_size: int = PAGE_
     scale = []
     for idx, kind in enumerate(KINDS):
         scale += [[idx / k, KIND_COLOURS[kind]], [(idx + 1) / k, KIND_COLOURS[kind]]]
+    columns = ([f"slots {a}–{b - 1}" for a, b in blocks] if blocks is not None
+               else [f"slot {s}" for s in range(slots)])
     heat = go.Heatmap(
-        z=z, x=[f"slot {s}" for s in range(slots)], y=list(range(len(shown))),
+        z=z, x=columns, y=list(range(len(shown))),
         zmin=-0.5, zmax=k - 0.5, colorscale=scale, xgap=2, ygap=2,
-        text=text, texttemplate="%{text}" if slots <= 16 else None, textfont=dict(size=10),
+        text=text, texttemplate="%{text}" if len(columns) <= 16 else None, textfont=dict(size=10),
         hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", name="ranks",
         showscale=False,
     )
@@ -258,13 +333,18 @@ def rank_map_figure(report: ClusterReport, page: int = 0, page_size: int = PAGE_
     world = "?" if rm.world_size is None else rm.world_size
     title = (f"Rank map · {len(rm.hosts)} nodes × {slots} slots, WORLD_SIZE {world} · "
              f"{bad} node{'s' if bad != 1 else ''} with anomalies{' (first)' if bad and not only_anomalous else ''}"
-             + (f" · page {page + 1}/{pages}" if pages > 1 else ""))
+             + (f" · page {page + 1}/{pages}" if pages > 1 else "")
+             + (f" · blocks of {blocks[0][1] - blocks[0][0]} slots (worst kind shown; click for the ranks)"
+                if blocks is not None else ""))
     if rm.layout_note or counts:
         sub = "; ".join(x for x in (rm.layout_note, esc(counts)) if x)
         title += f"<br><span style='font-size:12px'>{sub}</span>"
     if rm.unplaced:
         missing = ", ".join(str(c.missing_rank) for c in rm.unplaced[:24]) + (" …" if len(rm.unplaced) > 24 else "")
         title += f"<br><span style='font-size:12px'>missing, no free slot to draw them: ranks {missing}</span>"
+    meta = dict(nodes=shown, page=page, pages=pages)
+    if blocks is not None:
+        meta["slot_blocks"] = [[a, b] for a, b in blocks]
     fig.update_layout(
         title=dict(text=title, font=dict(size=14)),
         xaxis=dict(side="top"),
@@ -275,7 +355,7 @@ def rank_map_figure(report: ClusterReport, page: int = 0, page_size: int = PAGE_
         legend=dict(title=dict(text="cell"), itemclick=False, itemdoubleclick=False),
         plot_bgcolor="white",
         clickmode="event",
-        meta=dict(nodes=shown, page=page, pages=pages),
+        meta=meta,
     )
     return fig
 

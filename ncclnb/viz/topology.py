@@ -1,10 +1,13 @@
 """The topology view: GPU x (GPU + NIC) matrix coloured by link class."""
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections import Counter
 from typing import Iterable, Optional
 
 from ..model import NodeSnapshot, nvlink_count
 from ._common import (
+    LINK_CLASSES,
     LINK_COLOURS,
     LINK_MEANING,
     LINK_ORDER,
@@ -38,66 +41,153 @@ def _primary_p2p(statuses: dict[str, str]) -> Optional[tuple[str, str]]:
     return next(iter(statuses.items()), None)
 
 
-def topology_matrix(snapshot: NodeSnapshot):
+# Past this many cells (GPU rows x GPU and NIC columns) a view draws blocks of
+# GPUs instead of GPU pairs: 72 GPUs + 8 NICs (an NVL72 domain) is 5,760 cells
+# and about 1.5 MB of static HTML; 500 GPUs drawn cell by cell were 69 MB.
+DETAIL_CELLS = 7_200
+MAX_BLOCKS = 48      # block rows (and GPU block columns) of the aggregated view
+BOARD = 8            # a block holds a multiple of 8 GPUs, so an 8-GPU board stays whole
+NIC_BLOCKS = 16      # NIC columns of the aggregated view
+
+
+def _cell(snapshot: NodeSnapshot, i: int, j: int) -> str:
+    """Raw label between GPU positions i and j ("X" on the diagonal, "?" unknown)."""
+    if i == j:
+        return "X"
+    label = snapshot.links.label(i, j)
+    return label.strip() if isinstance(label, str) else "?"
+
+
+def _nic_cell(snapshot: NodeSnapshot, i: int, k: int) -> str:
+    try:
+        label = snapshot.links.gpu_nic[i][k]
+    except (IndexError, TypeError):
+        return "?"
+    return label.strip() if isinstance(label, str) else "?"
+
+
+def _span(rng, n: int) -> tuple[int, int]:
+    if rng is None:
+        return 0, n
+    a, b = int(rng[0]), int(rng[1])
+    a = min(max(0, a), n)
+    return a, min(max(a, b), n)
+
+
+def topology_matrix(snapshot: NodeSnapshot, rows=None, cols=None):
     """Rows (GPU positions) and columns ("GPUk" / "NICk") with their labels.
 
     Returns ``(columns, labels)`` where ``labels[i][c]`` is the raw
-    ``topo -m`` label between GPU i and column c ("?" when not known)."""
+    ``topo -m`` label between GPU i and column c ("?" when not known).
+    ``rows`` and ``cols`` are ``(start, stop)`` GPU positions (default: all);
+    the NIC columns always follow. The result has rows x columns cells:
+    use :func:`topology_figure`, which draws blocks past DETAIL_CELLS."""
     n = len(snapshot.gpus)
+    r0, r1 = _span(rows, n)
+    c0, c1 = _span(cols, n)
     nics = snapshot.links.nic_names
-    columns = [f"GPU{g.index}" for g in snapshot.gpus] + [f"NIC{k}" for k in range(len(nics))]
-    labels = []
-    for i in range(n):
-        row = []
-        for j in range(n):
-            row.append("X" if i == j else (snapshot.links.label(i, j) or "?").strip())
-        for k in range(len(nics)):
-            try:
-                row.append(snapshot.links.gpu_nic[i][k].strip())
-            except IndexError:
-                row.append("?")
-        labels.append(row)
+    columns = [f"GPU{snapshot.gpus[j].index}" for j in range(c0, c1)] + [f"NIC{k}" for k in range(len(nics))]
+    labels = [[_cell(snapshot, i, j) for j in range(c0, c1)] + [_nic_cell(snapshot, i, k) for k in range(len(nics))]
+              for i in range(r0, r1)]
     return columns, labels
 
 
-def topology_figure(snapshot: NodeSnapshot, highlight: Optional[Iterable[int]] = None, ranks=()):
+def topology_mode(snapshot: NodeSnapshot, rows=None, cols=None) -> str:
+    """"cells" when the view draws every GPU pair, "blocks" when it folds them."""
+    n = len(snapshot.gpus)
+    r0, r1 = _span(rows, n)
+    c0, c1 = _span(cols, n)
+    return "cells" if (r1 - r0) * ((c1 - c0) + len(snapshot.links.nic_names)) <= DETAIL_CELLS else "blocks"
+
+
+def _scale():
+    k = len(LINK_ORDER)
+    scale = []
+    for idx, cls in enumerate(LINK_ORDER):
+        scale.append([idx / k, LINK_COLOURS[cls]])
+        scale.append([(idx + 1) / k, LINK_COLOURS[cls]])
+    return scale
+
+
+def _colorbar():
+    k = len(LINK_ORDER)
+    return dict(title=dict(text="link"), tickvals=list(range(k)),
+                ticktext=[f"{c}" for c in LINK_ORDER[:-2]] + ["self", "unknown"], len=0.9)
+
+
+def _used_text(snapshot: NodeSnapshot, in_use, limit: int = 16) -> str:
+    if in_use is None:
+        return "all GPUs"
+    if not in_use:
+        return "no GPU in use matches"
+    names = ", ".join(f"GPU{snapshot.gpus[p].index}" for p in in_use[:limit])
+    return f"GPUs in use: {names}" + (f" … ({len(in_use)} GPUs)" if len(in_use) > limit else "")
+
+
+def topology_figure(snapshot: NodeSnapshot, highlight: Optional[Iterable[int]] = None, ranks=(),
+                    rows=None, cols=None, aggregate: Optional[bool] = None):
     """Pure: a plotly Figure of the node's GPU x GPU and GPU x NIC links.
 
     Cells are coloured by link class (NV# > PIX > PXB > PHB > NODE > SYS),
     show the label (NVLink count included) and a P2P status that is not OK;
     hover gives bus ids and NUMA nodes. ``highlight`` lists GPU positions in
     use; by default they come from the rank table (``ranks``) or the
-    snapshot's ``CUDA_VISIBLE_DEVICES``. GPUs not in use are dimmed."""
+    snapshot's ``CUDA_VISIBLE_DEVICES``. GPUs not in use are dimmed.
+
+    ``rows`` / ``cols`` limit the view to ``(start, stop)`` GPU positions
+    (a zoomed block). Past DETAIL_CELLS cells (``aggregate=None``), or with
+    ``aggregate=True``, the view folds GPUs into at most MAX_BLOCKS blocks of
+    consecutive GPUs: each block pair is coloured by its most common link
+    class, and its hover counts every class and names the worst. The
+    figure's ``layout.meta`` says which (``mode``: "cells" or "blocks") and
+    the GPU positions of each block, for a click handler to zoom in."""
+    n = len(snapshot.gpus)
+    in_use = sorted(set(highlight)) if highlight is not None else gpus_in_use(snapshot, ranks)
+    if aggregate is None:
+        aggregate = topology_mode(snapshot, rows, cols) == "blocks"
+    if aggregate:
+        return _block_figure(snapshot, in_use, _span(rows, n), _span(cols, n))
+    return _cell_figure(snapshot, in_use, _span(rows, n), _span(cols, n))
+
+
+def _cell_figure(snapshot: NodeSnapshot, in_use, rows: tuple[int, int], cols: tuple[int, int]):
     import plotly.graph_objects as go
 
     n = len(snapshot.gpus)
+    (r0, r1), (c0, c1) = rows, cols
+    whole = (r0, r1) == (0, n) and (c0, c1) == (0, n)
     nic_names = snapshot.links.nic_names
-    columns, labels = topology_matrix(snapshot)
-    in_use = sorted(set(highlight)) if highlight is not None else gpus_in_use(snapshot, ranks)
+    columns, labels = topology_matrix(snapshot, rows, cols)
+    ncols_gpu = c1 - c0
     in_use_set = set(range(n)) if in_use is None else set(in_use)
 
     show_text = len(columns) <= TEXT_LIMIT
     # big matrices: a shorter hover (the colour bar names each class) keeps the JSON small
-    row_desc = [gpu_hover(snapshot, p) if show_text else f"<b>GPU{g.index}</b> bus {esc(g.pci_bus_id or '?')} · NUMA {esc('?' if g.numa_node is None else g.numa_node)}"
-                for p, g in enumerate(snapshot.gpus)]
+    needed = set(range(r0, r1)) | set(range(c0, c1))
+    row_desc = {p: gpu_hover(snapshot, p) if show_text else
+                f"<b>GPU{snapshot.gpus[p].index}</b> bus {esc(snapshot.gpus[p].pci_bus_id or '?')} · NUMA "
+                f"{esc('?' if snapshot.gpus[p].numa_node is None else snapshot.gpus[p].numa_node)}"
+                for p in needed}
+    nic_desc = [_nic_hover(snapshot, nic_names[k], k) for k in range(len(nic_names))]
     z, text, hover = [], [], []
-    for i in range(n):
+    for i in range(r0, r1):
         zr, tr, hr = [], [], []
-        for c, label in enumerate(labels[i]):
+        for c, label in enumerate(labels[i - r0]):
             cls = link_class(label)
             zr.append(LINK_ORDER.index(cls))
             cell = esc(label) if cls != "X" else "·"
             extra = ""
-            if c < n and c != i:
-                statuses = _p2p_status(snapshot, i, c)
+            j = c0 + c if c < ncols_gpu else None
+            if j is not None and j != i:
+                statuses = _p2p_status(snapshot, i, j)
                 primary = _primary_p2p(statuses)
                 if primary and primary[1].strip().upper() not in ("OK", "X"):
                     cell += f"<br>✗{esc(primary[1].strip())}"
                 if statuses:
                     extra = "<br>P2P " + ", ".join(f"{esc(k)} {esc(v)}" for k, v in statuses.items())
-                other = row_desc[c]
-            elif c >= n:
-                other = _nic_hover(snapshot, nic_names[c - n], c - n)
+                other = row_desc[j]
+            elif j is None:
+                other = nic_desc[c - ncols_gpu]
             else:
                 other = "itself"
             tr.append(cell)
@@ -107,72 +197,320 @@ def topology_figure(snapshot: NodeSnapshot, highlight: Optional[Iterable[int]] =
         text.append(tr)
         hover.append(hr)
 
-    # a discrete colour scale: one flat band per class
     k = len(LINK_ORDER)
-    scale = []
-    for idx, cls in enumerate(LINK_ORDER):
-        scale.append([idx / k, LINK_COLOURS[cls]])
-        scale.append([(idx + 1) / k, LINK_COLOURS[cls]])
-    rows = [f"GPU{g.index}" for g in snapshot.gpus]
+    row_names = [f"GPU{snapshot.gpus[p].index}" for p in range(r0, r1)]
     heat = go.Heatmap(
-        z=z,
-        x=columns,
-        y=rows,
-        zmin=-0.5,
-        zmax=k - 0.5,
-        colorscale=scale,
-        text=text,
-        texttemplate="%{text}" if show_text else None,
-        hovertext=hover,
-        hovertemplate="%{hovertext}<extra></extra>",
-        xgap=1,
-        ygap=1,
-        name="links",
-        colorbar=dict(
-            title=dict(text="link"),
-            tickvals=list(range(k)),
-            ticktext=[f"{c}" for c in LINK_ORDER[:-2]] + ["self", "unknown"],
-            len=0.9,
-        ),
+        z=z, x=columns, y=row_names, zmin=-0.5, zmax=k - 0.5, colorscale=_scale(),
+        text=text, texttemplate="%{text}" if show_text else None,
+        hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
+        xgap=1, ygap=1, name="links", colorbar=_colorbar(),
     )
     fig = go.Figure(heat)
 
-    def tick(label: str, used: bool) -> str:
-        return f"<b>{label} ●</b>" if used else label
+    def tick(p: int) -> str:
+        label = f"GPU{snapshot.gpus[p].index}"
+        return f"<b>{label} ●</b>" if p in in_use_set and in_use is not None else label
 
-    row_ticks = [tick(r, p in in_use_set and in_use is not None) for p, r in enumerate(rows)]
-    col_ticks = row_ticks + [f"{c}<br>{esc(shorten(nic_names[k2], 14))}" for k2, c in enumerate(columns[n:])]
+    row_ticks = [tick(p) for p in range(r0, r1)]
+    col_ticks = [tick(p) for p in range(c0, c1)] + [f"{c}<br>{esc(shorten(nic_names[k2], 14))}"
+                                                   for k2, c in enumerate(columns[ncols_gpu:])]
     shapes = []
     if in_use is not None:
         # dim what the job does not use, so the GPUs in use stand out
-        for p in range(n):
-            if p in in_use_set:
-                continue
-            shapes.append(dict(type="rect", xref="x", yref="y", x0=-0.5, x1=len(columns) - 0.5,
-                               y0=p - 0.5, y1=p + 0.5, fillcolor="white", opacity=0.6, line_width=0, layer="above"))
-            shapes.append(dict(type="rect", xref="x", yref="y", x0=p - 0.5, x1=p + 0.5,
-                               y0=-0.5, y1=n - 0.5, fillcolor="white", opacity=0.6, line_width=0, layer="above"))
+        for p in range(r0, r1):
+            if p not in in_use_set:
+                y = p - r0
+                shapes.append(dict(type="rect", xref="x", yref="y", x0=-0.5, x1=len(columns) - 0.5,
+                                   y0=y - 0.5, y1=y + 0.5, fillcolor="white", opacity=0.6, line_width=0, layer="above"))
+        for p in range(c0, c1):
+            if p not in in_use_set:
+                x = p - c0
+                shapes.append(dict(type="rect", xref="x", yref="y", x0=x - 0.5, x1=x + 0.5,
+                                   y0=-0.5, y1=(r1 - r0) - 0.5, fillcolor="white", opacity=0.6, line_width=0,
+                                   layer="above"))
     if nic_names:
-        shapes.append(dict(type="line", xref="x", yref="y", x0=n - 0.5, x1=n - 0.5, y0=-0.5, y1=n - 0.5,
-                           line=dict(color="black", width=2)))
-    used_text = (
-        "all GPUs" if in_use is None
-        else ("GPUs in use: " + ", ".join(rows[p] for p in in_use) if in_use else "no GPU in use matches")
-    )
+        shapes.append(dict(type="line", xref="x", yref="y", x0=ncols_gpu - 0.5, x1=ncols_gpu - 0.5, y0=-0.5,
+                           y1=(r1 - r0) - 0.5, line=dict(color="black", width=2)))
+    where = "" if whole else (f" · zoomed: GPU{_idx(snapshot, r0)}–{_idx(snapshot, r1 - 1)} ↔ "
+                              + (f"GPU{_idx(snapshot, c0)}–{_idx(snapshot, c1 - 1)}" if c1 > c0 else "NICs"))
     title = (f"Topology of {esc(shorten(snapshot.hostname, 100))}<br>"
-             f"<span style='font-size:12px'>{n} GPUs, {len(nic_names)} NICs · {used_text}</span>")
+             f"<span style='font-size:12px'>{n} GPUs, {len(nic_names)} NICs{where} · "
+             f"{_used_text(snapshot, in_use)}</span>")
     cell_px = 44 if show_text else max(8, min(22, 900 // max(1, len(columns))))
     fig.update_layout(
         title=dict(text=title, font=dict(size=14)),
         xaxis=dict(side="top", tickmode="array", tickvals=columns, ticktext=col_ticks, showgrid=False),
-        yaxis=dict(autorange="reversed", tickmode="array", tickvals=rows, ticktext=row_ticks, showgrid=False),
+        yaxis=dict(autorange="reversed", tickmode="array", tickvals=row_names, ticktext=row_ticks, showgrid=False),
         shapes=shapes,
-        height=min(1100, 160 + cell_px * max(1, n)),
+        height=min(1100, 160 + cell_px * max(1, r1 - r0)),
         margin=dict(l=70, r=20, t=110, b=20),
         plot_bgcolor="white",
         clickmode="event",
+        meta=dict(mode="cells", rows=[r0, r1], cols=[c0, c1], nics=len(nic_names)),
     )
     return fig
+
+
+def _idx(snapshot: NodeSnapshot, p: int):
+    return snapshot.gpus[p].index if 0 <= p < len(snapshot.gpus) else "?"
+
+
+def _blocks(start: int, stop: int, most: int, unit: int) -> list[tuple[int, int]]:
+    """[start, stop) cut into at most ``most`` runs whose size is a multiple of ``unit``."""
+    count = stop - start
+    if count <= 0:
+        return []
+    size = unit * max(1, -(-count // (unit * most)))
+    return [(a, min(a + size, stop)) for a in range(start, stop, size)]
+
+
+_CLASS_OF: dict = {}
+
+
+def _classes(counter: Counter) -> Counter:
+    """Raw label counts -> link class counts (the self "X" left out)."""
+    out: Counter = Counter()
+    for label, c in counter.items():
+        cls = _CLASS_OF.get(label)
+        if cls is None:
+            cls = link_class(label if isinstance(label, str) else None)
+            if len(_CLASS_OF) < 4096:
+                _CLASS_OF[label] = cls
+        if cls != "X":
+            out[cls] += c
+    return out
+
+
+def block_counts(matrix, rows: tuple[int, int], col_blocks: list[tuple[int, int]], skip_diagonal: bool = True):
+    """For each column block, a Counter of link classes over the cells of
+    ``matrix`` in rows [r0, r1) x that block, reading only the cells the
+    matrix holds (linear in the matrix, never in the square of the GPUs)."""
+    r0, r1 = rows
+    totals = [Counter() for _ in col_blocks]
+    for i in range(r0, min(r1, len(matrix or ()))):
+        row = matrix[i]
+        try:
+            width = len(row)
+        except TypeError:
+            continue
+        for b, (c0, c1) in enumerate(col_blocks):
+            if c0 >= width:
+                break
+            seg = Counter(row[c0:min(c1, width)])
+            if skip_diagonal and c0 <= i < min(c1, width):
+                seg[row[i]] -= 1
+            totals[b].update(_classes(seg))
+    return totals
+
+
+def _p2p_block_counts(snapshot: NodeSnapshot, rows, col_blocks):
+    """(capability, per column block: pairs whose status is neither OK nor X)."""
+    statuses = snapshot.links.p2p or {}
+    cap = next((c for c in P2P_PRIMARY if c in statuses), next(iter(statuses), None))
+    if cap is None:
+        return None, [0] * len(col_blocks)
+    matrix = statuses[cap] or ()
+    r0, r1 = rows
+    bad = [0] * len(col_blocks)
+    for i in range(r0, min(r1, len(matrix))):
+        row = matrix[i]
+        for b, (c0, c1) in enumerate(col_blocks):
+            if c0 >= len(row):
+                break
+            for v in row[c0:min(c1, len(row))]:
+                if isinstance(v, str) and v.strip().upper() not in ("OK", "X"):
+                    bad[b] += 1
+    return cap, bad
+
+
+def _worst(counts: Counter) -> Optional[str]:
+    known = [c for c in LINK_CLASSES if counts.get(c)]
+    return known[-1] if known else None
+
+
+def _common(counts: Counter) -> str:
+    known = [(n, -LINK_ORDER.index(c), c) for c, n in counts.items() if c in LINK_CLASSES and n]
+    return max(known)[2] if known else "?"
+
+
+def _block_name(snapshot: NodeSnapshot, a: int, b: int) -> str:
+    return f"GPU{_idx(snapshot, a)}" if b - a == 1 else f"GPU{_idx(snapshot, a)}–{_idx(snapshot, b - 1)}"
+
+
+def _numa_of_block(snapshot: NodeSnapshot, a: int, b: int) -> str:
+    nodes = sorted({g.numa_node for g in snapshot.gpus[a:b] if g.numa_node is not None})
+    if not nodes:
+        return "NUMA ?"
+    return f"NUMA {nodes[0]}" if len(nodes) == 1 else f"NUMA {nodes[0]}–{nodes[-1]}"
+
+
+def _counts_text(counts: Counter, total: int) -> str:
+    known = sum(v for c, v in counts.items() if c in LINK_CLASSES)
+    parts = " · ".join(f"{c} {counts[c]}" for c in LINK_CLASSES if counts.get(c))
+    return f"{known} of {total} links known" + (f": {parts}" if parts else "")
+
+
+def _block_figure(snapshot: NodeSnapshot, in_use, rows: tuple[int, int], cols: tuple[int, int]):
+    import plotly.graph_objects as go
+
+    n = len(snapshot.gpus)
+    nic_names = snapshot.links.nic_names
+    row_blocks = _blocks(rows[0], rows[1], MAX_BLOCKS, BOARD)
+    col_blocks = _blocks(cols[0], cols[1], MAX_BLOCKS, BOARD)
+    nic_blocks = _blocks(0, len(nic_names), NIC_BLOCKS, 1)
+    used_per_block: dict[tuple[int, int], int] = {}
+    if in_use is not None:
+        for blocks in (row_blocks, col_blocks):
+            starts = [a for a, _ in blocks]
+            for p in in_use:
+                at = bisect_right(starts, p) - 1
+                if at >= 0 and blocks[at][0] <= p < blocks[at][1]:
+                    used_per_block[blocks[at]] = used_per_block.get(blocks[at], 0) + 1
+
+    def name(a: int, b: int) -> str:
+        return _block_name(snapshot, a, b)
+
+    x_names = [name(a, b) for a, b in col_blocks]
+    x_names += [f"NIC{a}" if b - a == 1 else f"NIC{a}–{b - 1}" for a, b in nic_blocks]
+    y_names = [name(a, b) for a, b in row_blocks]
+    x_names, y_names = _unique(x_names), _unique(y_names)
+    show_text = len(x_names) <= TEXT_LIMIT
+    z, text, hover = [], [], []
+    for (a, b), yname in zip(row_blocks, y_names):
+        gg = block_counts(snapshot.links.gpu_gpu, (a, b), col_blocks)
+        gn = block_counts(snapshot.links.gpu_nic, (a, b), nic_blocks, skip_diagonal=False)
+        cap, p2p_bad = _p2p_block_counts(snapshot, (a, b), col_blocks)
+        head = f"<b>{esc(yname)}</b> ({esc(_numa_of_block(snapshot, a, b))})"
+        zr, tr, hr = [], [], []
+        for c, counts in enumerate(gg + gn):
+            is_gpu = c < len(col_blocks)
+            if is_gpu:
+                c0, c1 = col_blocks[c]
+                overlap = max(0, min(b, c1) - max(a, c0))
+                total = (b - a) * (c1 - c0) - overlap
+                other = f"<b>{esc(x_names[c])}</b> ({esc(_numa_of_block(snapshot, c0, c1))})"
+            else:
+                k0, k1 = nic_blocks[c - len(col_blocks)]
+                total = (b - a) * (k1 - k0)
+                other = f"<b>{esc(x_names[c])}</b> " + esc(shorten(", ".join(nic_names[k0:k1]), 40))
+            common, worst = _common(counts), _worst(counts)
+            zr.append(LINK_ORDER.index(common))
+            cell = esc(common) + (f"<br>▲{esc(worst)}" if worst and worst != common else "")
+            tr.append(cell)
+            lines = [f"{head} ↔ {other}", _counts_text(counts, total)]
+            if worst:
+                lines.append(f"most common: <b>{esc(common)}</b> · worst: <b>{esc(worst)}</b>")
+            if is_gpu and cap and p2p_bad[c]:
+                lines.append(f"P2P {esc(cap)} not OK: {p2p_bad[c]} pair(s)")
+            lines.append("<i>click to zoom in</i>")
+            hr.append("<br>".join(lines))
+        z.append(zr)
+        text.append(tr)
+        hover.append(hr)
+
+    k = len(LINK_ORDER)
+    heat = go.Heatmap(
+        z=z, x=x_names, y=y_names, zmin=-0.5, zmax=k - 0.5, colorscale=_scale(),
+        text=text, texttemplate="%{text}" if show_text else None, textfont=dict(size=9),
+        hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
+        xgap=1, ygap=1, name="link blocks", colorbar=_colorbar(),
+    )
+    fig = go.Figure(heat)
+
+    def tick(block, label: str) -> str:
+        used = used_per_block.get(block, 0)
+        if in_use is None or not used:
+            return esc(label)
+        return f"<b>{esc(label)} ●{used}</b>"
+
+    row_ticks = [tick(bl, nm) for bl, nm in zip(row_blocks, y_names)]
+    col_ticks = [tick(bl, nm) for bl, nm in zip(col_blocks, x_names)] + [esc(nm) for nm in x_names[len(col_blocks):]]
+    shapes = []
+    if in_use is not None:
+        for y, bl in enumerate(row_blocks):
+            if not used_per_block.get(bl):
+                shapes.append(dict(type="rect", xref="x", yref="y", x0=-0.5, x1=len(x_names) - 0.5, y0=y - 0.5,
+                                   y1=y + 0.5, fillcolor="white", opacity=0.6, line_width=0, layer="above"))
+        for x, bl in enumerate(col_blocks):
+            if not used_per_block.get(bl):
+                shapes.append(dict(type="rect", xref="x", yref="y", x0=x - 0.5, x1=x + 0.5, y0=-0.5,
+                                   y1=len(y_names) - 0.5, fillcolor="white", opacity=0.6, line_width=0, layer="above"))
+    if nic_blocks:
+        shapes.append(dict(type="line", xref="x", yref="y", x0=len(col_blocks) - 0.5, x1=len(col_blocks) - 0.5,
+                           y0=-0.5, y1=len(y_names) - 0.5, line=dict(color="black", width=2)))
+    whole = rows == (0, n) and cols == (0, n)
+    size = row_blocks[0][1] - row_blocks[0][0] if row_blocks else 0
+    where = "" if whole else (f" · zoomed: {esc(name(*rows))} ↔ " + (esc(name(*cols)) if cols[1] > cols[0] else "NICs"))
+    title = (f"Topology of {esc(shorten(snapshot.hostname, 100))}<br>"
+             f"<span style='font-size:12px'>{n} GPUs, {len(nic_names)} NICs{where} · blocks of {size} GPUs, "
+             f"coloured by their most common link class (▲ the worst); click a block to zoom in · "
+             f"{_used_text(snapshot, in_use)}</span>")
+    cell_px = 44 if show_text else max(12, min(22, 900 // max(1, len(x_names))))
+    fig.update_layout(
+        title=dict(text=title, font=dict(size=14)),
+        xaxis=dict(side="top", tickmode="array", tickvals=x_names, ticktext=col_ticks, showgrid=False),
+        yaxis=dict(autorange="reversed", tickmode="array", tickvals=y_names, ticktext=row_ticks, showgrid=False),
+        shapes=shapes,
+        height=min(1100, 180 + cell_px * max(1, len(y_names))),
+        margin=dict(l=110, r=20, t=130, b=20),
+        plot_bgcolor="white",
+        clickmode="event",
+        meta=dict(mode="blocks", rows=list(rows), cols=list(cols), nics=len(nic_names),
+                  row_blocks=[list(bl) for bl in row_blocks], col_blocks=[list(bl) for bl in col_blocks],
+                  nic_blocks=[list(bl) for bl in nic_blocks]),
+    )
+    return fig
+
+
+def _unique(names: list[str]) -> list[str]:
+    seen: Counter = Counter()
+    out = []
+    for nm in names:
+        seen[nm] += 1
+        out.append(nm if seen[nm] == 1 else f"{nm} ({seen[nm]})")
+    return out
+
+
+def block_details(snapshot: NodeSnapshot, rows: tuple[int, int], cols: Optional[tuple[int, int]] = None,
+                  nics: Optional[tuple[int, int]] = None, examples: int = 6) -> str:
+    """Escaped HTML about one block of the aggregated view: its GPUs, the
+    count of each link class and a few pairs of the worst class. ``cols``
+    is a GPU block, ``nics`` a NIC block (one of them)."""
+    a, b = rows
+    if nics is not None:
+        counts = block_counts(snapshot.links.gpu_nic, rows, [nics], skip_diagonal=False)[0]
+        total = (b - a) * (nics[1] - nics[0])
+        other = ", ".join(snapshot.links.nic_names[nics[0]:nics[1]])
+        cell = _nic_cell
+        others = range(nics[0], nics[1])
+        head = f"<b>{esc(_block_name(snapshot, a, b))} ↔ NICs {esc(shorten(other, 80))}</b>"
+    else:
+        c0, c1 = cols if cols is not None else rows
+        counts = block_counts(snapshot.links.gpu_gpu, rows, [(c0, c1)])[0]
+        total = (b - a) * (c1 - c0) - max(0, min(b, c1) - max(a, c0))
+        cell = _cell
+        others = range(c0, c1)
+        head = (f"<b>{esc(_block_name(snapshot, a, b))} ({esc(_numa_of_block(snapshot, a, b))}) ↔ "
+                f"{esc(_block_name(snapshot, c0, c1))} ({esc(_numa_of_block(snapshot, c0, c1))})</b>")
+    parts = [head, esc(_counts_text(counts, total))]
+    worst = _worst(counts)
+    if worst:
+        found = []
+        rows_have = len(snapshot.links.gpu_gpu if nics is None else snapshot.links.gpu_nic or ())
+        for i in range(a, min(b, rows_have)):
+            for j in others:
+                if (nics is None and i == j) or link_class(cell(snapshot, i, j)) != worst:
+                    continue
+                right = f"GPU{_idx(snapshot, j)}" if nics is None else esc(snapshot.links.nic_names[j])
+                found.append(f"GPU{_idx(snapshot, i)} ↔ {right}: <code>{esc(cell(snapshot, i, j))}</code>")
+                if len(found) >= examples:
+                    break
+            if len(found) >= examples:
+                break
+        parts.append(f"worst class <b>{esc(worst)}</b> = {esc(LINK_MEANING[worst])}, e.g. " + "; ".join(found))
+    parts.append("<small>the view now shows these GPUs one by one where they fit; check by hand: "
+                 "<code>nvidia-smi topo -m</code></small>")
+    return "<br>".join(parts)
 
 
 def _nic_hover(snapshot: NodeSnapshot, name: str, k: int) -> str:
@@ -187,26 +525,28 @@ def _nic_hover(snapshot: NodeSnapshot, name: str, k: int) -> str:
 
 
 def topology_details(snapshot: NodeSnapshot, row: int, column: int) -> str:
-    """Escaped HTML about one cell (GPU position ``row`` x column index)."""
-    columns, labels = topology_matrix(snapshot)
-    if not (0 <= row < len(snapshot.gpus) and 0 <= column < len(columns)):
-        return "<i>no such cell</i>"
+    """Escaped HTML about one cell (GPU position ``row`` x column index, where
+    columns are every GPU then every NIC), read from that cell alone."""
     n = len(snapshot.gpus)
+    nic_names = snapshot.links.nic_names
+    if not (0 <= row < n and 0 <= column < n + len(nic_names)):
+        return "<i>no such cell</i>"
     g = snapshot.gpus[row]
-    label = labels[row][column]
+    label = _cell(snapshot, row, column) if column < n else _nic_cell(snapshot, row, column - n)
+    left = f"GPU{g.index}"
+    right = f"GPU{snapshot.gpus[column].index}" if column < n else f"NIC{column - n}"
     cls = link_class(label)
-    parts = [f"<b>{esc(columns[row])} ↔ {esc(columns[column])}</b>: <code>{esc(label)}</code> = {esc(LINK_MEANING[cls])}"]
+    parts = [f"<b>{esc(left)} ↔ {esc(right)}</b>: <code>{esc(label)}</code> = {esc(LINK_MEANING[cls])}"]
     if nvlink_count(label):
         parts.append(f"{nvlink_count(label)} NVLinks bonded")
-    parts.append(f"{esc(columns[row])}: {esc(g.name or '?')}, bus {esc(g.pci_bus_id or '?')}, NUMA {esc(g.numa_node)}")
+    parts.append(f"{esc(left)}: {esc(g.name or '?')}, bus {esc(g.pci_bus_id or '?')}, NUMA {esc(g.numa_node)}")
     if column < n:
         o = snapshot.gpus[column]
-        parts.append(f"{esc(columns[column])}: {esc(o.name or '?')}, bus {esc(o.pci_bus_id or '?')}, NUMA {esc(o.numa_node)}")
+        parts.append(f"{esc(right)}: {esc(o.name or '?')}, bus {esc(o.pci_bus_id or '?')}, NUMA {esc(o.numa_node)}")
         statuses = _p2p_status(snapshot, row, column)
         if statuses:
             parts.append("P2P (nvidia-smi topo -p2p): " + ", ".join(f"{esc(k)} {esc(v)}" for k, v in statuses.items()))
     else:
-        name = snapshot.links.nic_names[column - n]
-        parts.append(_nic_hover(snapshot, name, column - n))
+        parts.append(_nic_hover(snapshot, nic_names[column - n], column - n))
     parts.append("<small>check by hand: <code>nvidia-smi topo -m</code></small>")
     return "<br>".join(parts)

@@ -14,6 +14,7 @@ DIFFERS = "background-color:#f8d7da;color:#842029;font-weight:bold"
 NO_MAJORITY = "background-color:#fff3cd;color:#664d03"
 GROUP_OVER = 16  # more nodes than this: one row per distinct configuration
 ENV_LIMIT = 12   # at most this many NCCL_* columns, the most varied first
+ROW_LIMIT = 48   # rows (configurations) drawn; the most common first, the rest counted in the caption
 
 
 def _libs(libs) -> str:
@@ -55,11 +56,7 @@ def version_frame(target: Union[ClusterReport, NodeSnapshot, Iterable[NodeSnapsh
 
     snaps = snapshots_of(target) if isinstance(target, (ClusterReport, NodeSnapshot)) else tuple(target)
     rows = [version_row(s) for s in snaps]
-    columns: list[str] = []
-    for r in rows:
-        for k in r:
-            if k not in columns:
-                columns.append(k)
+    columns = list(dict.fromkeys(k for r in rows for k in r))  # first seen, in one pass
     env_cols = [c for c in columns if c.startswith("NCCL_")]
     if len(env_cols) > ENV_LIMIT:
         varied = sorted(env_cols, key=lambda c: -len({r.get(c, MISSING) for r in rows}))
@@ -74,6 +71,8 @@ def version_frame(target: Union[ClusterReport, NodeSnapshot, Iterable[NodeSnapsh
         grouped: dict[tuple, list[str]] = {}
         for host, vals in zip(hosts, table):
             grouped.setdefault(tuple(vals), []).append(host)
+        # the most common configuration first (the reference), then the others by size, then first seen
+        grouped = dict(sorted(grouped.items(), key=lambda kv: -len(kv[1])))
         table = [list(k) for k in grouped]
         weights = [len(h) for h in grouped.values()]
         hosts = [
@@ -114,7 +113,12 @@ def version_table(report_or_snapshots, group: object = "auto", only_differing: b
     the majority are red; a column with no majority is amber. Every value
     is HTML-escaped. With ``only_differing`` only columns that vary remain."""
     frame, weights = version_frame(report_or_snapshots, group)
-    marks = differing_cells(frame, weights)
+    marks = differing_cells(frame, weights)  # over every row, before any is left out
+    hidden_rows, hidden_nodes = 0, 0
+    if len(frame) > ROW_LIMIT:
+        hidden_rows, hidden_nodes = len(frame) - ROW_LIMIT, sum(weights[ROW_LIMIT:])
+        frame = frame.iloc[:ROW_LIMIT]
+        marks = {k: v for k, v in marks.items() if k[0] < ROW_LIMIT}
     if only_differing:
         varied = [c for c in frame.columns if any(k[1] == c for k in marks)]
         frame = frame[varied] if varied else frame.iloc[:, :0]
@@ -124,9 +128,10 @@ def version_table(report_or_snapshots, group: object = "auto", only_differing: b
         import pandas as pd
 
         styles = pd.DataFrame("", index=df.index, columns=df.columns)
+        where = {c: k for k, c in enumerate(cols)}
         for (i, col), kind in marks.items():
-            if col in cols:
-                styles.iat[i, cols.index(col)] = DIFFERS if kind == "differs" else NO_MAJORITY
+            if col in where:
+                styles.iat[i, where[col]] = DIFFERS if kind == "differs" else NO_MAJORITY
         return styles
 
     n_nodes = sum(weights)
@@ -134,7 +139,9 @@ def version_table(report_or_snapshots, group: object = "auto", only_differing: b
     caption = (f"Versions on {n_nodes} node{'s' if n_nodes != 1 else ''}"
                + (f" ({len(weights)} distinct configurations)" if len(weights) != n_nodes else "")
                + (f" · {n_diff} component{'s' if n_diff != 1 else ''} differ (red: not the majority; amber: no majority)"
-                  if n_diff else " · all the same"))
+                  if n_diff else " · all the same")
+               + (f" · {hidden_rows} more configurations ({hidden_nodes} nodes) not shown, the least common; "
+                  f"ncclnb.viz.versions.version_frame() has them all" if hidden_rows else ""))
     styler = (
         frame.style.format(escape="html")
         .format_index(escape="html", axis=0)

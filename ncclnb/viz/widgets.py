@@ -155,12 +155,32 @@ def _clicked(points):
     return points.xs[0], points.ys[0], points.point_inds[0]
 
 
+PICKER_OPTIONS = 200  # hosts listed in the host picker; past that, type a hostname
+
+
 def _host_picker(snaps: Sequence[NodeSnapshot], value: str):
+    """A dropdown of the hosts, or for a large report a box to type a
+    hostname in (suggesting the first PICKER_OPTIONS), so 6,250 nodes do not
+    become 6,250 options in the page."""
     import ipywidgets as w
 
-    picker = w.Dropdown(options=[s.hostname for s in snaps], value=value, description="host")
+    names = [s.hostname for s in snaps]
+    if len(names) <= PICKER_OPTIONS:
+        picker = w.Dropdown(options=names, value=value, description="host")
+    else:
+        picker = w.Combobox(options=names[:PICKER_OPTIONS], value=value, description="host",
+                            placeholder=f"one of {len(names)} hostnames", ensure_option=False,
+                            continuous_update=False)
     picker.add_class("ncclnb-host")
     return picker
+
+
+def _snapshot_of(target, host):
+    """The snapshot of ``host`` in ``target``, or None for a name it lacks (typed by hand)."""
+    try:
+        return pick_snapshot(target, host)
+    except ValueError:
+        return None
 
 
 # --- topology ---------------------------------------------------------------
@@ -170,7 +190,7 @@ def _parse_gpu_list(text: str, snap: NodeSnapshot) -> Optional[list[int]]:
     if not tokens:
         return None
     by_index = {g.index: p for p, g in enumerate(snap.gpus)}
-    return sorted({by_index[int(t)] for t in tokens if t.isdigit() and int(t) in by_index})
+    return sorted({by_index[int(t)] for t in tokens if t.isascii() and t.isdigit() and int(t) in by_index})
 
 
 def show_topology(target, host: Optional[str] = None, highlight: Optional[Iterable[int]] = None) -> View:
@@ -179,29 +199,53 @@ def show_topology(target, host: Optional[str] = None, highlight: Optional[Iterab
     ``target`` is a NodeSnapshot, ClusterReport, bundled machine name or
     path; ``host`` picks a node of a report; ``highlight`` lists GPU
     positions in use (default: rank table, else CUDA_VISIBLE_DEVICES).
-    Click a cell for its details; type GPU indices to change the set."""
+    Click a cell for its details; type GPU indices to change the set. A
+    node too large to draw pair by pair shows blocks of GPUs: click a block
+    to zoom into it (its pairs, or smaller blocks), "whole node" to go back."""
     import ipywidgets as w
 
     from ._common import gpus_in_use
-    from .topology import topology_details, topology_figure
+    from .topology import block_details, topology_details, topology_figure
 
     target = resolve(target)
     snaps = snapshots_of(target)
     ranks = ranks_of(target)
-    state = {"snap": pick_snapshot(target, host), "highlight": None if highlight is None else list(highlight)}
+    state = {"snap": pick_snapshot(target, host), "highlight": None if highlight is None else list(highlight),
+             "rows": None, "cols": None}
     fig = topology_figure(state["snap"], state["highlight"], ranks)
+    state["meta"] = dict(fig.layout.meta or {})
     detail = _detail_pane()
+    back = w.Button(description="whole node", tooltip="back to the blocks of the whole node",
+                    layout=w.Layout(width="110px", display="none"))
+    back.add_class("ncclnb-topology-back")
 
     def on_click(trace, points, _state):
         hit = _clicked(points)
         if hit is None:
             return
         x, y, _ = hit
-        snap = state["snap"]
-        rows = [f"GPU{g.index}" for g in snap.gpus]
-        cols = list(trace.x)
-        if y in rows and x in cols:
-            detail.value = topology_details(snap, rows.index(y), cols.index(x))
+        snap, meta = state["snap"], state["meta"]
+        xs, ys = list(trace.x), list(trace.y)
+        if x not in xs or y not in ys:
+            return
+        xi, yi = xs.index(x), ys.index(y)
+        if meta.get("mode") == "blocks":
+            rows = tuple(meta["row_blocks"][yi])
+            col_blocks = meta["col_blocks"]
+            if xi < len(col_blocks):
+                cols = tuple(col_blocks[xi])
+                detail.value = block_details(snap, rows, cols=cols)
+            else:
+                nics = tuple(meta["nic_blocks"][xi - len(col_blocks)])
+                cols = (0, 0)  # the NIC columns only
+                detail.value = block_details(snap, rows, nics=nics)
+            state["rows"], state["cols"] = rows, cols
+            redraw(keep_detail=True)
+            return
+        r0, _ = meta.get("rows", [0, len(snap.gpus)])
+        c0, c1 = meta.get("cols", [0, len(snap.gpus)])
+        column = c0 + xi if xi < c1 - c0 else len(snap.gpus) + (xi - (c1 - c0))
+        detail.value = topology_details(snap, r0 + yi, column)
 
     slot = _FigureSlot(fig, on_click)
 
@@ -214,22 +258,36 @@ def show_topology(target, host: Optional[str] = None, highlight: Optional[Iterab
                   style={"description_width": "initial"})
     gpus.add_class("ncclnb-gpus")
 
-    def redraw():
-        slot.replace(topology_figure(state["snap"], state["highlight"], ranks))
-        detail.value = DETAIL_HINT
+    def redraw(keep_detail: bool = False):
+        new = topology_figure(state["snap"], state["highlight"], ranks, rows=state["rows"], cols=state["cols"])
+        state["meta"] = dict(new.layout.meta or {})
+        slot.replace(new)
+        back.layout.display = "none" if state["rows"] is None else None
+        if not keep_detail:
+            detail.value = DETAIL_HINT
+
+    def on_back(_button):
+        state["rows"] = state["cols"] = None
+        redraw()
+
+    back.on_click(on_back)
 
     def on_gpus(change):
         state["highlight"] = _parse_gpu_list(change["new"], state["snap"])
         redraw()
 
     gpus.observe(on_gpus, names="value")
-    controls = [gpus]
+    controls = [gpus, back]
     if len(snaps) > 1:
         picker = _host_picker(snaps, state["snap"].hostname)
 
         def on_host(change):
-            state["snap"] = pick_snapshot(target, change["new"])
+            snap = _snapshot_of(target, change["new"])
+            if snap is None:
+                return
+            state["snap"] = snap
             state["highlight"] = None
+            state["rows"] = state["cols"] = None
             gpus.unobserve(on_gpus, names="value")
             gpus.value = in_use_text(state["snap"])
             gpus.observe(on_gpus, names="value")
@@ -273,7 +331,10 @@ def show_numa(target, host: Optional[str] = None) -> View:
         picker = _host_picker(snaps, state["snap"].hostname)
 
         def on_host(change):
-            state["snap"] = pick_snapshot(target, change["new"])
+            snap = _snapshot_of(target, change["new"])
+            if snap is None:
+                return
+            state["snap"] = snap
             slot.replace(numa_figure(state["snap"], ranks))
 
         picker.observe(on_host, names="value")
@@ -293,7 +354,7 @@ def show_ranks(target, page_size: int = 32) -> View:
     cell to see why it is coloured."""
     import ipywidgets as w
 
-    from .ranks import analyse_ranks, cell_hover, rank_map_figure, rank_summary_html
+    from .ranks import analyse_ranks, cell_hover, rank_map_figure, rank_summary_html, slot_block_html
 
     target = resolve(target)
     if not isinstance(target, ClusterReport) or not target.ranks:
@@ -302,6 +363,7 @@ def show_ranks(target, page_size: int = 32) -> View:
     rm = analyse_ranks(target)
     state = {"page": 0, "only": False}
     fig = rank_map_figure(target, 0, page_size, rank_map=rm)
+    blocks = (fig.layout.meta or {}).get("slot_blocks")  # the same for every page: they depend on rm only
     detail = _detail_pane()
 
     def on_click(trace, points, _state):
@@ -310,6 +372,13 @@ def show_ranks(target, page_size: int = 32) -> View:
             return
         x, y, _ = hit
         nodes = rm.node_order(state["only"])[state["page"] * page_size:(state["page"] + 1) * page_size]
+        if blocks:
+            try:
+                ni, (a, b) = nodes[int(y)], blocks[list(trace.x).index(x)]
+            except (ValueError, IndexError):
+                return
+            detail.value = slot_block_html(rm, ni, a, b)
+            return
         try:
             ni, s = nodes[int(y)], int(str(x).split()[-1])
         except (ValueError, IndexError):

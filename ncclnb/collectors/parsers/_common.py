@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ...model.cpulist import parse_cpulist as _parse_cpulist
+from ...model.cpulist import Span, spans as _spans
 
 
 class ParseError(ValueError):
@@ -56,18 +56,35 @@ index the text shows (``gpus[3].numa_node``); ``notes`` are remarks on
     notes: dict[str, str] = field(default_factory=dict)
 
 
-CPULIST_RE = re.compile(r"\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*")
+# ASCII digits only, everywhere a parser reads a number: `\d` and str.isdigit()
+# also take "١" and "³", which int() then reads or refuses with a bare ValueError
+CPULIST_RE = re.compile(r"[0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*")
+INDEX_DIGITS = 6      # GPU, NUMA node and NIC indices
+NUMBER_DIGITS = 18    # counts and sizes (CPUs, MiB, driver versions): below 2**63
 
 
-def parse_cpulist(text: str) -> set[int]:
-    """"0-3,8" -> {0, 1, 2, 3, 8}; malformed lists are a ParseError."""
+def to_int(digits: str, what: str, max_digits: int = NUMBER_DIGITS) -> int:
+    """ASCII digits -> int; ParseError (one line, naming ``what``) for
+    anything else or for more than ``max_digits`` significant digits."""
+    if not (isinstance(digits, str) and digits.isascii() and digits.isdigit()):
+        raise ParseError(f"{what} {snippet(str(digits))} is not a number")
+    if len(digits.lstrip("0")) > max_digits:
+        raise ParseError(f"{what} {snippet(digits, 24)} is too long to be a number ({len(digits)} digits)")
+    return int(digits)
+
+
+def is_number(text: str) -> bool:
+    """True for a run of ASCII digits (what :func:`to_int` reads)."""
+    return text.isascii() and text.isdigit()
+
+
+def cpulist_spans(text: str, what: str = "cpu list") -> tuple[Span, ...]:
+    """"0-3,8" -> ((0, 3), (8, 8)), never expanded; a malformed or too large
+    list ("cpulist too large") is a ParseError."""
     try:
-        return _parse_cpulist(text, strict=True)
+        return _spans(text, strict=True)
     except ValueError as exc:
-        raise ParseError(f"cpu list {snippet(text)}: {exc}") from None
-
-
-
+        raise ParseError(f"{what} {snippet(text)}: {exc}") from None
 
 
 def content_lines(text: str) -> list[str]:

@@ -9,19 +9,26 @@ which gives the CPU model, the CPU count and each NUMA node's CPUs.
 from __future__ import annotations
 
 import re
+from typing import Optional
 
 from ...model import NumaNode
 from ..envvars import is_relevant, redact
-from ._common import CPULIST_RE, ParseError, Partial, content_lines
+from ._common import (
+    CPULIST_RE, INDEX_DIGITS, ParseError, Partial, content_lines, cpulist_spans, is_number, to_int,
+)
 from .nccl_version import nccl_versions
 from .topo_m import is_header as is_topo_header, parse_topo_m
 
 KIND = "collect_env"
 
-_KEY_VALUE = re.compile(r"([A-Za-z][A-Za-z0-9 ()_./+-]*?)\s*:(?:\s(.*)|)$")
-_GPU_LINE = re.compile(r"GPU (\d+): (.+?)(?: \(UUID: [^)]*\))?\s*$")
+# `Key: value` and `GPU 0: name (UUID: ...)` lines are split by hand, not by one
+# pattern with a lazy group before `\s*`: that backtracks quadratically on a
+# long run of spaces.
+_KEY = re.compile(r"[A-Za-z][A-Za-z0-9 ()_./+-]*")
+_GPU_HEAD = re.compile(r"GPU ([0-9]+): ")
+_ARCH_SUFFIX = re.compile(r"\((?:x86_64|aarch64|arm64|ppc64le|s390x)\)$")
 _PIP_LINE = re.compile(r"\[(pip3?|conda)\]\s+([A-Za-z0-9_.-]+)(?:==|\s+)(\S+)")
-_NUMA_KEY = re.compile(r"NUMA node(\d+) CPU\(s\)")
+_NUMA_KEY = re.compile(r"NUMA node([0-9]+) CPU\(s\)")
 _ENV_LINE = re.compile(r"([A-Z_][A-Z0-9_]*)=(.*)")
 _PLATFORM = re.compile(r"Linux-(.+)-(?:x86_64|aarch64|arm64|ppc64le|s390x)-with")
 NOT_COLLECTED = {"", "N/A", "None", "Could not collect", "No CUDA"}
@@ -71,9 +78,9 @@ def parse_collect_env(text: str) -> Partial:
             in_topology = True
             topo_lines = [line[len("GPU Topology:"):]]
             continue
-        gpu = _GPU_LINE.fullmatch(line)
+        gpu = _gpu_line(line)
         if gpu:
-            gpu_names.setdefault(int(gpu.group(1)), gpu.group(2).strip())
+            gpu_names.setdefault(to_int(gpu[0], "collect_env: GPU index", INDEX_DIGITS), gpu[1])
             continue
         pkg = _PIP_LINE.match(line)
         if pkg:
@@ -81,16 +88,18 @@ def parse_collect_env(text: str) -> Partial:
             if pkg.group(1).startswith("pip") or name not in packages:
                 packages[name] = pkg.group(3)
             continue
-        kv = _KEY_VALUE.fullmatch(line)
+        kv = _key_value(line)
         if kv:
-            key, value = " ".join(kv.group(1).split()), (kv.group(2) or "").strip()
+            key, value = " ".join(kv[0].split()), kv[1].strip()
             numa_m = _NUMA_KEY.fullmatch(key)
             if numa_m and CPULIST_RE.fullmatch(value):
-                numa[int(numa_m.group(1))] = value
+                node = to_int(numa_m.group(1), "collect_env: NUMA node", INDEX_DIGITS)
+                cpulist_spans(value, f"collect_env: {key}")  # refuse a malformed or huge list here
+                numa[node] = value
             if key == "GPU models and configuration":
-                single = _GPU_LINE.fullmatch(value)  # one GPU: printed on the same line
+                single = _gpu_line(value)  # one GPU: printed on the same line
                 if single:
-                    gpu_names.setdefault(int(single.group(1)), single.group(2).strip())
+                    gpu_names.setdefault(to_int(single[0], "collect_env: GPU index", INDEX_DIGITS), single[1])
             values.setdefault(key, value)
     if "PyTorch version" not in values:
         raise ParseError("collect_env: no 'PyTorch version' line")
@@ -126,7 +135,8 @@ def parse_collect_env(text: str) -> Partial:
     host: dict = {}
     os_name = value("OS")
     if os_name:
-        host["os"] = re.sub(r"\s*\((x86_64|aarch64|arm64|ppc64le|s390x)\)$", "", os_name)
+        arch = _ARCH_SUFFIX.search(os_name)
+        host["os"] = os_name[:arch.start()].rstrip() if arch else os_name
     platform_m = _PLATFORM.match(value("Python platform") or "")
     if platform_m:
         host["kernel"] = platform_m.group(1)
@@ -135,8 +145,8 @@ def parse_collect_env(text: str) -> Partial:
     if model:
         host["cpu_model"] = model
     count = value("CPU(s)")
-    if count and count.isdigit():
-        host["cpu_count"] = int(count)
+    if count and is_number(count):   # "³" or "４８" is not a CPU count
+        host["cpu_count"] = to_int(count, "collect_env: CPU(s)")
     if numa:
         host["numa_nodes"] = tuple(NumaNode(id=i, cpus=cpus) for i, cpus in sorted(numa.items()))
         notes["host.numa_nodes"] = "lscpu NUMA node lines in collect_env's CPU section"
@@ -161,3 +171,31 @@ def parse_collect_env(text: str) -> Partial:
             notes["links"] = "the GPU Topology section (nvidia-smi topo -m)"
     return Partial(kind=KIND, host=host, gpus=gpus, links=links, nics=nics, versions=versions, env=env,
                    derived_numa_nodes=derived, missing=missing, notes=notes)
+
+
+def _key_value(line: str) -> Optional[tuple[str, str]]:
+    """``Key: value`` -> (key, value); None when ``line`` is not one. The key
+    ends at the first colon, which ends the line or is followed by
+    whitespace (``Key: http://x`` has the value ``http://x``)."""
+    key, colon, rest = line.partition(":")
+    if not colon or (rest and not rest[0].isspace()):
+        return None
+    key = key.rstrip()
+    return (key, rest[1:]) if _KEY.fullmatch(key) else None
+
+
+def _gpu_line(line: str) -> Optional[tuple[str, str]]:
+    """``GPU 0: NVIDIA A100 (UUID: GPU-...)`` -> ("0", "NVIDIA A100"); None
+    when ``line`` is not one."""
+    head = _GPU_HEAD.match(line)
+    if not head:
+        return None
+    name = line[head.end():].rstrip()
+    if name.endswith(")"):
+        # the " (UUID: ...)" that holds the final ")": the first one after the ")" before it
+        start = line.rfind(")", 0, head.end() + len(name) - 1) + 1
+        mark = line.find(" (UUID: ", max(start, head.end() + 1))
+        if mark >= 0:
+            name = line[head.end():mark]
+    name = name.strip()
+    return (head.group(1), name) if name else None

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Union
 
+from ...model.limits import TEXT_LIMIT, TEXT_LINES, human
 from . import collect_env, nccl_version, nvidia_smi, topo_m
 from ._common import ParseError, Partial, one_line, snippet
 from .collect_env import parse_collect_env
@@ -32,9 +33,10 @@ KINDS = {
     "nccl_version": nccl_version.KIND,
 }
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+# an OSC title ends at BEL, and within its line: never scan past the next ESC (quadratic)
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b\n]*\x07")
 _LEGEND_ENTRY = re.compile(r"\s*\S+\s*=\s*\S.*")
-_NIC_LEGEND_ENTRY = re.compile(r"\s*NIC\d+\s*:\s*\S+\s*")
+_NIC_LEGEND_ENTRY = re.compile(r"\s*NIC[0-9]+\s*:\s*\S+\s*")
 _PROMPTS = (
     re.compile(r"(?:^|\s)[\w.-]+@([A-Za-z0-9][A-Za-z0-9.-]*):\S*\s?[#$]\s"),
     re.compile(r"\[[\w.-]+@([A-Za-z0-9][A-Za-z0-9.-]*) [^\]]*\][#$]\s"),
@@ -50,9 +52,19 @@ class Block:
     line: int
 
 
+# every line break str.splitlines() knows: lines are counted before anything splits them
+_LINE_BREAKS = ("\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+_JSON_SNIFF = 8 << 20  # larger text that starts like JSON is left to the text parsers
+
+
 def as_text(data: Union[str, bytes]) -> str:
     """Bytes or str -> text with ANSI colour codes removed; binary data
-    (NUL bytes, undecodable) raises ParseError."""
+    (NUL bytes, undecodable) and text past ``TEXT_LIMIT`` bytes or
+    ``TEXT_LINES`` lines raise ParseError."""
+    if not isinstance(data, (str, bytes)):
+        raise ParseError(f"input must be text or bytes, not {type(data).__name__}")
+    if len(data) > TEXT_LIMIT:
+        raise ParseError(f"input too large ({human(len(data))}; ncclnb reads text of at most {human(TEXT_LIMIT)})")
     if isinstance(data, bytes):
         if data.startswith((b"\xff\xfe", b"\xfe\xff")):
             try:
@@ -68,6 +80,9 @@ def as_text(data: Union[str, bytes]) -> str:
                 raise ParseError(f"input is not UTF-8 text (undecodable byte at offset {exc.start})") from None
     if "\x00" in data:
         raise ParseError("input is binary data, not text (it contains NUL bytes)")
+    lines = sum(data.count(br) for br in _LINE_BREAKS) - data.count("\r\n")  # CRLF is one break
+    if lines > TEXT_LINES:
+        raise ParseError(f"input has too many lines ({lines}; ncclnb reads text of at most {TEXT_LINES} lines)")
     return _ANSI.sub("", data)
 
 
@@ -234,12 +249,14 @@ def hostnames_in(text: str) -> list[str]:
 
 def _refuse_json(text: str) -> None:
     stripped = text.lstrip()
-    if not stripped.startswith(("{", "[")):
+    if not stripped.startswith(("{", "[")) or len(stripped) > _JSON_SNIFF:
         return
     try:
         data = json.loads(stripped)
     except ValueError:
         return
+    except RecursionError:
+        raise ParseError("this is JSON nested too deeply (or starts like it), not nvidia-smi / topo / collect_env text") from None
     if isinstance(data, dict) and isinstance(data.get("schema"), str) and data["schema"].startswith("ncclnb."):
         raise ParseError(f"this is an ncclnb JSON file (schema {data['schema']!r}), not pasted text: open it with ncclnb.load / ncclnb show")
     shape = "object with keys " + ", ".join(map(str, list(data)[:5])) if isinstance(data, dict) else type(data).__name__

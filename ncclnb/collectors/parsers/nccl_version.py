@@ -10,13 +10,15 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from ._common import ParseError, Partial
+from ._common import ParseError, Partial, to_int
 
 KIND = "NCCL log"
 
-VERSION_RE = re.compile(r"\bNCCL version (\d+\.\d+\.\d+)((?:[-+][\w.]+)?)")
-CUDA_DRIVER_RE = re.compile(r"\bNCCL INFO cudaDriverVersion (\d+)")
-PREFIX_RE = re.compile(r"^\s*(?:\[\d+\]\s*[:]?\s*)?([A-Za-z0-9][A-Za-z0-9._-]*):(\d+):(\d+) \[\d+\] NCCL ")
+# ASCII digits (`\d` also takes "١"), version parts of at most 4 digits
+VERSION_RE = re.compile(r"\bNCCL version ([0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4})(?![0-9])((?:[-+][A-Za-z0-9_.]+)?)")
+CUDA_DRIVER_RE = re.compile(r"\bNCCL INFO cudaDriverVersion ([0-9]+)")
+PREFIX_RE = re.compile(
+    r"^\s*(?:\[[0-9]+\]\s*(?::\s*)?)?([A-Za-z0-9][A-Za-z0-9._-]*):([0-9]+):([0-9]+) \[[0-9]+\] NCCL ")
 
 
 def nccl_versions(text: str) -> list[str]:
@@ -33,7 +35,7 @@ def cuda_driver_versions(text: str) -> list[str]:
     """Every distinct ``cudaDriverVersion`` as "major.minor" (12040 -> "12.4")."""
     seen: list[str] = []
     for m in CUDA_DRIVER_RE.finditer(text):
-        value = int(m.group(1))
+        value = to_int(m.group(1), "NCCL log: cudaDriverVersion", 9)
         text_value = f"{value // 1000}.{(value % 1000) // 10}"
         if text_value not in seen:
             seen.append(text_value)

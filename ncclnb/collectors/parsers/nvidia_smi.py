@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import re
 
-from ._common import ParseError, Partial, content_lines
+from ._common import INDEX_DIGITS, ParseError, Partial, content_lines, is_number, to_int
 
 KIND = "nvidia-smi"
 
 HEADER_RE = re.compile(
     r"NVIDIA-SMI\s+(?P<smi>\S+)\s+Driver Version:\s*(?P<driver>\S+)(?:\s+CUDA Version:\s*(?P<cuda>\S+))?")
 FAILED_RE = re.compile(r"NVIDIA-SMI has failed.*|No devices were found")
-_NAME_CELL = re.compile(r"\s*(\d+)\s+(.*?)\s+(On|Off|WDDM|TCC|N/A)\s*")
+_PERSISTENCE = ("On", "Off", "WDDM", "TCC", "N/A")  # the last word of a GPU's name cell
 _BUS_CELL = re.compile(r"\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s+\S+\s*")
-_MEMORY = re.compile(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
+_MEMORY = re.compile(r"(?<![0-9])([0-9]+)\s*MiB\s*/\s*([0-9]+)\s*MiB")  # starts only where a number does
 _COMPUTE = {"Default": "Default", "E. Process": "Exclusive_Process", "E. Thread": "Exclusive_Thread",
             "Prohibited": "Prohibited", "Exclusive_Process": "Exclusive_Process"}
 _COMPUTE_RE = re.compile(r"(Default|E\. Process|E\. Thread|Prohibited|Exclusive_Process)\s*$")
@@ -62,19 +62,20 @@ def parse_nvidia_smi(text: str) -> Partial:
     i = 0
     while i < len(body):
         cells = _cells(body[i])
-        name_m = _NAME_CELL.fullmatch(cells[0]) if len(cells) >= 3 else None
+        name_m = _name_cell(cells[0]) if len(cells) >= 3 else None
         bus_m = _BUS_CELL.fullmatch(cells[1]) if name_m else None
         if not (name_m and bus_m):
             i += 1
             continue
-        index = int(name_m.group(1))
+        index = to_int(name_m[0], "nvidia-smi: GPU index", INDEX_DIGITS)
         if index in gpus:
             raise ParseError(f"nvidia-smi: GPU {index} is listed twice")
         second = _cells(body[i + 1]) if i + 1 < len(body) else []
         mem = _MEMORY.search(second[1]) if len(second) >= 3 else None
         if mem is None:
             raise ParseError(f"nvidia-smi: the entry of GPU {index} is cut short (no memory line after its name)")
-        facts = {"name": name_m.group(2), "pci_bus_id": bus_m.group(1), "memory_total_mib": int(mem.group(2))}
+        facts = {"name": name_m[1], "pci_bus_id": bus_m.group(1),
+                 "memory_total_mib": to_int(mem.group(2), f"nvidia-smi: total memory (MiB) of GPU {index}")}
         comp = _COMPUTE_RE.search(second[2])
         if comp:
             facts["compute_mode"] = _COMPUTE[comp.group(1)]
@@ -93,3 +94,16 @@ def parse_nvidia_smi(text: str) -> Partial:
     if not gpus:
         raise ParseError("nvidia-smi: no GPU entries after the header (text cut short?)")
     return Partial(kind=KIND, gpus=gpus, versions=versions, missing=missing)
+
+
+def _name_cell(cell: str):
+    """``   0  NVIDIA A100-SXM4-80GB  On`` -> ("0", "NVIDIA A100-SXM4-80GB"),
+    or None: split on whitespace, since a pattern with a lazy name between
+    two whitespace runs backtracks quadratically on a long run of spaces."""
+    parts = cell.split(None, 1)
+    if len(parts) != 2 or not is_number(parts[0]):
+        return None
+    name = parts[1].rsplit(None, 1)
+    if len(name) != 2 or name[1] not in _PERSISTENCE:
+        return None
+    return parts[0], name[0].strip()

@@ -11,7 +11,7 @@ import re
 from typing import Optional
 
 from ._common import ParseError, Partial, content_lines, snippet
-from .topo_m import GPU_RE, is_header
+from .topo_m import GPU_RE, gpu_index, is_header
 
 KIND = "nvidia-smi topo -p2p"
 
@@ -41,7 +41,7 @@ def parse_p2p(text: str, capability: Optional[str] = None) -> Partial:
     for col in columns:
         if not GPU_RE.fullmatch(col):
             raise ParseError(f"topo -p2p: {snippet(col)} in the header is not a GPU")
-    indices = [int(GPU_RE.fullmatch(c).group(1)) for c in columns]
+    indices = [gpu_index(c, "topo -p2p") for c in columns]
     if any(a >= b for a, b in zip(indices, indices[1:])):
         raise ParseError("topo -p2p: GPU columns in the header are not in increasing order")
 

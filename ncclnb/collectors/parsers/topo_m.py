@@ -14,24 +14,25 @@ import re
 from typing import Optional
 
 from ...model import Nic, NumaNode
-from ...model.cpulist import format_cpulist
+from ...model.cpulist import format_spans
 from ._common import (
-    CPULIST_RE, ParseError, Partial, content_lines, parse_cpulist, snippet,
+    CPULIST_RE, INDEX_DIGITS, ParseError, Partial, content_lines, cpulist_spans, snippet, to_int,
 )
 
 KIND = "nvidia-smi topo -m"
 
-LABEL_RE = re.compile(r"X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC")
-GPU_RE = re.compile(r"GPU(\d+)")
-DEVICE_RE = re.compile(r"[A-Za-z][\w.:-]*")
-NIC_LEGEND_RE = re.compile(r"\s*(NIC\d+)\s*:\s*(\S+)\s*$")
+# ASCII only (`\d` and `\w` also take "١"); NVLink counts have at most 3 digits
+LABEL_RE = re.compile(r"X|NV[0-9]{1,3}|PIX|PXB|PHB|NODE|SYS|SOC")
+GPU_RE = re.compile(r"GPU([0-9]+)")
+DEVICE_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]*")
+NIC_LEGEND_RE = re.compile(r"\s*(NIC[0-9]+)\s*:\s*(\S+)\s*$")
 
 # trailing (non-matrix) columns, in the order nvidia-smi prints them,
 # with the pattern each cell must match
 TRAILING = (
     ("CPU Affinity", CPULIST_RE),
-    ("NUMA Affinity", re.compile(r"\d+")),
-    ("GPU NUMA ID", re.compile(r"\d+")),
+    ("NUMA Affinity", re.compile(r"[0-9]+")),
+    ("GPU NUMA ID", re.compile(r"[0-9]+")),
 )
 NA = "N/A"
 
@@ -80,7 +81,7 @@ def split_header(line: str) -> tuple[list[str], list[str]]:
         raise ParseError("topo -m: GPU columns must come before NIC columns in the header")
     if len(set(devices)) != len(devices):
         raise ParseError("topo -m: a device column appears twice in the header")
-    indices = [int(GPU_RE.fullmatch(g).group(1)) for g in gpus]
+    indices = [gpu_index(g, "topo -m") for g in gpus]
     if any(a >= b for a, b in zip(indices, indices[1:])):
         raise ParseError("topo -m: GPU columns in the header are not in increasing order")
     return devices, trailing
@@ -124,6 +125,8 @@ def parse_topo_m(text: str) -> Partial:
                         raise ParseError(
                             f"topo -m: row {label} has {len(cells)} cells, header has {expected} columns")
                     raise ParseError(f"topo -m: row {label}: {name} {snippet(cell)} is not valid")
+                if name == "CPU Affinity" and cell != NA:
+                    cpulist_spans(cell, f"topo -m: row {label}: CPU Affinity")  # refuse it before it is stored
                 extra[label][name] = cell
     if not rows:
         raise ParseError(f"topo -m: the header lists {n_dev} devices but no rows follow (text cut short?)")
@@ -145,11 +148,12 @@ def parse_topo_m(text: str) -> Partial:
     gpus: dict[int, dict] = {}
     missing: dict[str, str] = {}
     for g in gpu_cols:
-        index = int(GPU_RE.fullmatch(g).group(1))
+        index = gpu_index(g, "topo -m")
         cpu = extra[g].get("CPU Affinity")
         numa = extra[g].get("NUMA Affinity")
         facts = {"cpu_affinity": cpu if cpu not in (None, NA) else None,
-                 "numa_node": int(numa) if numa not in (None, NA) else None}
+                 "numa_node": (to_int(numa, f"topo -m: row {g}: NUMA Affinity", INDEX_DIGITS)
+                               if numa not in (None, NA) else None)}
         for field_name, column, value in (("cpu_affinity", "CPU Affinity", cpu),
                                           ("numa_node", "NUMA Affinity", numa)):
             if value == NA:
@@ -161,7 +165,7 @@ def parse_topo_m(text: str) -> Partial:
         gpus[index] = facts
 
     notes = {}
-    unnamed = [c for c in nic_cols if re.fullmatch(r"NIC\d+", c) and c not in legend]
+    unnamed = [c for c in nic_cols if re.fullmatch(r"NIC[0-9]+", c) and c not in legend]
     if unnamed:
         notes["nics"] = "no NIC Legend in the text, so NICs keep nvidia-smi's column names (" + ", ".join(unnamed) + ")"
 
@@ -192,13 +196,19 @@ def _check_cell(row: str, col: str, cell: str, n_cells: int, expected: int) -> N
     raise ParseError(f"topo -m: row {row}, column {col}: {bad}")
 
 
+def gpu_index(name: str, where: str) -> int:
+    """"GPU3" -> 3; a GPU name with an index too long to be one is a ParseError."""
+    return to_int(GPU_RE.fullmatch(name).group(1), f"{where}: GPU index of {snippet(name, 24)}", INDEX_DIGITS)
+
+
 def _numa_from_affinity(gpus: dict[int, dict]) -> tuple[NumaNode, ...]:
-    cpus_by_node: dict[int, set[int]] = {}
+    # ranges stay ranges: a node's CPUs are the merged spans of its GPUs' affinity
+    spans_by_node: dict[int, list] = {}
     for facts in gpus.values():
         node, cpus = facts["numa_node"], facts["cpu_affinity"]
         if node is None:
             continue
-        cpus_by_node.setdefault(node, set())
+        spans_by_node.setdefault(node, [])
         if cpus:
-            cpus_by_node[node] |= parse_cpulist(cpus)
-    return tuple(NumaNode(id=node, cpus=format_cpulist(cpus)) for node, cpus in sorted(cpus_by_node.items()))
+            spans_by_node[node].extend(cpulist_spans(cpus))
+    return tuple(NumaNode(id=node, cpus=format_spans(found)) for node, found in sorted(spans_by_node.items()))
