@@ -29,7 +29,8 @@ H100 = json.loads((REPO / "ncclnb" / "recorded" / "data" / "hgx-h100.json").read
 LIMIT_AS = 1 << 30
 
 # Runs `ncclnb ARGS...` in-process under the address-space limit, then prints
-# its peak RSS (KiB) as the last line of stderr.
+# its own peak RSS (VmHWM, KiB) as the last line of stderr. Not ru_maxrss: that
+# starts at the parent's RSS when it forked, so a large pytest would count.
 _CLI_CHILD = r"""
 import resource, sys
 resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
@@ -38,7 +39,9 @@ try:
     rc = main(sys.argv[1:])
 finally:
     sys.stderr.flush()
-    sys.stderr.write("\nMAXRSS_KIB %d\n" % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    with open("/proc/self/status") as fh:
+        hwm = next(line.split()[1] for line in fh if line.startswith("VmHWM:"))
+    sys.stderr.write("\nMAXRSS_KIB %s\n" % hwm)
 sys.exit(rc)
 """
 

@@ -6,7 +6,7 @@ and a genuine bug in the dump reader is not swallowed.
 Memory is asserted by running the input in a child process whose address
 space is limited to 1.5 GB (``RLIMIT_AS``: past it, Python raises
 MemoryError and the child dies with a traceback), and whose peak RSS
-(``ru_maxrss``) must stay under 1 GiB, with no dump refused for lack of
+(``VmHWM``) must stay under 1 GiB, with no dump refused for lack of
 memory (a MemoryError caught as a reason would hide the problem). No timed
 assertions.
 """
@@ -19,7 +19,6 @@ import resource
 import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
 import pytest
@@ -43,24 +42,48 @@ def _limit_memory():
     resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
 
 
+# Runs ``python ARGV`` and writes the child's own peak RSS (VmHWM, KiB) to
+# $NCCLNB_TEST_HWM at exit. Not ru_maxrss: that starts at the RSS of the
+# parent's memory image when it forked, so a large pytest process would be
+# counted against the child.
+_HWM_WRAPPER = r"""
+import atexit, os, runpy, sys
+def _hwm():
+    with open("/proc/self/status") as fh:
+        kib = next(line.split()[1] for line in fh if line.startswith("VmHWM:"))
+    with open(os.environ["NCCLNB_TEST_HWM"], "w") as out:
+        out.write(kib)
+atexit.register(_hwm)
+argv = sys.argv[1:]
+if argv[0] == "-m":
+    sys.argv = [argv[1], *argv[2:]]
+    runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+else:
+    sys.argv = ["-c", *argv[2:]]
+    exec(compile(argv[1], "<child>", "exec"), {"__name__": "__main__"})
+"""
+
+
 def _limited(*argv: str) -> subprocess.CompletedProcess:
     """Run ``python ARGV`` from the repository with 1.5 GB of address space;
     the result also carries the child's peak RSS in KiB (``maxrss_kib``)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([sys.executable, *argv], stdout=out, stderr=err, cwd=REPO,
-                                preexec_fn=_limit_memory, env=dict(os.environ, NCCLNB_DOCTOR_WORKERS="0"))
-        guard = threading.Timer(900, proc.kill)   # never hang the suite; not a timing assertion
-        guard.start()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile("r") as hwm:
+        proc = subprocess.Popen([sys.executable, "-c", _HWM_WRAPPER, *argv], stdout=out, stderr=err, cwd=REPO,
+                                preexec_fn=_limit_memory,
+                                env=dict(os.environ, NCCLNB_DOCTOR_WORKERS="0", NCCLNB_TEST_HWM=hwm.name))
         try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            guard.cancel()
-        proc.returncode = os.waitstatus_to_exitcode(status)
+            proc.wait(timeout=900)   # never hang the suite; not a timing assertion
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
         out.seek(0)
         err.seek(0)
         done = subprocess.CompletedProcess(proc.args, proc.returncode, out.read().decode("utf-8", "replace"),
                                            err.read().decode("utf-8", "replace"))
-    done.maxrss_kib = usage.ru_maxrss
+        text = hwm.read().strip()
+    done.maxrss_kib = int(text) if text else 0
+    assert text or proc.returncode != 0, f"the child wrote no peak RSS: {done.stderr[-500:]}"
     return done
 
 
