@@ -3,23 +3,35 @@
 
 Each function returns a :class:`View`: in a kernel it renders as a live
 ipywidgets box (plotly FigureWidget + controls + a detail pane, updated in
-place); its output also carries ``text/html`` with the figure embedded as
-plain plotly HTML, so nbconvert's HTML and offline readers see the view
-where widget state is gone."""
+place); its output also carries ``text/html``: the view's summary and its
+figure as an inline SVG drawn by :mod:`ncclnb.viz.static` (no script, no
+plotly.js), so GitHub's notebook renderer, nbconvert's HTML offline and any
+reader without a kernel see the view, whatever order cells ran in."""
 from __future__ import annotations
 
+import os
 from typing import Callable, Iterable, Optional, Sequence, Union
 
 from ..model import ClusterReport, Diagnosis, Finding, NodeSnapshot
 from ._common import esc, pick_snapshot, ranks_of, resolve, snapshots_of
 
-# How the static HTML carries plotly.js: "once" embeds it in the first view
-# of the session (like plotly's own notebook renderer), "always" in every
-# view, "cdn" links it, None leaves it out.
+# The static copy of a figure in a view's text/html:
+#   "svg"    (default) an inline SVG drawn by ncclnb.viz.static: a few kB a view,
+#            script-free, shows wherever HTML shows; hover text is a tooltip.
+#   "plotly" the interactive plotly HTML of earlier releases: plotly.js runs in
+#            the page (STATIC_PLOTLYJS says how it gets there, 4.6 MB when
+#            embedded); blank where scripts do not run (GitHub) or where the one
+#            copy of plotly.js is gone.
+# The environment variable NCCLNB_STATIC_FIGURE sets the default.
+STATIC_FIGURE: str = os.environ.get("NCCLNB_STATIC_FIGURE", "svg")
+# With STATIC_FIGURE = "plotly": "once" embeds plotly.js in the first view of
+# the session (like plotly's own notebook renderer), "always" in every view,
+# "cdn" links it, None leaves it out.
 STATIC_PLOTLYJS: Optional[str] = "once"
 _plotlyjs_sent = False
 
 DETAIL_HINT = "<i>Click a cell for details.</i>"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
 def _plotlyjs_mode():
@@ -34,12 +46,19 @@ def _plotlyjs_mode():
     return False
 
 
-def figure_html(fig) -> str:
-    """A plotly figure as an HTML fragment that renders without a kernel."""
-    import plotly.io as pio
+def figure_html(fig, mode: Optional[str] = None) -> str:
+    """A plotly figure as an HTML fragment that renders without a kernel:
+    an inline SVG (``mode="svg"``, the default from STATIC_FIGURE) or
+    plotly's interactive HTML (``mode="plotly"``)."""
+    mode = mode or STATIC_FIGURE
+    if mode == "plotly":
+        import plotly.io as pio
 
-    return pio.to_html(fig, include_plotlyjs=_plotlyjs_mode(), full_html=False, default_width="100%",
-                       config={"displaylogo": False, "responsive": True}, validate=False)
+        return pio.to_html(fig, include_plotlyjs=_plotlyjs_mode(), full_html=False, default_width="100%",
+                           config={"displaylogo": False, "responsive": True}, validate=False)
+    from .static import figure_svg
+
+    return f'<div class="ncclnb-static-figure">{figure_svg(fig)}</div>'
 
 
 class View:
@@ -47,7 +66,7 @@ class View:
 
     ``widget`` is the ipywidgets object; ``figure`` the pure plotly figure
     (or None); ``static_html()`` the fallback HTML (escaped summary plus
-    the embedded figure)."""
+    the figure as :func:`figure_html` draws it: inline SVG by default)."""
 
     def __init__(self, widget, figure=None, summary_html: str = "", text: str = "", parts: Sequence["View"] = ()):
         self.widget = widget
@@ -69,13 +88,14 @@ class View:
         return self._static
 
     def _repr_mimebundle_(self, include=None, exclude=None):
+        """text/plain, text/html (summary + static figure) and the widget's
+        view reference: nothing else (widget state is the frontend's to save)."""
         data = {"text/plain": self.text or "ncclnb view", "text/html": self.static_html()}
         live = self.widget._repr_mimebundle_() if self.widget is not None else None
         if isinstance(live, tuple):
             live = live[0]
-        for key, value in (live or {}).items():
-            if key != "text/plain":
-                data[key] = value
+        if isinstance(live, dict) and WIDGET_MIME in live:
+            data[WIDGET_MIME] = live[WIDGET_MIME]
         return data
 
     def __repr__(self) -> str:

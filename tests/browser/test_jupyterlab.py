@@ -279,8 +279,9 @@ def test_views_render_and_respond_in_jupyterlab(lab):
 def test_static_fallback_renders_offline_after_nbconvert(tmp_path):
     """Run the notebook headless, convert it to HTML (no widget state, as a
     notebook saved from JupyterLab has by default) and open the file in
-    Chromium with no network: every view's plotly figure still draws from
-    the text/html fallback, and the planted markup stays inert."""
+    Chromium with no network: every view's figure shows from the text/html
+    fallback (an inline SVG, no plotly.js in the page), and the planted
+    markup stays inert."""
     playwright = pytest.importorskip("playwright.sync_api")
     import nbformat
     from nbclient import NotebookClient
@@ -299,6 +300,7 @@ def test_static_fallback_renders_offline_after_nbconvert(tmp_path):
             os.environ["IPYTHONDIR"] = env_backup
     html, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
     assert "<script>window.__pwned=1</script>" not in html
+    assert "Plotly.newPlot" not in html and "plotly.js" not in html  # the static copies need no script
     page_file = tmp_path / "views.html"
     page_file.write_text(html, encoding="utf-8")
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -308,12 +310,15 @@ def test_static_fallback_renders_offline_after_nbconvert(tmp_path):
             context = browser.new_context(offline=True, viewport={"width": 1200, "height": 900})
             page = context.new_page()
             page.goto(page_file.as_uri())
-            page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 6",
+            page.wait_for_function("() => document.querySelectorAll('svg.ncclnb-figure').length >= 6",
                                    timeout=60_000)
+            # drawn, not just present: every figure has its cells or markers and a size on the page
+            assert page.evaluate("() => [...document.querySelectorAll('svg.ncclnb-figure')].every("
+                                 "s => s.getBoundingClientRect().height > 100 && s.querySelector('rect, circle'))")
             assert page.evaluate("() => window.__pwned") is None
             assert page.evaluate("() => document.querySelectorAll('img[src=\"x\"]').length") == 0
             assert page.locator("table", has_text="NCCL (torch)").count() >= 1
-            page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
+            page.locator("svg.ncclnb-figure").first.scroll_into_view_if_needed()
             page.screenshot(path=str(SHOTS / "offline-html.png"))
         finally:
             browser.close()
