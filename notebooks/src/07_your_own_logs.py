@@ -39,7 +39,7 @@ print("reading:", LOGS)
 # | some files, compressed or not | `diagnose("a.log", "b.log.gz")` | `.gz` is read as a stream |
 # | torch flight-recorder dumps, JSON form | in the directory, or by path | recognised by content, rank from the file name (`rank3.json`, `nccl_trace_rank_3`) |
 # | text copied from a terminal or a ticket | `diagnose(text)`, or a cell starting with `%%ncclnb_doctor` | anything with a newline is text |
-# | a terminal, not a notebook | `ncclnb doctor DIR` / `ncclnb doctor --json DIR` / `... \| ncclnb doctor -` | same diagnosis, as text or JSON |
+# | a terminal, not a notebook | `ncclnb doctor DIR`, `ncclnb doctor --json DIR`, or pipe text into `ncclnb doctor -` | same diagnosis, as text or JSON |
 #
 # **Flight-recorder dumps are read in their JSON form only.** What `TORCH_NCCL_DUMP_ON_TIMEOUT=1` writes
 # (with `TORCH_NCCL_TRACE_BUFFER_SIZE` > 0; newer releases also read `TORCH_FR_BUFFER_SIZE`) is a
