@@ -38,6 +38,8 @@ _PUBLIC = {
     "show_versions": ("ncclnb.viz", "show_versions"),
     "show_diagnosis": ("ncclnb.viz", "show_diagnosis"),
     "dashboard": ("ncclnb.viz", "dashboard"),
+    "show_alignment": ("ncclnb.viz.alignment", "show_alignment"),
+    "show_pairing": ("ncclnb.viz.pairing", "show_pairing"),
 }
 
 __all__ = sorted(_PUBLIC) + ["load_ipython_extension", "unload_ipython_extension"]

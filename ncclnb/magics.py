@@ -17,7 +17,7 @@ from IPython.display import display
 
 USAGE = ("Usage: %ncclnb snapshot | load PATH|NAME | check | doctor PATH... | topo | numa | ranks"
          " | versions | dashboard | repro list | repro NAME [--fixed|--guarded] [--nproc N] [--timeout S]"
-         " | autodiagnose on|off")
+         " | alignment [PATH...] | pairing [PATH...] | autodiagnose on|off")
 REPRO_USAGE = "Usage: %ncclnb repro list | %ncclnb repro NAME [--fixed | --guarded] [--nproc N] [--timeout S] [--keep DIR]"
 
 # verb -> its Python twin, for the docs and the error messages
@@ -32,6 +32,8 @@ VERBS = {
     "versions": "ncclnb.show_versions(target)",
     "dashboard": "ncclnb.dashboard(target, diagnosis)",
     "repro": "ncclnb.reproduce(name, fixed=...)",
+    "alignment": "ncclnb.show_alignment(run_dir_or_paths)",
+    "pairing": "ncclnb.show_pairing(run_dir_or_paths)",
     "autodiagnose": "ncclnb.magics.autodiagnose(ipython, on)",
 }
 # torch.distributed's error classes, matched by name so torch is not imported
@@ -138,6 +140,23 @@ def _verb_dashboard(args):
 
     target = _call(_load_one, args) if args else _need_target()
     display(_call(dashboard, target, STATE.diagnosis))
+
+
+def _run_view(name):
+    """``%ncclnb alignment|pairing [PATH...]``: the paths given, else the files
+    of the last diagnosis (``%ncclnb doctor`` or ``%ncclnb repro``)."""
+    def verb(args):
+        from . import viz
+
+        if args:
+            source = args[0] if len(args) == 1 else list(args)
+        elif STATE.diagnosis is not None:
+            source = STATE.diagnosis
+        else:
+            raise UsageError(f"no run to show: %ncclnb {name.split('_')[1]} PATH... (a run directory, logs, "
+                             "dumps), or run %ncclnb repro NAME or %ncclnb doctor PATH... first")
+        display(_call(getattr(viz, name), source))
+    return verb
 
 
 def _verb_autodiagnose(args, ipython):
@@ -248,6 +267,8 @@ HANDLERS = {
     "versions": _view("show_versions"),
     "dashboard": _verb_dashboard,
     "repro": _verb_repro,
+    "alignment": _run_view("show_alignment"),
+    "pairing": _run_view("show_pairing"),
 }
 
 

@@ -13,8 +13,9 @@ from ..model import Diagnosis, Evidence, Finding, RankStatus
 from ..model.redact import scrub_cut
 from .kb import Signature, load_signatures
 from .normalize import MAX_DIGITS, clean, normalize, num
-from .reason import (BANNER, COMM, VERSION, WATCHDOG, WORK, CommRecord, ReasonState, WatchdogRecord,
-                     out_of_range_findings, version_findings, watchdog_findings, world_size_findings)
+from .reason import (BANNER, COMM, PLAN, VERSION, WATCHDOG, WORK, CommRecord, ReasonState, WatchdogRecord,
+                     out_of_range_findings, plan_findings, version_findings, watchdog_findings,
+                     world_size_findings)
 from .scan import MAX_NO_NEWLINE, LineScanner, ParallelScan, looks_binary, workers_for
 from .sources import (DoctorInputError, Source, changed_while_read, expand, nothing_readable, rank_from_name,
                       regular_stat)
@@ -286,6 +287,12 @@ class _Collector:
                     self._fill(row, host or ctx.host, ln.pid, ctx.name)
         if "WorkNCCL(" in msg or "NCCL work:" in msg:
             self._watchdog(msg, rank, host, ln.pid, ev, ctx.name)
+        if "p2p plan" in msg and PLAN.search(msg):
+            from .pairing import parse_plan_line
+
+            plan = parse_plan_line(msg, ctx.name, line_no)
+            if plan is not None:
+                self.state.add_plan(plan)
 
         hits = self._match_cache.get(msg)
         if hits is None:
@@ -410,7 +417,8 @@ class _Collector:
         reasoned = (watchdog_findings(self.state, self.world_size)
                     + version_findings(self.state, {r: (row.host, row.pid) for r, row in self.rows.items() if isinstance(r, int)})
                     + world_size_findings(self.state, known_ranks)
-                    + out_of_range_findings(self.state))
+                    + out_of_range_findings(self.state)
+                    + plan_findings(self.state))
         reasoned_categories = {f.category for f in reasoned}
         for f in reasoned:
             findings.append((_TIER_ROOT_ERROR, f.confidence, (-1,), f))

@@ -87,6 +87,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from bisect import bisect_left
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -94,7 +95,8 @@ from typing import Any, Iterable, Optional, Union
 
 from ncclnb.model import Evidence, Finding, RankStatus
 
-__all__ = ["looks_like_dump", "analyze_dumps", "dump_rank_status", "prepare_dump", "PreparedDump", "MAX_ENTRIES"]
+__all__ = ["looks_like_dump", "analyze_dumps", "dump_rank_status", "prepare_dump", "PreparedDump", "MAX_ENTRIES",
+           "alignment", "Alignment", "GroupAlignment", "AlignedCall", "Divergence", "match_p2p"]
 
 MAX_ENTRIES = 200_000        # per dump; torch's default ring buffer holds 2000
 _MAX_EVIDENCE = 12           # evidence lines per finding
@@ -774,20 +776,34 @@ def _late_finding(pg: str, desc: str, seq: int, prev: int, at: dict, prev_at: di
         docs=_DOCS, ranks=tuple(late))
 
 
-def _collective_findings(dumps: dict, members: dict, desc: dict) -> list:
-    # coll[pg][rank][seq] -> entries at that sequence id (several when coalesced)
+def _collectives(dumps: dict) -> dict:
+    """coll[pg][rank][seq] -> entries at that sequence id (several when coalesced)."""
     coll: dict[str, dict[int, dict[int, list]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     for d in dumps.values():
         for e in d.entries:
             if not e.is_p2p:
                 coll[e.pg][d.rank][e.coll_seq].append(e)
+    return coll
+
+
+def _aligned_start(dumps: dict, per_rank: dict, ranks: list) -> float:
+    """The first sequence id every wrapped ring buffer of the group still holds."""
+    wrapped_starts = [min(per_rank[r]) for r in ranks if per_rank.get(r) and dumps[r].wrapped]
+    return max(wrapped_starts, default=-math.inf)
+
+
+def _collective_findings(dumps: dict, members: dict, desc: dict, where: Optional[dict] = None) -> list:
+    """The first divergence of each process group. ``where``, when given, is
+    filled with id(finding) -> (pg, sequence id, kind) for every finding kept
+    (kind: "op", "size", "dtype", "extra", "missing" or "late")."""
+    coll = _collectives(dumps)
+    found_at: dict = {}
     findings = []
     waiting: dict[int, frozenset] = {}   # id(finding) -> ranks that wait in its collective
     for pg in sorted(coll, key=lambda p: (not desc.get(p) == "default_pg", p)):
         ranks = sorted(r for r in members.get(pg, ()) if r in dumps)
         per_rank = coll[pg]
-        wrapped_starts = [min(per_rank[r]) for r in ranks if per_rank.get(r) and dumps[r].wrapped]
-        start = max(wrapped_starts, default=-math.inf)
+        start = _aligned_start(dumps, per_rank, ranks)
         seqs = sorted({s for r in ranks for s in per_rank.get(r, {}) if s >= start})
         prev = None
         late_found = False
@@ -801,28 +817,31 @@ def _collective_findings(dumps: dict, members: dict, desc: dict) -> list:
                 by_op[tuple(e.op for e in es)].append(r)
                 by_size[tuple((e.in_sizes, e.out_sizes) for e in es if e.op in _SAME_SIZE_OPS)].append(r)
                 by_dtype[tuple(frozenset(e.dtypes) for e in es if e.dtypes)].append(r)
-            if len(by_op) > 1:
-                findings.append(_mismatch_finding("op", pg, desc[pg], seq, by_op, at))
-                break
-            if len(by_size) > 1:
-                findings.append(_mismatch_finding("size", pg, desc[pg], seq, by_size, at))
-                break
-            if len(by_dtype) > 1:
-                findings.append(_mismatch_finding("dtype", pg, desc[pg], seq, by_dtype, at))
+            mismatch = next(((kind, groups) for kind, groups in (("op", by_op), ("size", by_size),
+                                                                  ("dtype", by_dtype)) if len(groups) > 1), None)
+            if mismatch is not None:
+                found = _mismatch_finding(mismatch[0], pg, desc[pg], seq, mismatch[1], at)
+                findings.append(found)
+                found_at[id(found)] = (pg, seq, mismatch[0])
                 break
             if absent:
                 found = _missing_finding(pg, desc[pg], seq, at, absent, dumps, coll, members)
                 findings.append(found)
                 waiting[id(found)] = frozenset(at)
+                found_at[id(found)] = (pg, seq, "extra" if found.rule == "fr.extra_collective" else "missing")
                 break
             if prev is not None and not late_found:
                 late = _late_finding(pg, desc[pg], seq, prev, at,
                                      {r: per_rank[r][prev] for r in at})
                 if late is not None:
                     findings.append(late)
+                    found_at[id(late)] = (pg, seq, "late")
                     late_found = True
             prev = seq
-    return _drop_mirrors(findings, waiting)
+    kept = _drop_mirrors(findings, waiting)
+    if where is not None:
+        where.update((id(f), found_at[id(f)]) for f in kept)
+    return kept
 
 
 def _drop_mirrors(findings: list, waiting: dict) -> list:
@@ -858,7 +877,45 @@ def _p2p_endpoints(e: _Entry, members: tuple) -> Optional[tuple]:
     return src, dst
 
 
-def _p2p_findings(dumps: dict, members: dict, desc: dict) -> list:
+def match_p2p(sends: dict, recvs: dict, message, dtypes) -> tuple[list, dict]:
+    """The one pairing rule for point-to-point ops, whether recorded (NCCL's
+    flight recorder) or planned (``ncclnb guard: p2p plan`` lines): per key
+    (group, src, dst), the i-th send pairs with the i-th receive. ``sends`` /
+    ``recvs`` map keys to ops in order; ``message(op, kind)`` gives what an op
+    carries (its sizes), ``dtypes(op)`` its dtypes (empty when not known).
+
+    Returns ``(unmatched, mismatched)``: unmatched is [(op, src, dst, group)]
+    for sends and receives without a partner; mismatched is {"order": [...],
+    "size": [...]} of (send, recv, src, dst, group) for the first pair of a key
+    whose messages differ ("order" when both sides carry the same messages as
+    a multiset, i.e. in another order)."""
+    unmatched: list = []
+    mismatched: dict = {"order": [], "size": []}
+    for key in sorted(set(sends) | set(recvs)):
+        pg, src, dst = key
+        ss, rr = sends.get(key, []), recvs.get(key, [])
+        for s, r in zip(ss, rr):
+            ds, dr = dtypes(s), dtypes(r)
+            if message(s, "send") != message(r, "recv") or (ds and dr and set(ds) != set(dr)):
+                same_msgs = Counter(message(x, "send") for x in ss) == Counter(message(x, "recv") for x in rr)
+                mismatched["order" if same_msgs else "size"].append((s, r, src, dst, pg))
+                break
+        for e in ss[len(rr):] + rr[len(ss):]:
+            unmatched.append((e, src, dst, pg))
+    return unmatched, mismatched
+
+
+def _entry_message(e: _Entry, kind: str) -> tuple:
+    return e.in_sizes if kind == "send" else e.out_sizes
+
+
+def _entry_dtypes(e: _Entry) -> tuple:
+    return e.dtypes
+
+
+def _p2p_ops(dumps: dict, members: dict, desc: dict) -> tuple[dict, dict, set]:
+    """Recorded sends and receives by (pg, src, dst), in record order, and the
+    keys that cannot be compared (a side's dump is absent or wrapped)."""
     sends: dict = defaultdict(list)   # (pg, src, dst) -> entries on src, in order
     recvs: dict = defaultdict(list)   # (pg, src, dst) -> entries on dst, in order
     for d in dumps.values():
@@ -874,22 +931,23 @@ def _p2p_findings(dumps: dict, members: dict, desc: dict) -> list:
             if own != d.rank:   # written by another rank than the one this dump is for
                 continue
             (sends if e.op == "send" else recvs)[(e.pg, src, dst)].append(e)
+    # the other side's record is absent or cut by the ring buffer: nothing to compare
+    blind = {key for key in set(sends) | set(recvs)
+             if key[1] not in dumps or key[2] not in dumps or dumps[key[1]].wrapped or dumps[key[2]].wrapped}
+    return sends, recvs, blind
 
-    unmatched: list = []               # (entry, src, dst, pg)
-    mismatched: dict = {"order": [], "size": []}
-    for key in sorted(set(sends) | set(recvs)):
-        pg, src, dst = key
-        if src not in dumps or dst not in dumps or dumps[src].wrapped or dumps[dst].wrapped:
-            continue   # the other side's record is absent or cut by the ring buffer
-        ss, rr = sends.get(key, []), recvs.get(key, [])
-        for s, r in zip(ss, rr):
-            if s.in_sizes != r.out_sizes or (s.dtypes and r.dtypes and set(s.dtypes) != set(r.dtypes)):
-                same_msgs = Counter(x.in_sizes for x in ss) == Counter(x.out_sizes for x in rr)
-                mismatched["order" if same_msgs else "size"].append((s, r, src, dst, pg))
-                break
-        for e in ss[len(rr):] + rr[len(ss):]:
-            unmatched.append((e, src, dst, pg))
 
+def _p2p_match(dumps: dict, members: dict, desc: dict) -> tuple[dict, dict, set, list, dict]:
+    """(sends, recvs, blind keys, unmatched, mismatched) of the recorded p2p ops."""
+    sends, recvs, blind = _p2p_ops(dumps, members, desc)
+    unmatched, mismatched = match_p2p({k: v for k, v in sends.items() if k not in blind},
+                                      {k: v for k, v in recvs.items() if k not in blind},
+                                      _entry_message, _entry_dtypes)
+    return sends, recvs, blind, unmatched, mismatched
+
+
+def _p2p_findings(dumps: dict, members: dict, desc: dict, matched: Optional[tuple] = None) -> list:
+    _, _, _, unmatched, mismatched = matched if matched is not None else _p2p_match(dumps, members, desc)
     findings = []
     if unmatched:
         count = Counter()
@@ -972,6 +1030,21 @@ def _items(dumps: Any) -> Optional[list]:
         return None
 
 
+def _analyse(loaded: dict) -> tuple[list, dict, dict, dict]:
+    """(findings sorted errors first, where each collective finding was found,
+    members, desc) of loaded dumps: the one analysis behind ``analyze_dumps``
+    and ``alignment``."""
+    members, desc, member_notes = _memberships(loaded)
+    where: dict = {}
+    findings = (_collective_findings(loaded, members, desc, where) + _p2p_findings(loaded, members, desc)
+                + member_notes)
+    return findings, where, members, desc
+
+
+def _sorted_findings(findings: list) -> list:
+    return sorted(findings, key=lambda f: (_SEVERITY_ORDER[f.severity], -f.confidence))
+
+
 def analyze_dumps(dumps: list[tuple[str, dict]]) -> list[Finding]:
     """Compare the flight-recorder dumps of several ranks; return findings.
 
@@ -993,10 +1066,8 @@ def analyze_dumps(dumps: list[tuple[str, dict]]) -> list[Finding]:
     loaded = _ordered(loaded)
     if not loaded:
         return notes
-    members, desc, member_notes = _memberships(loaded)
-    findings = _collective_findings(loaded, members, desc) + _p2p_findings(loaded, members, desc)
-    findings += member_notes + notes
-    return sorted(findings, key=lambda f: (_SEVERITY_ORDER[f.severity], -f.confidence))
+    findings, _, _, _ = _analyse(loaded)
+    return _sorted_findings(findings + notes)
 
 
 def dump_rank_status(dumps: list[tuple[str, dict]]) -> list[RankStatus]:
@@ -1026,3 +1097,158 @@ def dump_rank_status(dumps: list[tuple[str, dict]]) -> list[RankStatus]:
         out.append(RankStatus(rank=rank, nccl_version=d.lib_version, last_seq=last_seq,
                               last_op=last_op, source=d.source))
     return out
+
+
+# --------------------------------------------------------------------------- alignment facts
+
+MAX_ALIGNED_SEQS = 512      # sequence ids kept per group (a window ending past the first divergence)
+MAX_ALIGNED_RANKS = 1024    # ranks kept per group (the blamed ones first)
+
+
+@dataclass(frozen=True)
+class AlignedCall:
+    """What one rank recorded at one sequence id of a group: ``op`` ("all_reduce",
+    or "all_reduce + broadcast" for a coalesced block), sizes and dtypes as
+    torch wrote them (``input_sizes`` per tensor, dtype names like "Float"),
+    the entry's ``state``, ``time_created_ns`` (the rank's own clock) and the
+    doctor's one-line ``text`` of it."""
+    rank: int
+    seq: int
+    op: str
+    in_sizes: tuple = ()
+    out_sizes: tuple = ()
+    dtypes: tuple = ()
+    state: str = ""
+    time_ns: Optional[int] = None
+    source: str = ""
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Where the doctor found a group's ranks out of step: the sequence id,
+    the finding's rule, category and title, the ranks it blames, and ``kind``:
+    "op", "size" or "dtype" (ranks ran different things at ``seq``), "extra"
+    (the blamed ranks ran a collective the others never did), "missing" (the
+    blamed ranks never reached ``seq``) or "late" (they reached it late)."""
+    seq: int
+    kind: str
+    rule: str
+    category: str
+    title: str
+    ranks: tuple = ()
+    finding: int = 0    # its index in Alignment.findings (0: the doctor's most likely cause)
+
+
+@dataclass(frozen=True)
+class GroupAlignment:
+    """Ranks x sequence ids of one process group. ``ranks``: members with a
+    dump (at most MAX_ALIGNED_RANKS; ``ranks_total`` counts them all);
+    ``seqs``: the sequence ids kept, ascending (at most MAX_ALIGNED_SEQS,
+    ``seqs_total`` counts them all); ``start``: the first id every wrapped
+    ring buffer still holds (ids before it are not compared, None when none
+    wrapped); ``calls``: the cells that hold a record, by (seq, rank);
+    ``divergences``: the doctor's findings on this group, in seq order."""
+    pg: str
+    desc: str
+    ranks: tuple
+    seqs: tuple
+    calls: tuple
+    divergences: tuple = ()
+    start: Optional[int] = None
+    ranks_total: int = 0
+    seqs_total: int = 0
+
+    @property
+    def first_divergence(self) -> Optional[Divergence]:
+        return self.divergences[0] if self.divergences else None
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """Every rank's collectives aligned by process group and sequence id,
+    with the divergences the doctor found (``findings``: exactly what
+    :func:`analyze_dumps` returns for the same dumps)."""
+    groups: tuple
+    findings: tuple
+    ranks: tuple
+    sources: tuple
+
+    @property
+    def first_divergence(self) -> Optional[tuple]:
+        """(group, divergence) that the doctor ranks first, or None."""
+        found = [(d.finding, i, g, d) for i, g in enumerate(self.groups) for d in g.divergences]
+        return min(found, key=lambda t: t[:2])[2:] if found else None
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+
+        out = asdict(self)
+        out["findings"] = [f.to_dict() for f in self.findings]
+        return out
+
+
+def _call(entries: list, seq: int) -> AlignedCall:
+    ops = [e.op for e in entries if e.op != "coalesced"] or [e.op for e in entries]
+    first = entries[0]
+    return AlignedCall(
+        rank=first.rank, seq=seq, op=" + ".join(ops),
+        in_sizes=tuple(s for e in entries for s in e.in_sizes),
+        out_sizes=tuple(s for e in entries for s in e.out_sizes),
+        dtypes=tuple(sorted({d for e in entries for d in e.dtypes})),
+        state=first.state, time_ns=first.t_ns, source=first.source, text=_fmt_group(entries, seq))
+
+
+def _window(seqs: list, focus: Optional[int], most: int) -> list:
+    """At most ``most`` of the sorted ``seqs``: those before and a few after
+    ``focus`` (the first divergence), else the last ones."""
+    if len(seqs) <= most:
+        return seqs
+    if focus is None:
+        return seqs[-most:]
+    i = bisect_left(seqs, focus)
+    end = min(len(seqs), i + 1 + min(8, most // 4))
+    return seqs[max(0, end - most):end]
+
+
+def alignment(dumps: list, max_seqs: int = MAX_ALIGNED_SEQS, max_ranks: int = MAX_ALIGNED_RANKS) -> Alignment:
+    """Ranks x sequence ids per process group, from the same dumps and the
+    same analysis as :func:`analyze_dumps`: each divergence is where one of
+    its findings was found (its rule, title and blamed ranks), never a second
+    reading. ``dumps`` as for ``analyze_dumps``. Only collectives are aligned
+    (send/recv pairing is :mod:`ncclnb.doctor.pairing`). Bounded: at most
+    ``max_seqs`` sequence ids and ``max_ranks`` ranks per group are kept (the
+    totals say what was cut). Never raises on odd input."""
+    items = _items(dumps) or []
+    loaded, notes = _load(items)
+    loaded = _ordered(loaded)
+    if not loaded:
+        return Alignment(groups=(), findings=tuple(notes), ranks=(), sources=())
+    findings, where, members, desc = _analyse(loaded)
+    findings = _sorted_findings(findings + notes)
+    coll = _collectives(loaded)
+    divergences: dict = defaultdict(list)
+    for index, f in enumerate(findings):
+        if id(f) in where:
+            pg, seq, kind = where[id(f)]
+            divergences[pg].append(Divergence(seq=seq, kind=kind, rule=f.rule, category=f.category,
+                                              title=f.title, ranks=tuple(f.ranks), finding=index))
+    groups = []
+    for pg in sorted(coll, key=lambda p: (not desc.get(p) == "default_pg", p)):
+        per_rank = coll[pg]
+        all_ranks = sorted(r for r in members.get(pg, ()) if r in loaded)
+        divs = tuple(sorted(divergences.get(pg, ()), key=lambda d: d.seq))
+        blamed = {r for d in divs for r in d.ranks}
+        ranks = all_ranks if len(all_ranks) <= max_ranks else sorted(
+            sorted(all_ranks, key=lambda r: (r not in blamed, r))[:max_ranks])
+        start = _aligned_start(loaded, per_rank, all_ranks)
+        all_seqs = sorted({s for r in all_ranks for s in per_rank.get(r, {})})
+        seqs = _window(all_seqs, divs[0].seq if divs else None, max_seqs)
+        kept = set(seqs)
+        calls = tuple(_call(per_rank[r][s], s) for s in seqs for r in ranks if s in per_rank.get(r, {}) and s in kept)
+        groups.append(GroupAlignment(
+            pg=pg, desc=desc.get(pg, ""), ranks=tuple(ranks), seqs=tuple(seqs), calls=calls, divergences=divs,
+            start=None if start == -math.inf else int(start), ranks_total=len(all_ranks),
+            seqs_total=len(all_seqs)))
+    return Alignment(groups=tuple(groups), findings=tuple(findings), ranks=tuple(loaded),
+                     sources=tuple(d.source for d in loaded.values()))

@@ -30,8 +30,11 @@ WORLD_SIZE = re.compile(r"nRanks (?P<n>[0-9]+)", re.ASCII)
 # (PyTorch Lightning: "Initializing distributed: GLOBAL_RANK: 7, MEMBER: 8/4")
 BANNER = re.compile(r"GLOBAL_RANK: (?P<rank>[0-9]+), MEMBER: (?P<member>[0-9]+)/(?P<size>[0-9]+)", re.ASCII)
 
+# a rank's point-to-point plan, printed by ncclnb.guard.p2p.log_p2p_plan (read by ncclnb.doctor.pairing)
+PLAN = re.compile(r"ncclnb guard: p2p plan \{", re.ASCII)
+
 # exported with the knowledge base for the grep comparison
-REASONING_PATTERNS = (VERSION.pattern, COMM.pattern, WATCHDOG.pattern, WORK.pattern, BANNER.pattern)
+REASONING_PATTERNS = (VERSION.pattern, COMM.pattern, WATCHDOG.pattern, WORK.pattern, BANNER.pattern, PLAN.pattern)
 
 # upstream pages until the guided notebooks exist
 DESYNC_DOC = "https://pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications"
@@ -66,6 +69,7 @@ class ReasonState:
     version_keys_seen: int = 0
     comm_by_host: dict = field(default_factory=dict)   # host -> CommRecord with the largest nRanks
     out_of_range: dict = field(default_factory=dict)   # rank -> (size, Evidence)
+    plans: dict = field(default_factory=dict)          # rank -> its last P2PPlan (ncclnb guard: p2p plan)
     limit: int = 8192
 
     def add_watchdog(self, rec: WatchdogRecord) -> None:
@@ -87,6 +91,11 @@ class ReasonState:
             return
         if old is None or rec.nranks > old.nranks:
             self.comm_by_host[key] = rec
+
+    def add_plan(self, plan) -> None:
+        """The last plan a rank printed is the exchange it was in when it stopped."""
+        if plan.rank in self.plans or len(self.plans) < self.limit:
+            self.plans[plan.rank] = plan
 
     def add_out_of_range(self, rank: int, size: int, ev: Evidence) -> None:
         if rank not in self.out_of_range and len(self.out_of_range) < self.limit:
@@ -259,3 +268,15 @@ def out_of_range_findings(state: ReasonState) -> list[Finding]:
         fix="Make WORLD_SIZE = nodes x processes per node on every node and let the launcher derive RANK "
             "(torchrun --nnodes N --nproc-per-node G; in Lightning, Trainer(num_nodes=N) matching the launch).",
         docs=RANKS_DOC, ranks=ranks)]
+
+
+def plan_findings(state: ReasonState) -> list[Finding]:
+    """Planned sends and receives without a partner (or of another shape),
+    from the ranks' ``ncclnb guard: p2p plan`` lines: gloo records no
+    isend/irecv, so these are what pairs them. The matrix behind these
+    findings is :func:`ncclnb.doctor.pairing.plan_pairing` of the same plans."""
+    if not state.plans:
+        return []
+    from .pairing import plan_pairing
+
+    return list(plan_pairing(state.plans.values()).findings)

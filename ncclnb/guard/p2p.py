@@ -1,16 +1,24 @@
 """``check_p2p_plan``: before a hand-written all-to-all or pipeline exchange
 posts its isend/irecv, the ranks compare their plans, so an unpaired send or
-receive is named at once instead of hanging until the watchdog (seed 004)."""
+receive is named at once instead of hanging until the watchdog (seed 004).
+
+``log_p2p_plan``: each rank prints its plan as one machine-readable line
+(``ncclnb guard: p2p plan {...}``: JSON with the rank and, per send and
+receive, the peer, shape and dtype; no tensor data, nothing pickled). gloo's
+flight recorder does not record isend/irecv, so these lines are what the
+doctor (:mod:`ncclnb.doctor.pairing`) pairs after a hang on gloo."""
 from __future__ import annotations
 
 import json
-from typing import Mapping, Optional
+import sys
+from typing import Iterable, Mapping, Optional, Union
 
 from ._dist import all_gather_bytes, all_gather_int64, device_for, group_ranks, torch_dist
 from ._compare import fmt_ranks
 from .errors import GuardError
 
 MAX_SHOWN = 4   # unpaired operations spelled out in the message
+PLAN_PREFIX = "ncclnb guard: p2p plan "   # what the doctor looks for (the "ncclnb guard:" trigger included)
 
 
 def _norm_plan(plan: Optional[Mapping], what: str) -> dict:
@@ -81,3 +89,49 @@ def check_p2p_plan(sends: Mapping, recvs: Mapping, group=None) -> None:
     raise GuardError(f"ncclnb guard: {fmt_ranks(blamed)} {verb} on the point-to-point plan: {shown}",
                      ranks=sorted(blamed), values={"plan": {r: json.dumps(p) for r, p in plans.items()}},
                      check="p2p_plan")
+
+
+def _plan_ops(plan: Union[Mapping, Iterable, None], what: str, dtype: str) -> list:
+    """{peer: shape} or [(peer, shape), ...] (several ops to one peer, in posting
+    order) -> [{"peer", "shape", "dtype"}]."""
+    items = plan.items() if isinstance(plan, Mapping) else (plan or ())
+    out = []
+    for item in items:
+        try:
+            peer, shape = item
+        except (TypeError, ValueError):
+            raise ValueError(f"log_p2p_plan: {what} must map peers to shapes, got {item!r}") from None
+        norm = _norm_plan({peer: shape}, what)
+        for p, dims in norm.items():
+            out.append({"peer": p, "shape": dims, "dtype": dtype})
+    return out
+
+
+def _dtype_name(dtype) -> str:
+    name = str(dtype)
+    return name[len("torch."):] if name.startswith("torch.") else name
+
+
+def p2p_plan_line(rank: int, sends, recvs, dtype="float32") -> str:
+    """The one line :func:`log_p2p_plan` prints: ``ncclnb guard: p2p plan``
+    and a JSON object ``{"rank", "sends", "recvs"}``, each op
+    ``{"peer", "shape", "dtype"}`` (global ranks). ``sends`` / ``recvs`` as for
+    :func:`check_p2p_plan`, or lists of (peer, shape) in posting order."""
+    name = _dtype_name(dtype)
+    body = {"rank": int(rank), "sends": _plan_ops(sends, "sends", name), "recvs": _plan_ops(recvs, "recvs", name)}
+    return PLAN_PREFIX + json.dumps(body, separators=(", ", ": "))
+
+
+def log_p2p_plan(sends, recvs, dtype="float32", rank: Optional[int] = None, file=None) -> str:
+    """Print this rank's point-to-point plan (what it is about to post) as one
+    line on stdout (or ``file``) and return it. Call it on every rank before
+    the isend/irecv of a hand-written exchange: after a hang, ``ncclnb doctor``
+    (and ``ncclnb.show_pairing``) pair the sends and receives from these lines,
+    which gloo's flight recorder does not record. ``rank`` defaults to
+    ``torch.distributed.get_rank()``. Costs nothing on the wire."""
+    if rank is None:
+        _, dist = torch_dist()
+        rank = dist.get_rank()
+    line = p2p_plan_line(rank, sends, recvs, dtype)
+    print(line, file=file or sys.stdout, flush=True)
+    return line

@@ -9,9 +9,14 @@ Pure builders (no widget, no display): :func:`topology_figure`,
 Shells (live widget plus static fallback): :func:`show_topology`,
 :func:`show_numa`, :func:`show_ranks`, :func:`show_versions`,
 :func:`show_diagnosis`, :func:`dashboard`.
+Flight recorder and point to point: :func:`alignment_figure` /
+:func:`show_alignment` (ranks x sequence ids), :func:`pairing_figure` /
+:func:`show_pairing` (sender x receiver).
 """
+from .alignment import alignment_figure, show_alignment
 from .diagnosis import diagnosis_html, findings_html
 from .numa import numa_figure
+from .pairing import pairing_figure, show_pairing
 from .ranks import analyse_ranks, rank_map_figure
 from .topology import topology_figure
 from .versions import version_table
@@ -27,7 +32,7 @@ from .widgets import (
 )
 
 __all__ = [
-    "View", "analyse_ranks", "dashboard", "diagnosis_html", "findings_html", "numa_figure",
-    "rank_map_figure", "run_checks", "show_diagnosis", "show_numa", "show_ranks", "show_topology",
-    "show_versions", "topology_figure", "version_table",
+    "View", "alignment_figure", "analyse_ranks", "dashboard", "diagnosis_html", "findings_html", "numa_figure",
+    "pairing_figure", "rank_map_figure", "run_checks", "show_alignment", "show_diagnosis", "show_numa",
+    "show_pairing", "show_ranks", "show_topology", "show_versions", "topology_figure", "version_table",
 ]

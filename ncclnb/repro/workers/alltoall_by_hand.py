@@ -12,9 +12,15 @@ counts first, then post only the pairs both sides agree on) or
 "all_to_all_single" (the library's own collective does the pairing);
 ``guard``: compare the send/receive plans with ``ncclnb.guard.check_p2p_plan``
 before anything is posted.
+
+Before posting its isend/irecv each rank prints its plan as one line
+(``ncclnb.guard.p2p.log_p2p_plan``: peer, shape and dtype of every send and
+receive): gloo's flight recorder does not record isend/irecv, so these lines
+are what ``ncclnb doctor`` and ``ncclnb.show_pairing`` pair after the hang.
 """
 from __future__ import annotations
 
+from ncclnb.guard.p2p import log_p2p_plan
 from ncclnb.repro.job import Job
 
 HIDDEN = 8
@@ -37,6 +43,10 @@ def train(job: Job) -> None:
     counts = routed_counts(world)
     job.init_process_group()
     send = {p: torch.full((counts[me][p], HIDDEN), float(me), device=job.device) for p in range(world) if p != me}
+    if method == "unpaired":
+        # what the exchange below posts: a send only where there are tokens, a receive from every peer
+        log_p2p_plan(sends={p: (counts[me][p], HIDDEN) for p in send if counts[me][p]},
+                     recvs={p: (counts[p][me] or 1, HIDDEN) for p in send}, dtype="float32", rank=me)
     if job.arg("guard", False):
         from ncclnb.guard import check_p2p_plan
 
@@ -57,6 +67,8 @@ def train(job: Job) -> None:
         mine = torch.tensor([counts[me][p] for p in range(world)], dtype=torch.int64, device=job.device)
         theirs = torch.zeros_like(mine)
         dist.all_to_all_single(theirs, mine)
+        log_p2p_plan(sends={p: (counts[me][p], HIDDEN) for p in send if counts[me][p]},
+                     recvs={p: (int(theirs[p]), HIDDEN) for p in send if int(theirs[p])}, dtype="float32", rank=me)
         ops, bufs = [], []
         for p in range(world):
             if p != me and counts[me][p]:
