@@ -184,18 +184,35 @@ def sources(names: list[str]) -> list[Path]:
     return picked
 
 
-def build(src: Path, timeout: int) -> tuple[int, float, list[str]]:
+def _cell_seconds(nb) -> list[tuple[float, int]]:
+    """(seconds, cell number) of each executed cell, from nbclient's timing metadata."""
+    from datetime import datetime
+
+    out = []
+    for i, cell in enumerate(nb.cells, 1):
+        t = cell.metadata.get("execution", {})
+        a, b = t.get("iopub.execute_input"), t.get("shell.execute_reply")
+        if a and b:
+            parse_t = lambda x: datetime.fromisoformat(x.replace("Z", "+00:00"))
+            out.append(((parse_t(b) - parse_t(a)).total_seconds(), i))
+    return sorted(out, reverse=True)
+
+
+def build(src: Path, timeout: int, verbose: bool = False) -> tuple[int, float, list[str]]:
     import nbformat
     from nbclient import NotebookClient
 
     cells = parse(src.read_text(encoding="utf-8"), str(src))
     nb = to_notebook(cells, src.stem)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=True,
                             store_widget_state=False, skip_cells_with_tag="nbval-skip",
                             resources={"metadata": {"path": str(HERE)}})
     t0 = time.monotonic()
     client.execute()
     seconds = time.monotonic() - t0
+    if verbose:
+        slow = ", ".join(f"cell {i}: {sec:.1f} s" for sec, i in _cell_seconds(nb)[:5])
+        print(f"{src.stem}: slowest cells: {slow}")
     clean(nb)
     out = HERE / f"{src.stem}.ipynb"
     nbformat.write(nb, str(out))
@@ -243,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("names", nargs="*", help="notebooks to build (stem or prefix); default: all")
     ap.add_argument("--check", action="store_true", help="verify committed notebooks match their sources; no kernel")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print the slowest cells of each notebook")
     ap.add_argument("--timeout", type=int, default=CELL_TIMEOUT, help="per-cell timeout in seconds")
     args = ap.parse_args(argv)
     srcs = sources(args.names)
@@ -256,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     for src in srcs:
         try:
-            size, seconds, problems = build(src, args.timeout)
+            size, seconds, problems = build(src, args.timeout, args.verbose)
         except SourceError as exc:
             print(f"build: {exc}", file=sys.stderr)
             failed = True

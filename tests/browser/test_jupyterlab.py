@@ -1,4 +1,5 @@
-"""Real browser: JupyterLab + headless Chromium run notebooks/views.ipynb.
+"""Real browser: JupyterLab + headless Chromium run notebooks/views.ipynb,
+and the guided notebooks 00 and 01.
 
 Starts JupyterLab on 127.0.0.1 (free port, token, temp dirs), opens the
 notebook in Debian's chromium through playwright (no browser download), runs
@@ -23,6 +24,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOK = REPO / "notebooks" / "views.ipynb"
+GUIDED = [REPO / "notebooks" / "00_start_here.ipynb", REPO / "notebooks" / "01_world_size_and_rendezvous.ipynb"]
 SHOTS = REPO / "artifacts" / "screenshots"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -83,7 +85,9 @@ def lab(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("lab")
     root = tmp / "root"
     root.mkdir()
-    shutil.copy(NOTEBOOK, root / NOTEBOOK.name)
+    for nb in [NOTEBOOK, *GUIDED]:
+        if nb.exists():
+            shutil.copy(nb, root / nb.name)
     env = dict(os.environ)
     for name in ("config", "runtime", "data", "settings", "workspaces", "ipython"):
         (tmp / name).mkdir()
@@ -191,6 +195,8 @@ def test_views_render_and_respond_in_jupyterlab(lab):
             page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=90_000)
             page.wait_for_function("() => window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=30_000)
             _wait_for_kernel(page)
+            # the committed notebook carries outputs: clear them so every prompt must be re-earned
+            page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
             # fire and forget: the command's promise settles only when all cells ran
             page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
             page.wait_for_function(JS_ALL_RAN, timeout=240_000, polling=500)
@@ -271,6 +277,66 @@ def test_views_render_and_respond_in_jupyterlab(lab):
             page.screenshot(path=str(SHOTS / "notebook.png"))
         except BaseException:
             page.screenshot(path=str(SHOTS / "failure.png"))
+            raise
+        finally:
+            browser.close()
+
+
+JS_PLOTS_DRAWN = """(sel) => [...document.querySelectorAll(sel)].filter(svg => {
+  const box = svg.getBoundingClientRect();
+  return box.width > 0 && box.height > 0 && svg.querySelectorAll('path, rect').length > 0;
+}).length"""
+
+
+def _open_and_run_all(page, base, token, name, seconds):
+    page.goto(f"{base}/lab/tree/{name}?token={token}")
+    page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=90_000)
+    page.wait_for_function("() => window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=30_000)
+    _wait_for_kernel(page)
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    page.wait_for_function(JS_ALL_RAN, timeout=seconds * 1000, polling=1000)
+    errors = page.eval_on_selector_all(
+        ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']",
+        "els => els.map(e => e.textContent)")
+    tracebacks = [e for e in errors if "Traceback" in e]
+    # cells tagged raises-exception fail on purpose; any other traceback is a bug
+    allowed = page.evaluate("""() => window.jupyterapp.shell.currentWidget.content.widgets
+        .filter(c => (c.model.getMetadata('tags') || []).includes('raises-exception')).length""")
+    assert len(tracebacks) <= allowed, "cells failed:\n" + "\n---\n".join(t[-1500:] for t in tracebacks)
+
+
+@pytest.mark.parametrize("name, view, seconds", [
+    ("00_start_here.ipynb", "ncclnb-dashboard", 150),
+    ("01_world_size_and_rendezvous.ipynb", "ncclnb-ranks", 240),
+])
+def test_guided_notebook_runs_and_its_views_draw(lab, name, view, seconds):
+    """Run all of a guided notebook (its live reproductions included) and
+    check that its live view drew a non-empty plotly SVG."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    if not (REPO / "notebooks" / name).exists():
+        pytest.skip(f"notebooks/{name} is not built")
+    base, token, tmp = lab
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(30_000)
+            _open_and_run_all(page, base, token, name, seconds)
+            scope = page.locator(f".jp-OutputArea-output .{view}").first
+            scope.wait_for(timeout=30_000)
+            scope.scroll_into_view_if_needed()
+            if view == "ncclnb-dashboard":  # the first tab holds findings; the plots sit in the others
+                scope.locator(".lm-TabBar-tab", has_text="Ranks").click()
+            sel = f".jp-OutputArea-output .{view} .js-plotly-plot .main-svg"
+            page.wait_for_function(f"() => ({JS_PLOTS_DRAWN})({json.dumps(sel)}) > 0", timeout=30_000)
+            # the doctor's card of the live reproduction is in the page too
+            assert page.locator(".jp-OutputArea-output .ncclnb-diagnosis-view .ncclnb-finding").count() >= 1
+            page.mouse.move(5, 5)
+            scope.screenshot(path=str(SHOTS / f"{name.split('_')[0]}-{view}.png"))
+        except BaseException:
+            page.screenshot(path=str(SHOTS / f"failure-{name.split('_')[0]}.png"))
             raise
         finally:
             browser.close()
