@@ -10,10 +10,15 @@ readable error, raised on every rank, before it becomes a hang.
   collectives (one gloo all_gather of 16 bytes per rank per check).
 - :func:`check_p2p_plan` — before a hand-written isend/irecv exchange, every
   send has its receive (two small all_gathers of the plans as JSON bytes).
+- :func:`check_devices` — no two ranks use one GPU: each reports its host
+  and physical GPU (``torch.cuda.current_device()`` through
+  ``CUDA_VISIBLE_DEVICES``, UUID, bus id; or an explicit ``device=``) in one
+  all_gather of 256 bytes per rank.
 - :func:`preflight` / :func:`init_process_group` — the launch check: what
   each rank can know alone (rank < world size, devices, MASTER_ADDR/PORT,
   /dev/shm, open files), before any rendezvous; then versions and NCCL_*
-  settings compared across ranks once the group exists.
+  settings compared across ranks once the group exists
+  (:func:`compare_across_ranks`), and on NCCL :func:`check_devices`.
 - :class:`GuardError` — what they raise: ``.ranks`` blamed, ``.values``
   per rank.
 
@@ -22,6 +27,7 @@ crosses the wire: digests, JSON bytes and int64 in tensors.
 """
 from __future__ import annotations
 
+from .devices import check_devices
 from .errors import GuardError
 from .p2p import check_p2p_plan
 from .preflight import LaunchFacts, PreflightError, compare_across_ranks, init_process_group, launch_facts, preflight
@@ -29,5 +35,5 @@ from .same import assert_same, check_dataset, dataset_facts
 from .watermark import Watermark
 
 __all__ = ["GuardError", "LaunchFacts", "PreflightError", "Watermark", "assert_same", "check_dataset",
-           "check_p2p_plan", "compare_across_ranks", "dataset_facts", "init_process_group", "launch_facts",
-           "preflight"]
+           "check_devices", "check_p2p_plan", "compare_across_ranks", "dataset_facts", "init_process_group",
+           "launch_facts", "preflight"]

@@ -17,7 +17,10 @@ class GuardError(RuntimeError):
     a value is the canonical JSON text the rank holds (cut at 256 bytes with
     "…"), or ``"<absent>"``; for :class:`~ncclnb.guard.Watermark` it is the
     int count (``"collectives"``) or step (``"step"``).
-    ``check``: ``"assert_same"`` or ``"watermark"``.
+    ``check``: what found it: ``"assert_same"``, ``"watermark"``,
+    ``"p2p_plan"``, ``"devices"``, ``"versions"``, ``"nccl_settings"`` or
+    ``"preflight"``; the message words each differently, so the doctor
+    names the matching category from a log.
     """
 
     def __init__(

@@ -11,6 +11,7 @@ ranks with one small gloo exchange (:func:`compare_across_ranks`).
 """
 from __future__ import annotations
 
+import json
 import os
 import socket
 import threading
@@ -18,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
+from . import _compare as cmp
 from .errors import GuardError
 
 # the variables each launcher sets: (rank, world size, local rank, local world size, node rank, nodes)
@@ -212,29 +214,106 @@ def _nofile(world: int) -> list[str]:
     return []
 
 
-def compare_across_ranks(group=None) -> None:
+VERSION_NAMES = ("torch", "cuda", "nccl")
+
+
+def _plain(text: str) -> str:
+    """A canonical JSON text as a reader wants it: "2.14.3", not '"2.14.3"'."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return "none" if value is None else value if isinstance(value, str) else text
+
+
+def _differ_report(values: Mapping, names, what: str, fix: str) -> Optional[tuple[str, list[int]]]:
+    """One sentence for the names among ``values`` ({name: {rank: text}})
+    that differ: a strict majority blames the others; a tie blames every
+    side, since nothing says which is right (as the checks' versions_differ)."""
+    names = [n for n in names if n in values]
+    if not names:
+        return None
+    blamed: set = set()
+    every: set = set()
+    clauses = []
+    for name in names:
+        by_rank = {int(r): _plain(str(v)) for r, v in values[name].items()}
+        groups = cmp.split(by_rank)
+        if len(groups) < 2:   # the texts differ only past the 256 bytes shown: leave it to assert_same's words
+            continue
+        every.update(by_rank)
+        sizes = [len(ranks) for _, ranks in groups]
+        blamed.update(r for _, ranks in (groups[1:] if sizes[0] > sizes[1] else groups) for r in ranks)
+        shown = groups[1:] + groups[:1]
+        parts = [f"{cmp.fmt_ranks(ranks)} {'has' if len(ranks) == 1 else 'have'} {value}"
+                 for value, ranks in shown[:cmp.MAX_SHOWN_GROUPS]]
+        clauses.append(f"{name}: " + ", ".join(parts))
+    if not blamed:
+        return None
+    others = sorted(every - blamed)
+    verb = "runs" if len(blamed) == 1 else "run"
+    head = (f"{cmp.fmt_ranks(blamed)} {verb} other {what} than {cmp.fmt_ranks(others)}" if others else
+            f"{cmp.fmt_ranks(blamed)} run different {what}, none held by a majority")
+    return f"ncclnb guard: {head}: " + "; ".join(clauses) + f": {fix}", sorted(blamed)
+
+
+def compare_across_ranks(group=None, *, versions: Optional[Mapping] = None, device=None) -> None:
     """Once the group exists: every rank runs the same torch, NCCL and CUDA,
     the same world size and the same NCCL_* settings that must agree
-    (:data:`SAME_EVERYWHERE`); :class:`GuardError` names the ranks that differ.
+    (:data:`SAME_EVERYWHERE`); on NCCL, no two ranks use one GPU
+    (:func:`~ncclnb.guard.check_devices`, with ``device``: what
+    ``device_id=`` said, else the current device). Raises
+    :class:`GuardError` naming the ranks that differ, ``check`` telling what:
+    ``"versions"`` (``ncclnb guard: ranks 2,3 run other versions than ranks
+    0,1: nccl: ...``), ``"nccl_settings"`` (``... run other NCCL settings
+    ...``), ``"devices"``, or ``"assert_same"`` for the world size. A strict
+    majority blames the others; a tie blames every rank, since nothing says
+    which side is right.
+
+    ``versions``: ``{"torch", "cuda", "nccl"}`` used instead of what this
+    process reads (a missing key is None): for reproductions and tests that
+    bring recorded facts (each node of ``ncclnb repro run
+    nccl_version_mismatch --variant guarded`` passes its recorded node's).
+
     One small gloo exchange (a gloo group over the same ranks when the job's
     group is NCCL), so a broken NCCL cannot hide it."""
     from ..collectors.torchinfo import import_torch
+    from .devices import check_devices
     from .same import assert_same
 
     torch = import_torch()
     import torch.distributed as dist
 
+    nccl_job = "nccl" in str(dist.get_backend(group)).lower()
     if group is None and str(dist.get_backend()).lower() != "gloo":
         group = dist.new_group(backend="gloo")
-    nccl = None
-    if dist.is_nccl_available() and torch.cuda.is_available():
-        try:
-            nccl = ".".join(map(str, torch.cuda.nccl.version()))
-        except Exception:
-            nccl = None
-    assert_same(group=group, torch=torch.__version__, cuda=torch.version.cuda, nccl=nccl,
-                world_size=dist.get_world_size(),
-                nccl_settings={k: os.environ.get(k) for k in SAME_EVERYWHERE if os.environ.get(k) is not None})
+    if versions is not None:
+        if not isinstance(versions, Mapping) or set(versions) - set(VERSION_NAMES):
+            raise ValueError(f"compare_across_ranks: versions must be a dict with keys {', '.join(VERSION_NAMES)}, "
+                             f"got {versions!r}")
+        mine = {k: (None if versions.get(k) is None else str(versions.get(k))) for k in VERSION_NAMES}
+    else:
+        nccl = None
+        if dist.is_nccl_available() and torch.cuda.is_available():
+            try:
+                nccl = ".".join(map(str, torch.cuda.nccl.version()))
+            except Exception:
+                nccl = None
+        mine = {"torch": torch.__version__, "cuda": torch.version.cuda, "nccl": nccl}
+    settings = {k: os.environ.get(k) for k in SAME_EVERYWHERE if os.environ.get(k) is not None}
+    try:
+        assert_same(group=group, world_size=dist.get_world_size(), **mine, **settings)
+    except GuardError as err:
+        found = [(check, _differ_report(err.values, names, what, fix)) for check, names, what, fix in (
+            ("versions", VERSION_NAMES, "versions", "install the same torch, CUDA and NCCL on every node"),
+            ("nccl_settings", SAME_EVERYWHERE, "NCCL settings", "export the same NCCL_* settings on every rank, or none"))]
+        found = [(check, rep) for check, rep in found if rep is not None]
+        if not found or "world_size" in err.values:
+            raise
+        raise GuardError(". ".join(rep[0] for _, rep in found),
+                         sorted({r for _, rep in found for r in rep[1]}), err.values, check=found[0][0]) from None
+    if nccl_job:
+        check_devices(device=device, group=group)
 
 
 def init_process_group(*args, preflight_deadline_s: float = 10.0, compare: bool = True, **kwargs):
@@ -244,6 +323,10 @@ def init_process_group(*args, preflight_deadline_s: float = 10.0, compare: bool 
 
         from ncclnb.guard import init_process_group
         init_process_group("nccl")
+
+    On NCCL choose the device first (``torch.cuda.set_device(local_rank)``,
+    or pass ``device_id=``, as torch recommends): the comparison after init
+    checks that no two ranks use one GPU (:func:`~ncclnb.guard.check_devices`).
     """
     from ..collectors.torchinfo import import_torch
 
@@ -255,4 +338,4 @@ def init_process_group(*args, preflight_deadline_s: float = 10.0, compare: bool 
               backend=str(backend) if backend else None, deadline_s=preflight_deadline_s)
     dist.init_process_group(*args, **kwargs)
     if compare:
-        compare_across_ranks()
+        compare_across_ranks(device=kwargs.get("device_id"))

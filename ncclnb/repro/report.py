@@ -4,25 +4,35 @@ from __future__ import annotations
 from ..model import ReproResult
 from .scenario import Scenario
 
+GUARD_RULES = ("ncclnb_guard", "ncclnb_preflight")   # the doctor's signatures for what ncclnb.guard raises
+
 
 def outcome(result: ReproResult, scenario: Scenario) -> tuple[bool, str]:
     """(as expected?, one line why). A broken run must fail (where it can fail
     on this backend) with the expected category first and every culprit rank
-    blamed; a fixed run must complete; a guarded run must stop early with the
-    culprits named."""
+    blamed; a fixed run must complete; a guarded run must stop (on every
+    backend: a guard stops on the facts, even where the failure itself needs
+    GPUs), the doctor's first finding in the expected category and a guard's
+    finding in it blaming every culprit rank."""
     top = result.diagnosis.top if result.diagnosis else None
     named = f"{top.category} blaming {list(top.ranks) or 'no rank'}" if top else "nothing"
     if result.variant == "fixed":
         if result.completed:
             return True, f"completed in {result.seconds:g} s"
         return False, f"did not complete (exit codes {result.exit_codes}); the doctor says {named}"
+    if result.variant == "guarded":
+        if result.completed:
+            return False, "completed, but the guard should have stopped it"
+        guards = [f for f in (result.diagnosis.findings if result.diagnosis else ())
+                  if f.rule.startswith(GUARD_RULES) and f.category == result.expected_category
+                  and set(result.culprit_ranks) <= set(f.ranks)]
+        if not guards or top.category != result.expected_category:
+            return False, (f"no guard named {result.expected_category} blaming rank(s) "
+                           f"{list(result.culprit_ranks)}: the doctor says {named}")
+        return True, f"stopped in {result.seconds:g} s with {named}"
     can_fail = scenario.fails_on_cpu and result.backend != "recorded"
     if can_fail and result.completed:
         return False, f"completed, but the {result.variant} program should have failed"
-    if result.variant == "guarded":
-        if top is not None and set(result.culprit_ranks) <= set(top.ranks):
-            return True, f"stopped in {result.seconds:g} s with {named}"
-        return False, f"the guard did not name rank(s) {list(result.culprit_ranks)}: the doctor says {named}"
     if result.diagnosed_as_expected:
         how = "failed" if not result.completed else "ran"
         return True, f"{how} in {result.seconds:g} s; the doctor names {named}"

@@ -19,7 +19,7 @@ def test_unpaired_receive_is_named_on_every_rank(tmp_path):
     result = run(_scenario_with({"method": "unpaired", "guard": True}), "broken", keep=str(tmp_path / "run"))
     assert not result.completed
     top = result.diagnosis.top
-    assert top.rule == "ncclnb_guard_mismatch" and top.ranks == (1, 2)
+    assert (top.rule, top.category, top.ranks) == ("ncclnb_guard_p2p_plan", "p2p_pairing", (1, 2))
     logs = [(tmp_path / "run" / f"rank{r}.log").read_text() for r in range(4)]
     assert all("rank 2 posts a receive from rank 1 ([1, 8]) that rank 1 never sends" in log for log in logs)
 

@@ -72,8 +72,9 @@ def test_drop_in_init_compares_nccl_settings_across_real_ranks(tmp_path):
     assert ok.completed, ok.exit_codes
     bad = run(scenario, "broken", keep=str(tmp_path / "bad"))
     assert not bad.completed
-    assert bad.diagnosis.top.rule == "ncclnb_guard_mismatch" and bad.diagnosis.top.ranks == (1,)
-    assert "nccl_settings" in (tmp_path / "bad" / "rank0.log").read_text()
+    top = bad.diagnosis.top
+    assert (top.rule, top.category, top.ranks) == ("ncclnb_guard_nccl_settings", "nccl_env_override", (1,))
+    assert "NCCL_ALGO: rank 1 has Tree" in (tmp_path / "bad" / "rank0.log").read_text()
 
 
 def test_a_rank_whose_store_host_never_started_stops_in_seconds(tmp_path):

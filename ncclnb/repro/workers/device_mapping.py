@@ -14,7 +14,10 @@ On NCCL this runs for real. On CPU the mapping is computed by ncclnb's own
 GPUs; 6,7 on one socket, 8,9 on the other), every rank reports the GPU it
 would use over gloo, and rank 0 writes the cluster report the checks read.
 
-Knobs: ``visible`` (the CUDA_VISIBLE_DEVICES value), ``set_device``, ``machine``.
+Knobs: ``visible`` (the CUDA_VISIBLE_DEVICES value), ``set_device``, ``machine``,
+``guard`` (right after init, ``ncclnb.guard.check_devices``: on gloo with the
+physical GPU this rank would use on the recorded machine, on NCCL with the
+GPU it really uses).
 """
 from __future__ import annotations
 
@@ -50,6 +53,19 @@ def train(job: Job) -> None:
             + ("" if set_device else f" (torch.cuda.set_device was never called; barrier() would guess "
                                      f"cuda:{guess} = physical GPU {physical[guess]})"))
     job.init_process_group()
+    if job.arg("guard", False):
+        from ncclnb.checks._facts import NodeFacts
+        from ncclnb.guard import check_devices
+
+        if job.backend == "nccl":
+            check_devices()   # the GPU this process really uses
+        else:   # the recorded machine's GPU behind cuda:<logical>, as ncclnb reads CUDA_VISIBLE_DEVICES
+            seen = NodeFacts(machine).visible()
+            gpu_facts = seen[logical] if logical < len(seen) else None
+            check_devices(device={"host": machine.hostname, "logical": logical,
+                                  "index": gpu_facts.index if gpu_facts else gpu,
+                                  "uuid": gpu_facts.uuid if gpu_facts else None,
+                                  "bus_id": gpu_facts.pci_bus_id if gpu_facts else None})
     entry = dict(rank=job.rank, host=machine.hostname, local_rank=job.local_rank, world_size=job.world_size,
                  node_rank=job.node_rank, pid=os.getpid(), cuda_index=logical)
     entries = gather_json(job, entry)

@@ -8,6 +8,10 @@ job over gloo (JSON bytes in tensors), and rank 0 writes the cluster report
 that ncclnb's version check reads. On a cluster the same facts make NCCL fail
 at init (``ncclSocketInit: connecting to address with family 0 ...``,
 ``internal error``).
+
+Knob ``guard``: right after init, ``ncclnb.guard.compare_across_ranks`` with
+this node's recorded versions (``versions=``): it stops every rank of both
+nodes, naming the versions each side runs.
 """
 from __future__ import annotations
 
@@ -36,6 +40,10 @@ def train(job: Job) -> None:
     job.say(f"rank {job.rank} on node {job.node_rank} ({snap.hostname}, recorded facts): torch {v.torch}, "
             f"NCCL {v.nccl_torch or v.nccl_loaded}, CUDA {v.torch_cuda}")
     job.init_process_group()
+    if job.arg("guard", False):
+        from ncclnb.guard import compare_across_ranks
+
+        compare_across_ranks(versions={"torch": v.torch, "cuda": v.torch_cuda, "nccl": v.nccl_torch or v.nccl_loaded})
     entry = dict(rank=job.rank, host=snap.hostname, local_rank=job.local_rank, world_size=job.world_size,
                  node_rank=job.node_rank, pid=os.getpid(), cuda_index=job.local_rank)
     entries = gather_json(job, {"entry": entry, "snapshot": snap.to_dict() if job.local_rank == 0 else None})
