@@ -106,8 +106,9 @@ for r in range(4):
 # flight-recorder dumps hold every send and receive with its peer. gloo's recorder does not record
 # isend/irecv, so the program prints its plan first (one line per rank, from
 # `ncclnb.guard.p2p.log_p2p_plan(sends, recvs)`): that is what the doctor and the pairing view pair
-# here. (The run's last note quotes the NCCL line the doctor's `nccl_p2p_ops` signature reads: with
-# `NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL`, NCCL logs each Send/Recv it enqueues, with its peer.)
+# here. (The run's last note quotes what the seed's NCCL job printed instead: the proxy's
+# `Accept failed Resource temporarily unavailable`, a consequence of the abort, not the cause. With
+# `NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL`, NCCL also logs each Send/Recv it enqueues, with its peer.)
 
 # %% [markdown]
 # ## 4 · Diagnose
