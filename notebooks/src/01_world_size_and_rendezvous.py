@@ -50,8 +50,9 @@ Timed out after 1801 seconds waiting for clients
 # 1. **Rendezvous (c10d TCPStore).** Rank 0 (or torchrun's agent) listens on
 #    `MASTER_ADDR:MASTER_PORT`; every rank connects, checks in, and waits until `WORLD_SIZE`
 #    ranks have. Too few ranks ever arrive → `Timed out after N seconds waiting for clients`
-#    after the store timeout (1800 s by default; a `timeout=` passed to `init_process_group`
-#    applies to the store too, hence Lightning's 1801).
+#    once the store's timeout has passed: 1800 s in the seed (its
+#    `FSDPStrategy(timeout=timedelta(seconds=1800))`, which is also torch's store default),
+#    reported as 1801.
 # 2. **Communicator init (NCCL).** Rank 0 creates a `ncclUniqueId` and publishes it through
 #    the store; every rank calls `ncclCommInitRank(nranks=WORLD_SIZE, id, rank)`. A rank
 #    with `rank >= nranks` is refused at once: `Invalid rank requested : 7/4`

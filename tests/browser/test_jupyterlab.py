@@ -289,8 +289,10 @@ JS_PLOTS_DRAWN = """(sel) => [...document.querySelectorAll(sel)].filter(svg => {
 
 
 def _open_and_run_all(page, base, token, name, seconds):
-    page.goto(f"{base}/lab/tree/{name}?token={token}")
-    page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=90_000)
+    # a workspace of its own: the lab reopens no other notebook beside this one
+    workspace = "w" + "".join(c for c in name.split(".")[0] if c.isalnum())
+    page.goto(f"{base}/lab/workspaces/{workspace}/tree/{name}?reset&token={token}")
+    page.wait_for_selector(".jp-Notebook .jp-CodeCell:visible", timeout=90_000)
     page.wait_for_function("() => window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=30_000)
     _wait_for_kernel(page)
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
@@ -324,7 +326,7 @@ def test_guided_notebook_runs_and_its_views_draw(lab, name, view, seconds):
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.set_default_timeout(30_000)
             _open_and_run_all(page, base, token, name, seconds)
-            scope = page.locator(f".jp-OutputArea-output .{view}").first
+            scope = page.locator(f".jp-OutputArea-output .{view}:visible").first  # not a hidden tab's copy
             scope.wait_for(timeout=30_000)
             scope.scroll_into_view_if_needed()
             if view == "ncclnb-dashboard":  # the first tab holds findings; the plots sit in the others
