@@ -151,12 +151,22 @@ fixed = %ncclnb repro cuda_visible_devices --fixed
 assert fixed.completed and "device_mapping" not in {f.category for f in fixed.diagnosis.findings}
 
 # %% [markdown]
-# **Prevention.** The seed's mistake (no `set_device`) is not visible before the program runs,
-# so this scenario has no guarded variant; `device_id=` above is what prevents it. The launch
-# check catches its neighbour, though: the same job moved to an 8-GPU node, where
-# `CUDA_VISIBLE_DEVICES=6,7,8,9` names GPUs that do not exist (CUDA hides them silently and
-# every entry after them). Turn it on with one line in your script,
-# `from ncclnb.guard import init_process_group`; here is what it says, stopping rank 1 at launch:
+# **Prevention.** With ncclnb's drop-in `init_process_group` (one line in your script:
+# `from ncclnb.guard import init_process_group`), an NCCL job runs `ncclnb.guard.check_devices()`
+# right after the group exists: every rank reports the physical GPU it uses, over a small gloo
+# exchange, and ranks on one host that share a GPU stop at once, named, instead of hanging. The
+# guarded variant runs the seed's broken program with that check (on this CPU machine each rank
+# reports the GPU the seed-001 mapping gives it; the ranks and the exchange are real):
+
+# %%
+guarded = %ncclnb repro cuda_visible_devices --guarded
+assert not guarded.completed and guarded.diagnosis.top.category == "device_mapping"
+print(guarded.diagnosis.top.evidence[0].text)
+
+# %% [markdown]
+# The launch check also catches this failure's neighbour before any rendezvous: the same job moved to
+# an 8-GPU node, where `CUDA_VISIBLE_DEVICES=6,7,8,9` names GPUs that do not exist (CUDA hides them
+# silently, and every entry after them). Here is what it says, stopping rank 1 at launch:
 
 # %% tags=["raises-exception"]
 from ncclnb.guard import preflight
