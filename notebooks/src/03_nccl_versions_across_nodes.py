@@ -127,14 +127,22 @@ print(f"completed: {fixed.completed} in {fixed.seconds:.1f} s; findings from the
 ncclnb.show_versions(fixed_report)
 
 # %% [markdown]
-# **Prevention.** This scenario has no guarded variant to run here (the guard compares the versions the
-# process really loaded, which on this CPU machine are the same for every rank). Two ways to catch it
-# before a long run:
+# **Prevention.** Two ways to catch it before a long run:
 #
 # - **In the job**, one line: `from ncclnb.guard import init_process_group` in place of torch's.
 #   After the group exists it compares torch, CUDA, NCCL and the `NCCL_*` settings that must agree over
 #   a small **gloo** exchange (so a broken NCCL cannot hide it) and raises on every rank naming the
 #   ranks that differ. It runs before NCCL's first collective, which is when step 3 above would crash.
+#   The guarded variant runs the broken job with that comparison; as in step 3, each node's versions
+#   are the recorded ones (on this CPU machine every process really loads the same torch), while the
+#   ranks, the launch and the exchange are live:
+
+# %%
+guarded = %ncclnb repro nccl_version_mismatch --guarded
+assert not guarded.completed and guarded.diagnosis.top.category == "version_mismatch"
+print(guarded.diagnosis.top.evidence[0].text)
+
+# %% [markdown]
 # - **Before the job**, on every node: `ncclnb collect -o $(hostname).json`, then
 #   `ncclnb check *.json` on any machine. That is what produced the findings above.
 
