@@ -243,6 +243,12 @@ def _verb_repro(args):
         raise UsageError(str(exc)) from None
     from .viz import show_diagnosis
 
+    # the last progress call ("diagnosing") carries no rows: leave the table showing how each rank ended
+    live.status = {"phase": "completed" if result.completed else "ended", "elapsed": result.seconds, "ranks": [
+        {"rank": "agent" if e.rank is None else e.rank, "state": "killed" if e.exit_code is None else "exited",
+         "exit_code": e.exit_code, "last_line": e.last_line} for e in result.exits]}
+    if handle is not None:
+        handle.update(live)
     ok, why = outcome(result, scenario)
     print(f"{name} ({result.variant}) on {result.backend}: "
           f"{'completed' if result.completed else 'failed'} in {result.seconds:g} s; logs in {result.run_dir}")

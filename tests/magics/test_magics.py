@@ -178,6 +178,8 @@ def test_repro_verb_shows_live_ranks_then_the_diagnosis_and_returns_the_result(i
     bundles = _bundles(cap)
     progress = [b for b in bundles if "text/html" in b and "rank" in b["text/html"] and "<table>" in b["text/html"]]
     assert progress, "the live per-rank table was displayed"
+    final = progress[-1]["text/html"]   # once the run ended, the table still shows how every rank ended
+    assert final.count("<tr>") == 1 + len(result.exits) and "exited" in final, final
     assert any(WIDGET in b or "findings" in str(b.get("text/plain", "")) for b in bundles)
     assert "Verdict: as expected" in cap.stdout
     assert magics.STATE.diagnosis is result.diagnosis
