@@ -27,3 +27,12 @@ def test_unpaired_receive_is_named_on_every_rank(tmp_path):
 def test_paired_plan_passes_and_the_exchange_completes(tmp_path):
     result = run(_scenario_with({"method": "batch_isend_irecv", "guard": True}), "fixed", keep=str(tmp_path / "run"))
     assert result.completed, result.exit_codes
+
+
+def test_a_rank_that_exits_before_the_plan_exchange_stops_the_others_and_is_named(tmp_path):
+    args = {"method": "batch_isend_irecv", "guard": True, "leave_before_plan": 3}
+    result = run(_scenario_with(args), "broken", keep=str(tmp_path / "run"))
+    # no rank waits for the one that left: every rank ends (none by the runner's deadline), none completes
+    assert not result.completed and not result.deadline_hit
+    assert result.exit_codes[3] == 3 and all(result.exit_codes[r] not in (0, None) for r in (0, 1, 2))
+    assert result.diagnosis.top.ranks == (3,), result.diagnosis.top

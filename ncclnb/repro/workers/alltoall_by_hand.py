@@ -11,7 +11,8 @@ Knobs: ``method``: "unpaired" (broken), "batch_isend_irecv" (exchange the
 counts first, then post only the pairs both sides agree on) or
 "all_to_all_single" (the library's own collective does the pairing);
 ``guard``: compare the send/receive plans with ``ncclnb.guard.check_p2p_plan``
-before anything is posted.
+before anything is posted; ``leave_before_plan``: the rank that exits right
+after init, before the plans are compared.
 
 Before posting its isend/irecv each rank prints its plan as one line
 (``ncclnb.guard.p2p.log_p2p_plan``: peer, shape and dtype of every send and
@@ -42,6 +43,9 @@ def train(job: Job) -> None:
     world, me = job.world_size, job.rank
     counts = routed_counts(world)
     job.init_process_group()
+    if job.arg("leave_before_plan") == me:   # a rank that dies between init and the exchange (tests)
+        job.say(f"rank {me}: leaving before the exchange")
+        job.leave(3)
     send = {p: torch.full((counts[me][p], HIDDEN), float(me), device=job.device) for p in range(world) if p != me}
     if method == "unpaired":
         # what the exchange below posts: a send only where there are tokens, a receive from every peer
