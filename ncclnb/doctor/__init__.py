@@ -7,7 +7,8 @@ files, ``-`` (stdin) or raw text, matches the knowledge base in
 size) and returns a :class:`ncclnb.model.Diagnosis`.
 """
 from .core import diagnose
-from .kb import KnowledgeBaseError, Signature, grep_patterns, load_signatures
+from .kb import KnowledgeBaseError, Signature, grep_patterns, load_signatures, signature_examples
 from .sources import DoctorInputError
 
-__all__ = ["diagnose", "DoctorInputError", "KnowledgeBaseError", "Signature", "grep_patterns", "load_signatures"]
+__all__ = ["diagnose", "DoctorInputError", "KnowledgeBaseError", "Signature", "grep_patterns", "load_signatures",
+           "signature_examples"]

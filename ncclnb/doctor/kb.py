@@ -23,7 +23,7 @@ import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Optional
+from typing import Iterable, Optional
 
 from ..model import CATEGORIES, SEVERITIES
 
@@ -259,6 +259,22 @@ def fixture_lines(sig_id: str, folder: Optional[str] = None) -> list[tuple[int, 
             if m:
                 out.append((no, m.group(1), line[: m.start()]))
     return out
+
+
+def signature_examples(*categories: str, ids: Iterable[str] = (), width: int = 110) -> list[dict]:
+    """What each failure looks like in a log: one row per signature of
+    ``categories`` (and per id in ``ids``), sorted by category and id, with
+    its ``title`` and the first line its fixture must hit (``example line``,
+    cut at ``width``). The guided notebooks' "cousins" tables read this."""
+    wanted = set(ids)
+    rows = []
+    for sig in load_signatures():
+        if sig.category not in categories and sig.id not in wanted:
+            continue
+        line = next((text.strip() for _, kind, text in fixture_lines(sig.id) if kind == "hit"), "")
+        rows.append({"category": sig.category, "signature": sig.id, "title": sig.title,
+                     "example line": line if len(line) <= width else line[: width - 1] + "…"})
+    return sorted(rows, key=lambda r: (r["category"], r["signature"]))
 
 
 def to_grep(pattern: str) -> str:

@@ -193,23 +193,13 @@ def show_alignment(source, group: Optional[str] = None):
 
     from ..doctor.facts import run_alignment
     from ..doctor.flight_recorder import Alignment
-    from .widgets import DETAIL_HINT, View, _clicked, _detail_pane, _FigureSlot
+    from .widgets import DETAIL_HINT, View, _detail_pane, _FigureSlot, _show_hover_on_click
 
     facts = source if isinstance(source, Alignment) else run_alignment(source)
     fig = alignment_figure(facts, group)
     detail = _detail_pane()
 
-    def on_click(trace, points, _state):
-        hit = _clicked(points)
-        if hit is None or trace.hovertext is None:
-            return
-        x, y, _ = hit
-        try:
-            detail.value = trace.hovertext[list(trace.y).index(y)][list(trace.x).index(x)]  # escaped by the builder
-        except (ValueError, IndexError):
-            return
-
-    slot = _FigureSlot(fig, on_click)
+    slot = _FigureSlot(fig, _show_hover_on_click(detail))
     children = [slot.widget, detail]
     if len(facts.groups) > 1:
         picker = w.Dropdown(options=[(f"{g.pg} ({g.desc})", g.pg) for g in facts.groups[:200]],

@@ -163,23 +163,13 @@ def show_pairing(source):
 
     from ..doctor.facts import run_pairing
     from ..doctor.pairing import Pairing
-    from .widgets import View, _clicked, _detail_pane, _FigureSlot
+    from .widgets import View, _detail_pane, _FigureSlot, _show_hover_on_click
 
     facts = source if isinstance(source, Pairing) else run_pairing(source)
     fig = pairing_figure(facts)
     detail = _detail_pane()
 
-    def on_click(trace, points, _state):
-        hit = _clicked(points)
-        if hit is None or trace.hovertext is None:
-            return
-        x, y, _ = hit
-        try:
-            detail.value = trace.hovertext[list(trace.y).index(y)][list(trace.x).index(x)]  # escaped by the builder
-        except (ValueError, IndexError):
-            return
-
-    slot = _FigureSlot(fig, on_click)
+    slot = _FigureSlot(fig, _show_hover_on_click(detail))
     box = w.VBox([slot.widget, detail])
     box.add_class("ncclnb-pairing")
     n = len(facts.unpaired)

@@ -175,6 +175,21 @@ def _clicked(points):
     return points.xs[0], points.ys[0], points.point_inds[0]
 
 
+def _show_hover_on_click(detail):
+    """A heatmap click handler that shows the clicked cell's hover text
+    (escaped by the figure builder) in the ``detail`` pane."""
+    def on_click(trace, points, _state):
+        hit = _clicked(points)
+        if hit is None or trace.hovertext is None:
+            return
+        x, y, _ = hit
+        try:
+            detail.value = trace.hovertext[list(trace.y).index(y)][list(trace.x).index(x)]
+        except (ValueError, IndexError):
+            return
+    return on_click
+
+
 PICKER_OPTIONS = 200  # hosts listed in the host picker; past that, type a hostname
 
 

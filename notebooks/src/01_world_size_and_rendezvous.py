@@ -168,17 +168,10 @@ for f in guarded.diagnosis.findings:
 # from its fixture:
 
 # %%
-from ncclnb.doctor import load_signatures
-from ncclnb.doctor.kb import fixture_lines
+from ncclnb.doctor import signature_examples
 
 pd.set_option("display.max_colwidth", 110)
-cousins = [
-    {"category": s.category, "signature": s.id, "means": s.title,
-     "example line": next((t.strip() for _, k, t in fixture_lines(s.id) if k == "hit"), "")[:110]}
-    for s in load_signatures()
-    if s.category in ("rank_world_size_mismatch", "rendezvous_unreachable", "net_plugin_missing")
-]
-pd.DataFrame(cousins).sort_values(["category", "signature"]).set_index(["category", "signature"])
+pd.DataFrame(signature_examples("rank_world_size_mismatch", "rendezvous_unreachable", "net_plugin_missing")).set_index(["category", "signature"])
 
 # %% [markdown]
 # ### Exercise

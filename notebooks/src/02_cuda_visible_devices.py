@@ -207,16 +207,9 @@ for visible in (None, ",".join(str(i) for i in reversed(range(n)))):
 # placement / peer-to-peer family), each with an example line from its fixture:
 
 # %%
-from ncclnb.doctor import load_signatures
-from ncclnb.doctor.kb import fixture_lines
+from ncclnb.doctor import signature_examples
 
-cousins = [
-    {"category": s.category, "signature": s.id, "means": s.title,
-     "example line": next((t.strip() for _, k, t in fixture_lines(s.id) if k == "hit"), "")[:110]}
-    for s in load_signatures()
-    if s.category in ("device_mapping", "p2p_topology") or s.id in ("duplicate_gpu", "invalid_device_ordinal")
-]
-pd.DataFrame(cousins).sort_values(["category", "signature"]).set_index(["category", "signature"])
+pd.DataFrame(signature_examples("device_mapping", "p2p_topology", ids=("duplicate_gpu", "invalid_device_ordinal"))).set_index(["category", "signature"])
 
 # %% [markdown]
 # ### Exercise

@@ -153,20 +153,10 @@ print(guarded.diagnosis.top.evidence[0].text)
 # from their fixtures:
 
 # %%
-from ncclnb.doctor import load_signatures
-from ncclnb.doctor.kb import fixture_lines
+from ncclnb.doctor import signature_examples
 
-def cousins(category):
-    rows = []
-    for sig in load_signatures():
-        if sig.category != category:
-            continue
-        hits = [text for _, kind, text in fixture_lines(sig.id) if kind == "hit"]
-        rows.append({"signature": sig.id, "title": sig.title, "example line": hits[0] if hits else ""})
-    return pd.DataFrame(rows).style.hide(axis="index").set_properties(
-        subset=["example line"], **{"font-family": "monospace", "font-size": "11px", "text-align": "left"})
-
-cousins("version_mismatch")
+pd.DataFrame(signature_examples("version_mismatch")).style.hide(axis="index").set_properties(
+    subset=["example line"], **{"font-family": "monospace", "font-size": "11px", "text-align": "left"})
 
 # %% [markdown]
 # ### Exercise

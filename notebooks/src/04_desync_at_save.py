@@ -217,20 +217,10 @@ for r in (0, 1):
 # from its fixture that it must match:
 
 # %%
-from ncclnb.doctor import load_signatures
-from ncclnb.doctor.kb import fixture_lines
+from ncclnb.doctor import signature_examples
 
-def cousins(category):
-    rows = []
-    for sig in load_signatures():
-        if sig.category != category:
-            continue
-        hits = [text for _, mark_, text in fixture_lines(sig.id) if mark_ == "hit"]
-        rows.append({"signature": sig.id, "title": sig.title, "example line": hits[0] if hits else ""})
-    return pd.DataFrame(rows).style.hide(axis="index").set_properties(
-        subset=["example line"], **{"font-family": "monospace", "font-size": "11px", "text-align": "left"})
-
-cousins("collective_desync")
+pd.DataFrame(signature_examples("collective_desync")).style.hide(axis="index").set_properties(
+    subset=["example line"], **{"font-family": "monospace", "font-size": "11px", "text-align": "left"})
 
 # %% [markdown]
 # ### Exercise

@@ -192,20 +192,10 @@ guarded = %ncclnb repro alltoall_unpaired --guarded
 # a consequence, below a line that says who waited for what.
 
 # %%
-from ncclnb.doctor import load_signatures
-from ncclnb.doctor.kb import fixture_lines
+from ncclnb.doctor import signature_examples
 
-def cousins(category):
-    rows = []
-    for sig in load_signatures():
-        if sig.category != category:
-            continue
-        hits = [text for _, kind, text in fixture_lines(sig.id) if kind == "hit"]
-        rows.append({"signature": sig.id, "title": sig.title, "example line": hits[0] if hits else ""})
-    return pd.DataFrame(rows).style.hide(axis="index").set_properties(
-        subset=["example line"], **{"font-family": "monospace", "font-size": "11px", "text-align": "left"})
-
-cousins("p2p_pairing")
+pd.DataFrame(signature_examples("p2p_pairing")).style.hide(axis="index").set_properties(
+    subset=["example line"], **{"font-family": "monospace", "font-size": "11px", "text-align": "left"})
 
 # %% [markdown]
 # ### Exercise

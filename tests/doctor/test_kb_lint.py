@@ -130,3 +130,18 @@ def test_reasoning_and_alternative_docs_are_https_urls():
     for url in (reason.DESYNC_DOC, reason.SLOW_DOC, reason.VERSION_DOC, reason.RANKS_DOC, *CATEGORY_DOCS.values()):
         assert re.fullmatch(r"https://[a-z0-9.-]+\.[a-z]+/\S*", url), url
     assert set(CATEGORY_DOCS) == set(CATEGORIES)
+
+
+
+def test_signature_examples_show_each_signature_of_a_category_with_a_line_it_hits():
+    from ncclnb.doctor import load_signatures, signature_examples
+
+    rows = signature_examples("p2p_pairing", ids=("duplicate_gpu",), width=60)
+    want = {s.id for s in load_signatures() if s.category == "p2p_pairing"} | {"duplicate_gpu"}
+    assert {r["signature"] for r in rows} == want
+    assert rows == sorted(rows, key=lambda r: (r["category"], r["signature"]))
+    for r in rows:
+        first_hit = next(t.strip() for _, kind, t in fixture_lines(r["signature"]) if kind == "hit")
+        assert r["example line"] == (first_hit if len(first_hit) <= 60 else first_hit[:59] + "…")
+        assert r["title"] and len(r["example line"]) <= 60
+    assert signature_examples("no_such_category") == []
