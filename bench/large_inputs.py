@@ -19,7 +19,7 @@ Measured, each against the obvious alternative in the same run:
 - every view of that report (``show_topology``, ``show_numa``,
   ``show_ranks``, ``show_versions``, ``dashboard``) and ``show_topology`` of
   the 20,000-GPU node: seconds to build the view and bytes of its static
-  HTML (without plotly.js, which a session sends once), against the 5 MB
+  HTML (the figure as inline SVG, ``ncclnb/viz/static.py``), against the 5 MB
   budget, and the same numbers for the single-figure ``plotly`` alternative
   of the topology (``topology_figure(..., aggregate=False)``) at 500 GPUs,
   the size where it is still affordable to build.
@@ -236,7 +236,8 @@ def main(argv=None) -> int:
     from ncclnb.viz import dashboard, show_numa, show_ranks, show_topology, show_versions
     from ncclnb.viz.topology import topology_figure
 
-    widgets.STATIC_PLOTLYJS = None  # plotly.js (4.6 MB) goes once a session, not per view: not counted
+    # the static copy is inline SVG (no plotly.js); in "plotly" mode, plotly.js (4.6 MB) would go once a session
+    widgets.STATIC_PLOTLYJS = None
     t = time.perf_counter()
     show_topology(huge_node(16, matrix=16)).static_html()  # first use imports plotly, pandas, ipywidgets
     warm = time.perf_counter() - t

@@ -7,8 +7,9 @@ Scenarios: a synthetic report of 1024 nodes x 8 GPUs, and one node with 72
 GPUs in one NVLink domain (NV18 everywhere), from bench/synthetic.py.
 For each view: ``build_s`` is the pure builder (figure / Styler HTML / HTML),
 ``figure_json_bytes`` the plotly figure JSON a FigureWidget sends,
-``static_html_bytes`` the fallback HTML without plotly.js (sent once per
-session, about 4.6 MB, not counted), ``widget_s`` the whole ``show_*`` call
+``static_html_bytes`` the fallback HTML (the figure as inline SVG; in the
+``NCCLNB_STATIC_FIGURE=plotly`` mode plotly.js, about 4.6 MB, would go once
+a session and is not counted), ``widget_s`` the whole ``show_*`` call
 (widget + fallback HTML). Targets: under 1 s and under 5 MB each. The
 one-time cost of importing plotly/pandas/ipywidgets on first use is
 measured on a tiny report first and printed as ``first_use_imports_s``.
