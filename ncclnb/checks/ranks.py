@@ -158,6 +158,53 @@ def world_size_vs_nodes(report: ClusterReport):
     return out
 
 
+@register("local_rank_table", "device_mapping", "report")
+def local_rank_table(report: ClusterReport):
+    """Two ranks on one node hold the same LOCAL_RANK, or (in a complete rank
+    table) a LOCAL_RANK is not below the number of ranks on its node."""
+    entries = _entries(report)
+    world = _world_size(entries)
+    complete = world is not None and sorted(r.rank for r in entries) == list(range(world))
+    dup_lines, dup_ranks, over_lines, over_ranks = [], [], [], []
+    for host, rs in _by_host(entries).items():
+        held: dict[int, list[RankEntry]] = defaultdict(list)
+        for r in rs:
+            if isinstance(r.local_rank, int):
+                held[r.local_rank].append(r)
+        for local, holders in sorted(held.items()):
+            if len(holders) > 1:
+                dup_lines.append(f"{host}: LOCAL_RANK {local} held by RANK {span((r.rank for r in holders), SPAN)}")
+                dup_ranks += holders
+            elif complete and not 0 <= local < len(rs):
+                over_lines.append(f"{host}: RANK {holders[0].rank} has LOCAL_RANK {local}, but the node runs "
+                                  f"{len(rs)} rank(s) (LOCAL_RANK 0-{len(rs) - 1})")
+                over_ranks += holders
+    out = []
+    if dup_lines:
+        out.append(make(
+            "local_rank_table", "error", 0.85,
+            f"{len(dup_ranks)} rank(s) share a LOCAL_RANK with another rank of their node",
+            _capped(dup_lines),
+            cause="Each rank of a node needs its own LOCAL_RANK: scripts pick their GPU as cuda:LOCAL_RANK, so ranks "
+                  "with the same LOCAL_RANK drive the same GPU (NCCL: 'Duplicate GPU detected') and leave another "
+                  "idle. The launcher or a custom environment set LOCAL_RANK wrongly.",
+            fix="Let the launcher set LOCAL_RANK (torchrun does; under Slurm use SLURM_LOCALID, under Open MPI "
+                "OMPI_COMM_WORLD_LOCAL_RANK) rather than computing it; with a custom ClusterEnvironment, "
+                "LOCAL_RANK = RANK - node_rank x processes per node.",
+            ranks=[r.rank for r in dup_ranks], hosts=[r.host for r in dup_ranks]))
+    if over_lines:
+        out.append(make(
+            "local_rank_table", "warning", 0.6,
+            f"{len(over_ranks)} rank(s) have a LOCAL_RANK beyond the ranks on their node",
+            _capped(over_lines),
+            cause="LOCAL_RANK numbers the ranks of one node from 0; a larger value points cuda:LOCAL_RANK at a GPU "
+                  "that another node layout assumed, or at none ('invalid device ordinal').",
+            fix="Let the launcher set LOCAL_RANK (torchrun's --nproc-per-node, SLURM_LOCALID, "
+                "OMPI_COMM_WORLD_LOCAL_RANK).",
+            ranks=[r.rank for r in over_ranks], hosts=[r.host for r in over_ranks]))
+    return out
+
+
 class _Nodes:
     """NodeFacts of each host of a report, built on first use: a report
     check resolves every rank's GPU with one index per host, not one scan

@@ -10,7 +10,7 @@ import sys
 from ..model import SchemaError
 
 # verb modules, in the order `ncclnb --help` lists them
-VERBS = ("collect", "ingest", "show", "doctor", "check", "repro", "tour")
+VERBS = ("collect", "ingest", "show", "doctor", "check", "survey", "repro", "tour")
 
 
 class UsageError(Exception):

@@ -27,8 +27,10 @@ _LAUNCHERS = (
     ("torchrun", ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", None)),
     ("slurm", ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", "SLURM_NODEID",
                "SLURM_NNODES")),
+    # Open MPI names no node index: OMPI_COMM_WORLD_NODE_RANK is this process's rank *on* its node
+    # (across jobs), not the node's number, so node rank stays unknown (the survey keys nodes by host)
     ("openmpi", ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-                 "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_NODE_RANK", None)),
+                 "OMPI_COMM_WORLD_LOCAL_SIZE", None, None)),
     ("env", ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", None)),
 )
 # settings that must be the same on every rank for NCCL to agree with itself

@@ -130,6 +130,21 @@ def test_local_rank_device_and_barrier_guess():
     assert {x.severity for x in only(lucky, "local_rank_device")} == {"info"}
 
 
+def test_local_rank_table():
+    h = load("two-node-h100")
+    assert only(h, "local_rank_table") == []
+    twice = job(h.snapshots, per_node=8, r1={"local_rank": 0})     # RANK 0 and 1 both LOCAL_RANK 0
+    f = only(twice, "local_rank_table")
+    assert [x.severity for x in f] == ["error"] and f[0].ranks == (0, 1) and f[0].category == "device_mapping"
+    assert "LOCAL_RANK 0 held by RANK 0-1" in f[0].evidence[0].text
+    beyond = job(h.snapshots, per_node=8, r9={"local_rank": 12})   # node 1's second rank says LOCAL_RANK 12
+    f = only(beyond, "local_rank_table")
+    assert [x.severity for x in f] == ["warning"] and f[0].ranks == (9,)
+    # a partial table (ranks missing) cannot tell how many ranks a node has: no warning for the range
+    partial = dataclasses.replace(beyond, ranks=tuple(r for r in beyond.ranks if r.rank != 3))
+    assert only(partial, "local_rank_table") == []
+
+
 def test_cuda_visible_devices_invalid():
     seed001 = machine("seed001-10x-pcie")
     assert only(with_env(seed001, CUDA_VISIBLE_DEVICES="6,7,8,9"), "cuda_visible_devices_invalid") == []
