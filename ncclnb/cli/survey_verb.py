@@ -42,7 +42,7 @@ def run(args) -> int:
                 raise UsageError(f"--local needs --nproc G; usage: {USAGE}")
             return run_local(args.out, args.nproc, timeout=args.timeout)
         if args.nproc is not None:
-            raise UsageError(f"--nproc goes with --local; under a launcher the launcher starts the ranks; usage: {USAGE}")
+            raise UsageError(f"--nproc goes with --local (a launcher starts its own ranks); usage: {USAGE}")
         code = run_survey(args.out, timeout=args.timeout)
     except SurveyUsageError as exc:
         raise UsageError(str(exc)) from None

@@ -41,6 +41,7 @@ the survey exists to find).
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import os
@@ -137,7 +138,8 @@ def registry(store) -> list:
             key = f"{_ENTRY}{seq}"
             if store.check([key]):
                 value = json.loads(bytes(store.get(key)).decode("utf-8"))
-                if isinstance(value, dict) and isinstance(value.get("rank"), int):
+                if (isinstance(value, dict) and isinstance(value.get("rank"), int)
+                        and isinstance(value.get("host"), str)):
                     out.append(value)
     except Exception:
         pass
@@ -154,6 +156,8 @@ def _check_usage(facts: LaunchFacts, timeout: float) -> None:
             "no launcher told this process its rank and world size (RANK/WORLD_SIZE, SLURM_PROCID/SLURM_NTASKS or "
             "OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE): run it under torchrun, srun or mpirun, or use "
             "`ncclnb survey --local --nproc G`")
+    if facts.world_size < 1:
+        raise SurveyUsageError(f"WORLD_SIZE is {facts.world_size}: a job has at least one rank")
     if not facts.master_addr or facts.master_port is None:
         raise SurveyUsageError(
             "MASTER_ADDR and MASTER_PORT must name rank 0's host and a free port (torchrun sets them; under srun or "
@@ -321,7 +325,9 @@ class _Survey:
             except Exception:
                 self.snapshots = []
         snapshots = tuple(NodeSnapshot.from_dict(s) for s in self.snapshots)
-        ranks = tuple(RankEntry(**dict(e, host=labels[_key(e)])) for e in entries)
+        known = {f.name for f in dataclasses.fields(RankEntry)}   # a peer on another ncclnb may send more
+        ranks = tuple(RankEntry(**{k: v for k, v in dict(e, host=labels[_key(e)]).items() if k in known})
+                      for e in entries)
         present = {e["rank"] for e in entries}
         missing = sorted(set(range(f.world_size)) - present)
         description = self._describe(entries, labels, partial, missing, outside)
