@@ -2,12 +2,10 @@
 Python twin: ``ncclnb.diagnose(*paths_or_text)``."""
 from __future__ import annotations
 
-import signal
 import sys
-import threading
-from contextlib import contextmanager
 from dataclasses import replace
 
+from .._signals import signals_interrupt
 from . import UsageError, write_output
 
 USAGE = "ncclnb doctor PATH... [--json] [--top N]"
@@ -39,7 +37,7 @@ def run(args) -> int:
     if args.top is not None and args.top < 0:
         raise UsageError("--top must be >= 0")
     _announce_large_input(args.paths)
-    with _signals_interrupt():   # SIGTERM / SIGHUP end a scan like Ctrl-C: its workers are stopped first
+    with signals_interrupt():   # SIGTERM / SIGHUP end a scan like Ctrl-C: its workers are stopped first
         diag = diagnose(*args.paths, redact=args.redact)
     for f in diag.findings:
         if f.rule == "input_changed":   # what was read is not what the path holds: say so where a pipeline sees it
@@ -53,45 +51,6 @@ def run(args) -> int:
         text = render_text(diag, colour=colour)
     write_output(text, args.output)
     return 0
-
-
-class Interrupted(KeyboardInterrupt):
-    """SIGTERM or SIGHUP during a diagnosis: handled like Ctrl-C (the CLI
-    exits 128 + ``signum`` with one line), and says which."""
-
-    def __init__(self, signum: int):
-        super().__init__(f"signal {signum}")
-        self.signum = signum
-
-
-@contextmanager
-def _signals_interrupt():
-    """SIGTERM and SIGHUP raise :class:`Interrupted` in the main thread, so
-    the scan's ``finally`` kills and reaps its worker processes before the
-    command exits (their default action would kill this process alone)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    received: list = []
-
-    def interrupt(signum, frame):
-        received.append(signum)
-        raise Interrupted(signum)
-
-    saved = {}
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        try:
-            saved[sig] = signal.signal(sig, interrupt)
-        except (ValueError, OSError):
-            pass
-    try:
-        yield
-        if received:   # raised where an exception is swallowed (a __del__, an at-fork hook): still an interrupt
-            raise Interrupted(received[0])
-    finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
 
 
 def _announce_large_input(paths: list[str], threshold: int = 256 << 20) -> None:

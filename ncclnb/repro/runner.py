@@ -23,14 +23,13 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
+from .._signals import signals_interrupt
 from ..model import Diagnosis, RankExit, ReproResult
 from .job import (ENV_ARGS, ENV_BACKEND, ENV_DEADLINE, ENV_DIR, ENV_OWN_LOG, ENV_PARENT, ENV_RUN_ID,
                   ENV_TIMEOUT, PR_SET_PDEATHSIG)
@@ -304,7 +303,7 @@ def _start_torchrun(state: _Run) -> None:
 
 def _launch_and_wait(state: _Run, progress: Optional[Progress]):
     deadline_hit = False
-    with _signals_interrupt():
+    with signals_interrupt():
         try:
             if state.scenario.launcher == "torchrun":
                 _start_torchrun(state)
@@ -341,34 +340,6 @@ def _launch_and_wait(state: _Run, progress: Optional[Progress]):
     return exits, completed, deadline_hit
 
 
-class RunInterrupted(KeyboardInterrupt):
-    """SIGTERM or SIGHUP during a run: handled like Ctrl-C, and says which."""
-
-    def __init__(self, signum: int):
-        super().__init__(f"signal {signum}")
-        self.signum = signum
-
-
-@contextmanager
-def _signals_interrupt():
-    """SIGTERM and SIGHUP end the run like Ctrl-C (so its ``finally`` kills
-    every rank); only from the main thread, where Python delivers signals."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    def interrupt(signum, frame):
-        raise RunInterrupted(signum)
-    saved = {}
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        try:
-            saved[sig] = signal.signal(sig, interrupt)
-        except (ValueError, OSError):
-            pass
-    try:
-        yield
-    finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
 
 
 def _kill_all_undisturbed(state: _Run) -> None:

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Optional, TextIO
 
 from ..repro.job import ENV_RUN_ID
-from ..repro.runner import _DROP, _killpg, _preexec, _signals_interrupt, free_port, processes_of_run
+from .._signals import signals_interrupt
+from ..repro.runner import _DROP, _killpg, _preexec, free_port, processes_of_run
 from .gather import SurveyUsageError
 
 POLL_S = 0.1
@@ -42,7 +43,7 @@ def run_local(out_dir: str, nproc: int, *, timeout: float = 120.0, err: Optional
     argv = [sys.executable, "-m", "ncclnb", "survey", "--out", os.path.abspath(out_dir), "--timeout", f"{timeout:g}"]
     procs: list = []
     deadline = 4 * timeout + 45   # past each rank's own watchdog (4 x timeout + 30 s)
-    with _signals_interrupt():
+    with signals_interrupt():
         try:
             for rank in range(nproc):
                 procs.append(subprocess.Popen(

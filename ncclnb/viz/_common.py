@@ -62,6 +62,17 @@ LINK_COLOURS = {
 LINK_ORDER = ("NV#", "PIX", "PXB", "PHB", "NODE", "SYS", "X", "?")
 
 
+def step_colorscale(colours: Iterable[str]) -> list:
+    """A plotly colorscale giving each of n categories its own flat band, for
+    a heatmap of category indices 0..n-1 drawn with zmin=-0.5, zmax=n-0.5."""
+    colours = list(colours)
+    n = len(colours)
+    scale: list = []
+    for idx, colour in enumerate(colours):
+        scale += [[idx / n, colour], [(idx + 1) / n, colour]]
+    return scale
+
+
 def link_class(label: Optional[str]) -> str:
     """"NV12" -> "NV#", " X " -> "X", unknown text -> "?"."""
     text = (label or "").strip().upper()

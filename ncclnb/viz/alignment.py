@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ._common import esc, shorten
+from ._common import esc, shorten, step_colorscale
 
 MAX_SEQS = 48        # sequence ids drawn (a window ending a few past the first divergence)
 MAX_RANKS = 64       # ranks drawn (the blamed ones first)
@@ -127,9 +127,7 @@ def alignment_figure(alignment, group: Optional[str] = None, max_seqs: int = MAX
         text.append(tr)
         hover.append(hr)
     k = len(KINDS)
-    scale = []
-    for idx, kind in enumerate(KINDS):
-        scale += [[idx / k, KIND_COLOURS[kind]], [(idx + 1) / k, KIND_COLOURS[kind]]]
+    scale = step_colorscale(KIND_COLOURS[kind] for kind in KINDS)
     columns = [f"#{s}" for s in seqs]
     rows = [f"rank {r}" for r in ranks]
     heat = go.Heatmap(

@@ -8,7 +8,7 @@ send or receive has no partner is the doctor's verdict (the same match that
 gives its ``p2p_pairing`` findings), never re-judged here."""
 from __future__ import annotations
 
-from ._common import esc, shorten
+from ._common import esc, shorten, step_colorscale
 
 MAX_RANKS = 64       # ranks drawn on each axis (those in unpaired ops first)
 TEXT_LIMIT = 24
@@ -108,9 +108,7 @@ def pairing_figure(pairing, max_ranks: int = MAX_RANKS):
         text.append(tr)
         hover.append(hr)
     k = len(KINDS)
-    scale = []
-    for idx, kind in enumerate(KINDS):
-        scale += [[idx / k, KIND_COLOURS[kind]], [(idx + 1) / k, KIND_COLOURS[kind]]]
+    scale = step_colorscale(KIND_COLOURS[kind] for kind in KINDS)
     labels = [f"rank {r}" for r in ranks]
     heat = go.Heatmap(
         z=z, x=labels, y=labels, zmin=-0.5, zmax=k - 0.5, colorscale=scale, xgap=2, ygap=2, showscale=False,

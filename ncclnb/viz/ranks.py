@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..model import ClusterReport, RankEntry
-from ._common import esc, shorten
+from ._common import esc, shorten, step_colorscale
 
 # Cell kinds, worst first: a cell takes the colour of its worst problem.
 KINDS = (
@@ -310,9 +310,7 @@ def rank_map_figure(report: ClusterReport, page: int = 0, page_size: int = PAGE_
         mark = " ⚠" if ni in bad_nodes else ""
         ylabels.append(f"{ni}: {esc(shorten(rm.hosts[ni], 28))}{mark}")
     k = len(KINDS)
-    scale = []
-    for idx, kind in enumerate(KINDS):
-        scale += [[idx / k, KIND_COLOURS[kind]], [(idx + 1) / k, KIND_COLOURS[kind]]]
+    scale = step_colorscale(KIND_COLOURS[kind] for kind in KINDS)
     columns = ([f"slots {a}–{b - 1}" for a, b in blocks] if blocks is not None
                else [f"slot {s}" for s in range(slots)])
     heat = go.Heatmap(

@@ -17,6 +17,7 @@ from ._common import (
     link_class,
     nic_info,
     shorten,
+    step_colorscale,
 )
 
 # Past this many columns cell text is unreadable: colour and hover carry it.
@@ -101,12 +102,7 @@ def topology_mode(snapshot: NodeSnapshot, rows=None, cols=None) -> str:
 
 
 def _scale():
-    k = len(LINK_ORDER)
-    scale = []
-    for idx, cls in enumerate(LINK_ORDER):
-        scale.append([idx / k, LINK_COLOURS[cls]])
-        scale.append([(idx + 1) / k, LINK_COLOURS[cls]])
-    return scale
+    return step_colorscale(LINK_COLOURS[cls] for cls in LINK_ORDER)
 
 
 def _colorbar():
