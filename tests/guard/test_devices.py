@@ -3,62 +3,26 @@ process group, one process per rank on 127.0.0.1; the doctor reads what
 they raise with the category of what they checked; plus the pure logic."""
 from __future__ import annotations
 
-import json
 import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from _launch import launch
 from ncclnb.doctor import diagnose
 from ncclnb.guard.devices import decode_row, device_identity, devices_report, encode_row, norm_bus_id, visible_entry
 
 WORKER = Path(__file__).with_name("_devices_worker.py")
-DEADLINE_S = 90
 WORLD = 4
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def four(tmp_path_factory):
     """{rank: {case: result}} of one 4-rank gloo job; its logs beside."""
     out = tmp_path_factory.mktemp("devices")
-    port = str(_free_port())
     env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
     env.pop("CUDA_VISIBLE_DEVICES", None)
-    procs = []
-    try:
-        for rank in range(WORLD):
-            with open(out / f"rank{rank}.log", "wb") as log:
-                procs.append(subprocess.Popen([sys.executable, str(WORKER), str(rank), str(WORLD), port, str(out)],
-                                              stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
-        end = time.monotonic() + DEADLINE_S
-        for p in procs:
-            p.wait(timeout=max(0.1, end - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        pass
-    finally:
-        for p in procs:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait()
-    results = {}
-    for rank in range(WORLD):
-        path = out / f"rank{rank}.json"
-        log = (out / f"rank{rank}.log").read_text(errors="replace")
-        assert path.exists(), f"rank {rank} wrote no result; its output:\n{log[-3000:]}"
-        results[rank] = json.loads(path.read_text())
+    results = launch(WORKER, [], WORLD, out, env)
     results["dir"] = out
     return results
 

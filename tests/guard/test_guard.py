@@ -2,65 +2,21 @@
 127.0.0.1; plus the pure comparison logic on plain values."""
 from __future__ import annotations
 
-import json
-import os
-import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from _launch import launch as launch_ranks
 from ncclnb.guard import GuardError, dataset_facts
 from ncclnb.guard import _compare as cmp
 
 WORKER = Path(__file__).with_name("_worker.py")
-DEADLINE_S = 90
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def launch(case: str, world: int, out: Path) -> dict[int, dict]:
-    """Start ``world`` worker processes, wait for them (killing every process
-    group they made if the deadline passes), return {rank: results}."""
-    port = str(_free_port())
-    env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
-    procs = []
-    try:
-        for rank in range(world):
-            log = open(out / f"rank{rank}.log", "wb")
-            procs.append(subprocess.Popen(
-                [sys.executable, str(WORKER), case, str(rank), str(world), port, str(out)],
-                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-            ))
-            log.close()
-        end = time.monotonic() + DEADLINE_S
-        for p in procs:
-            p.wait(timeout=max(0.1, end - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        pass
-    finally:
-        for p in procs:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait()
-    results = {}
-    for rank in range(world):
-        path = out / f"rank{rank}.json"
-        logs = (out / f"rank{rank}.log").read_text(errors="replace")[-3000:]
-        assert path.exists(), f"rank {rank} wrote no result; its output:\n{logs}"
-        results[rank] = json.loads(path.read_text())
-        results[rank]["_log"] = logs
-        results[rank]["_rc"] = procs[rank].returncode
-    return results
+    return launch_ranks(WORKER, [case], world, out)
 
 
 @pytest.fixture(scope="module")
