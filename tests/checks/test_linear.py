@@ -24,8 +24,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from _work import work
 
-import ncclnb.checks as checks_pkg
 from ncclnb.checks import check, registry
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,43 +33,9 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from large_inputs import huge_node, huge_report, many_ranks_report  # noqa: E402
 
-NCCLNB = str(Path(checks_pkg.__file__).resolve().parents[1])
 SMALL, FACTOR = 400, 4
 LINEAR_SLACK = 1.5   # n log n sorting and fixed costs stay well under 1.5 x 4; n^2 is 16
 STEPS_PER_ITEM = 1_000  # the linear checks take under 150 steps per GPU or rank
-
-
-class OverBudget(BaseException):
-    """Raised by the tracer; a BaseException so check()'s per-check guard lets it through."""
-
-
-def work(fn, budget: float = float("inf")) -> int:
-    """Lines executed in ncclnb plus Python calls anywhere while ``fn()`` runs."""
-    count = 0
-
-    def local(frame, event, arg):
-        nonlocal count
-        if event == "line":
-            count += 1
-            if count > budget:
-                raise OverBudget(count)
-        return local
-
-    def tracer(frame, event, arg):
-        nonlocal count
-        count += 1
-        if count > budget:
-            raise OverBudget(count)
-        return local if frame.f_code.co_filename.startswith(NCCLNB) else None
-
-    sys.settrace(tracer)
-    try:
-        fn()
-    except OverBudget:
-        pass
-    finally:
-        sys.settrace(None)
-    return count
 
 
 @functools.lru_cache(maxsize=2)  # built once for every check's test

@@ -19,13 +19,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from _work import work
 
-import ncclnb.viz as viz_pkg
 from ncclnb.viz._common import LINK_ORDER
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = str(REPO / "bench")
-NCCLNB = str(Path(viz_pkg.__file__).resolve().parents[1])
 BUDGET = 5 * 1024 * 1024
 CHILD_MEMORY = 3 << 30
 
@@ -53,38 +52,6 @@ def child(body: str, timeout: int = 600) -> dict:
         pytest.fail(f"the views did not finish in {timeout} s")
     assert proc.returncode == 0, f"child failed (out of {CHILD_MEMORY >> 30} GiB?): {proc.stderr[-2000:]}"
     return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-class OverBudget(BaseException):
-    pass
-
-
-def work(fn, budget: float = float("inf")) -> int:
-    """Lines executed in ncclnb plus Python calls anywhere while ``fn()`` runs."""
-    count = 0
-
-    def local(frame, event, arg):
-        nonlocal count
-        count += event == "line"
-        if count > budget:
-            raise OverBudget
-        return local
-
-    def tracer(frame, event, arg):
-        nonlocal count
-        count += 1
-        if count > budget:
-            raise OverBudget
-        return local if frame.f_code.co_filename.startswith(NCCLNB) else None
-
-    sys.settrace(tracer)
-    try:
-        fn()
-    except OverBudget:
-        pass
-    finally:
-        sys.settrace(None)
-    return count
 
 
 class Name(str):
