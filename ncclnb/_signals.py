@@ -47,3 +47,19 @@ def signals_interrupt():
     finally:
         for sig, handler in saved.items():
             signal.signal(sig, handler)
+
+
+@contextmanager
+def signals_held():
+    """Ctrl-C, SIGTERM and SIGHUP held back inside the block (so a second
+    Ctrl-C cannot cut a cleanup short) and delivered after it."""
+    held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    try:
+        signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    except (AttributeError, OSError, ValueError):
+        held = set()
+    try:
+        yield
+    finally:
+        if held:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, held)

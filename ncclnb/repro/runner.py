@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from .._signals import signals_interrupt
+from .._signals import signals_held, signals_interrupt
 from ..model import Diagnosis, RankExit, ReproResult
 from .job import (ENV_ARGS, ENV_BACKEND, ENV_DEADLINE, ENV_DIR, ENV_OWN_LOG, ENV_PARENT, ENV_RUN_ID,
                   ENV_TIMEOUT, PR_SET_PDEATHSIG)
@@ -340,37 +340,36 @@ def _launch_and_wait(state: _Run, progress: Optional[Progress]):
     return exits, completed, deadline_hit
 
 
-
-
 def _kill_all_undisturbed(state: _Run) -> None:
-    """_kill_all with Ctrl-C, SIGTERM and SIGHUP held back until it is done (a
-    second Ctrl-C must not cut the cleanup short); they are delivered after."""
-    held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
-    try:
-        signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    except (AttributeError, OSError, ValueError):
-        held = set()
-    try:
-        _kill_all(state)
-    finally:
-        if held:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+    """Kill every process the run started, marking the ranks still running
+    as killed; Ctrl-C, SIGTERM and SIGHUP held back until it is done."""
+    with signals_held():
+        for p in state.procs:
+            if p.popen.poll() is None:
+                p.killed = True
+        _kill_processes([p.popen for p in state.procs], state.run_id)
 
 
-def _kill_all(state: _Run) -> None:
-    """Kill every process group the run started, then any stray process that
-    carries the run id (a rank that started its own session)."""
-    for p in state.procs:
-        if p.popen.poll() is None:
-            p.killed = True
-            _killpg(p.popen.pid, signal.SIGKILL)
-    for p in state.procs:
+def stop_processes(popens: list, run_id: str) -> None:
+    """Kill every process group ``popens`` lead and reap them, then any stray
+    process that carries ``run_id`` (one that started its own session), with
+    Ctrl-C, SIGTERM and SIGHUP held back until it is done (a second Ctrl-C
+    must not cut the cleanup short)."""
+    with signals_held():
+        _kill_processes(popens, run_id)
+
+
+def _kill_processes(popens: list, run_id: str) -> None:
+    for p in popens:
+        if p.poll() is None:
+            _killpg(p.pid, signal.SIGKILL)
+    for p in popens:
         try:
-            p.popen.wait(timeout=5)
+            p.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-        _killpg(p.popen.pid, signal.SIGKILL)   # children left in the group after the leader exited
-    for pid in processes_of_run(state.run_id):
+        _killpg(p.pid, signal.SIGKILL)   # children left in the group after the leader exited
+    for pid in processes_of_run(run_id):
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:

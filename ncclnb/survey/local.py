@@ -7,7 +7,6 @@ and ``/proc`` is swept for anything still carrying the run id."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -15,9 +14,9 @@ import uuid
 from pathlib import Path
 from typing import Optional, TextIO
 
-from ..repro.job import ENV_RUN_ID
 from .._signals import signals_interrupt
-from ..repro.runner import _DROP, _killpg, _preexec, free_port, processes_of_run
+from ..repro.job import ENV_RUN_ID
+from ..repro.runner import _DROP, _preexec, free_port, stop_processes
 from .gather import SurveyUsageError
 
 POLL_S = 0.1
@@ -54,37 +53,9 @@ def run_local(out_dir: str, nproc: int, *, timeout: float = 120.0, err: Optional
             while any(p.poll() is None for p in procs) and time.monotonic() - started < deadline:
                 time.sleep(POLL_S)
         finally:
-            _stop(procs, run_id)
+            stop_processes(procs, run_id)
     code = procs[0].returncode if procs else None
     if code in (0, 1):
         return code
     print(f"ncclnb survey: rank 0 ended with status {code} before it could write the report", file=err)
     return 1
-
-
-def _stop(procs: list, run_id: str) -> None:
-    """Kill what is left of each rank's process group, then any process still
-    carrying the run id; Ctrl-C / SIGTERM / SIGHUP held back until done."""
-    held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
-    try:
-        signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    except (AttributeError, OSError, ValueError):
-        held = set()
-    try:
-        for p in procs:
-            if p.poll() is None:
-                _killpg(p.pid, signal.SIGKILL)
-        for p in procs:
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
-            _killpg(p.pid, signal.SIGKILL)
-        for pid in processes_of_run(run_id):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-    finally:
-        if held:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
