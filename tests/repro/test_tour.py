@@ -3,8 +3,7 @@ broken (diagnosed), fixed (completes) and guarded (stopped at step 0), for
 real, and a scenario without a guarded variant refused in one line."""
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from _procs import processes_mentioning
 
 
 def test_tour_runs_broken_fixed_and_guarded_for_real(cli, tmp_path):
@@ -21,21 +20,7 @@ def test_tour_runs_broken_fixed_and_guarded_for_real(cli, tmp_path):
         logs = tmp_path / "tour" / variant
         assert sorted(p.name for p in logs.glob("rank*.log")) == [f"rank{r}.log" for r in range(4)]
         assert (logs / "result.json").is_file()
-    assert _processes_mentioning(str(tmp_path / "tour")) == []
-
-
-def _processes_mentioning(text: str) -> list:
-    """Live, non-zombie processes whose environment names ``text`` (each rank's holds its run directory)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if text.encode() in (entry / "environ").read_bytes() and b") Z" not in (entry / "stat").read_bytes():
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
+    assert processes_mentioning(str(tmp_path / "tour")) == []
 
 
 def test_tour_of_a_scenario_without_a_guarded_variant_is_one_line(cli):

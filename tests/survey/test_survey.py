@@ -11,27 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from _procs import processes_mentioning
 
 import ncclnb
 from ncclnb.repro.runner import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = "10"   # the survey's --timeout in these tests: a partial report comes after it
-
-
-def _processes_mentioning(text: str) -> list:
-    """Live, non-zombie processes whose environment or command line names ``text``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            blob = (entry / "environ").read_bytes() + (entry / "cmdline").read_bytes()
-            if text.encode() in blob and b") Z" not in (entry / "stat").read_bytes():
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 def _env(**extra) -> dict:
@@ -99,7 +85,7 @@ def test_two_torchrun_nodes_side_by_side(tmp_path, rendezvous):
     assert {(r.node_rank, r.local_rank) for r in report.ranks} == {(0, 0), (0, 1), (1, 0), (1, 1)}
     assert all(r.pid and r.cpu_affinity for r in report.ranks)
     ncclnb.dashboard(report)   # every view renders it
-    assert _processes_mentioning(str(out)) == []
+    assert processes_mentioning(str(out)) == []
 
 
 def test_local_two_ranks(tmp_path, cli):
@@ -110,7 +96,7 @@ def test_local_two_ranks(tmp_path, cli):
     report = ncclnb.load(str(out / "report.json"))
     assert [r.rank for r in report.ranks] == [0, 1] and len(report.snapshots) == 1
     assert report.ranks[0].host == report.snapshots[0].hostname   # one hostname, one node rank: the plain name
-    assert _processes_mentioning(str(out)) == []
+    assert processes_mentioning(str(out)) == []
 
 
 def test_rank_beyond_world_size(tmp_path, cli):
@@ -135,7 +121,7 @@ def test_rank_beyond_world_size(tmp_path, cli):
     found = json.loads(checked.stdout)["findings"]
     beyond = [f for f in found if f["rule"] == "rank_out_of_range"]
     assert beyond and beyond[0]["ranks"] == [2] and beyond[0]["category"] == "rank_world_size_mismatch"
-    assert _processes_mentioning(str(out)) == []
+    assert processes_mentioning(str(out)) == []
 
 
 def test_wrong_local_rank(tmp_path, cli):
@@ -146,7 +132,7 @@ def test_wrong_local_rank(tmp_path, cli):
     assert code == 1 and "NOT READY" in stdout and "LOCAL_RANK" in stdout
     checked = cli("check", str(out / "report.json"))
     assert checked.returncode == 0 and "local_rank_table" in checked.stdout and "LOCAL_RANK 0" in checked.stdout
-    assert _processes_mentioning(str(out)) == []
+    assert processes_mentioning(str(out)) == []
 
 
 def test_rank_that_exits_before_joining(tmp_path):
@@ -166,7 +152,7 @@ def test_rank_that_exits_before_joining(tmp_path):
     assert "Rank(s) 2 of 0-2 never registered" in report.description
     gaps = [f for f in ncclnb.check(report) if f.rule == "rank_table_gaps"]
     assert gaps and list(gaps[0].ranks) == [2]
-    assert _processes_mentioning(str(out)) == []
+    assert processes_mentioning(str(out)) == []
 
 
 @pytest.mark.parametrize("launcher", ["slurm", "openmpi"])
@@ -187,7 +173,7 @@ def test_srun_and_mpirun_variables(tmp_path, launcher):
     report = ncclnb.load(str(out / "report.json"))
     assert [(r.rank, r.local_rank, r.world_size) for r in report.ranks] == [(0, 0, 2), (1, 1, 2)]
     assert report.ranks[0].node_rank == (0 if launcher == "slurm" else None)   # Open MPI names no node index
-    assert _processes_mentioning(str(out)) == []
+    assert processes_mentioning(str(out)) == []
 
 
 def test_usage_errors_are_one_line(tmp_path, cli):
