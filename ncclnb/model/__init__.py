@@ -1,6 +1,6 @@
 """Frozen, JSON-ready facts: the bottom layer, importing nothing else of ncclnb."""
 from ._serde import SchemaError
-from .cluster import REPORT_SCHEMA, ClusterReport, RankEntry
+from .cluster import REPORT_SCHEMA, ClusterReport, LinkMeasurement, LinkTest, PairMeasurement, PeerTransport, RankEntry
 from .diagnosis import DIAGNOSIS_SCHEMA, Diagnosis, RankStatus
 from .repro import REPRO_SCHEMA, VARIANTS, RankExit, ReproResult
 from .findings import CATEGORIES, SEVERITIES, Evidence, Finding
@@ -20,7 +20,7 @@ from .node import (
 
 __all__ = [
     "CATEGORIES", "SEVERITIES", "NODE_SCHEMA", "REPORT_SCHEMA", "UNLIMITED",
-    "ClusterReport", "DIAGNOSIS_SCHEMA", "Diagnosis", "RankStatus", "Evidence", "Finding", "Gpu", "Host", "Library", "Links",
+    "ClusterReport", "LinkMeasurement", "LinkTest", "PairMeasurement", "PeerTransport", "DIAGNOSIS_SCHEMA", "Diagnosis", "RankStatus", "Evidence", "Finding", "Gpu", "Host", "Library", "Links",
     "Nic", "NodeSnapshot", "REPRO_SCHEMA", "RankExit", "ReproResult", "VARIANTS", "NumaNode", "RankEntry", "SchemaError", "Versions",
     "nvlink_count",
 ]
