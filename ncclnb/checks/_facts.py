@@ -77,10 +77,14 @@ class NodeFacts:
         self._pos = {id(g): i for i, g in enumerate(self.gpus)}
         self.by_index: dict[int, Gpu] = {}
         self.by_uuid: dict[str, Gpu] = {}
+        self.by_bus: dict[str, Gpu] = {}   # NVML form, "00000000:3B:00.0"
         for g in self.gpus:
             self.by_index.setdefault(g.index, g)
             if isinstance(g.uuid, str):
                 self.by_uuid.setdefault(g.uuid, g)
+            bus = bus_key(g.pci_bus_id)
+            if bus:
+                self.by_bus.setdefault(bus, g)
         self._uuids: Optional[list[tuple[str, int]]] = None
         self._visible: Optional[tuple[Optional[list[Gpu]], list[str]]] = None
 
@@ -154,12 +158,15 @@ class NodeFacts:
         return len(self.gpus) if chosen is None else len(chosen)
 
     def rank_gpu(self, entry: RankEntry) -> Optional[Gpu]:
-        """The physical GPU a rank used: by UUID, else by its CUDA index into the
-        node's visible GPUs."""
+        """The physical GPU a rank used: by UUID, else by PCI bus id, else by
+        its CUDA index into the node's visible GPUs."""
         if isinstance(entry.gpu_uuid, str) and entry.gpu_uuid:
             g = self.by_uuid.get(entry.gpu_uuid)
             if g is not None:
                 return g
+        bus = bus_key(getattr(entry, "bus_id", None))
+        if bus and bus in self.by_bus:
+            return self.by_bus[bus]
         if isinstance(entry.cuda_index, int):
             if self._visible is None:
                 self._visible = self._parse_visible()
@@ -227,6 +234,14 @@ class NodeFacts:
 
 
 _DIGITS = re.compile(r"[0-9]+")  # ASCII only, as CUDA reads it: "¹" and "١" name no GPU
+
+
+def bus_key(bus_id: object) -> Optional[str]:
+    """A PCI bus id in NVML's form ("00000000:3B:00.0"), whichever form it was
+    written in ("0000:3b:00.0", "3b:00.0"); None if it is not one."""
+    from ..collectors.pci import nvml_bus_id
+
+    return nvml_bus_id(bus_id) if isinstance(bus_id, str) else None
 
 
 def is_number(text: object) -> bool:

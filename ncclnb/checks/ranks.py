@@ -1,12 +1,15 @@
-"""Rank-table checks (seed 000's ranks beyond the world size) and the GPU each
-rank uses (seed 001's barrier on a guessed GPU)."""
+"""Rank-table checks (seed 000's ranks beyond the world size), the GPU each
+rank uses (seed 001's barrier on a guessed GPU), and where each rank sits
+against its GPU: its CPU affinity and the NIC its NCCL would use."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from typing import Iterable, Optional
 
-from ..model import ClusterReport, NodeSnapshot, RankEntry
-from ._facts import NodeFacts, index_list, majority, shorten
+from ..model import ClusterReport, NodeSnapshot, NumaNode, RankEntry
+from ..model.cpulist import covers, overlaps, spans
+from ._facts import (NodeFacts, env_flag, index_list, is_docker, is_loopback, link_distance, majority, rdma_nics,
+                     shorten, socket_interfaces)
 from ._registry import fact, make, node_source, register
 
 MAX_EVIDENCE = 8  # lines per finding; a 1024-node table must stay readable
@@ -349,3 +352,186 @@ def cuda_visible_devices_invalid(snap: NodeSnapshot, ranks=()):
         fix="List GPUs that exist (nvidia-smi -L); with mixed GPU models also set CUDA_DEVICE_ORDER=PCI_BUS_ID so "
             "indices match nvidia-smi's.",
         hosts=(snap.hostname,), ranks=[r.rank for r in ranks or () if isinstance(r.rank, int)])]
+
+
+# --- where each rank sits: its CPUs and its NIC against its GPU --------------------------
+
+def _gpu_numa(nodes: _Nodes, r: RankEntry):
+    """(GPU or None, the NUMA node of the rank's GPU or None): the snapshot's
+    GPU facts first; else the rank's own reading of its device's NUMA node,
+    which it has only when it knew its device (a bus id)."""
+    facts = nodes(r.host)
+    g = facts.rank_gpu(r) if facts is not None else None
+    if g is not None and isinstance(g.numa_node, int):
+        return g, g.numa_node
+    if isinstance(r.bus_id, str) and r.bus_id and isinstance(r.numa_node, int):
+        return g, r.numa_node
+    return g, None
+
+
+def _gpu_name(g, r: RankEntry) -> str:
+    if g is not None:
+        return f"GPU{g.index}"
+    return f"cuda:{r.cuda_index}" if isinstance(r.cuda_index, int) else f"GPU at {r.bus_id}"
+
+
+@register("rank_affinity_numa", "p2p_topology", "report")
+def rank_affinity_numa(report: ClusterReport):
+    """A rank's CPU affinity lies outside the NUMA node of its GPU.
+
+    A warning when none of the rank's CPUs is on its GPU's NUMA node (pinned
+    to the other socket); info when it is pinned to a set that reaches past
+    that node. A rank allowed every CPU of its host (no pinning, the default)
+    is not flagged."""
+    nodes = _Nodes(report)
+    off, partly = [], []
+    for r in _entries(report):
+        if not isinstance(r.cpu_affinity, str) or not spans(r.cpu_affinity):
+            continue
+        g, numa = _gpu_numa(nodes, r)
+        if numa is None:
+            continue
+        facts = nodes(r.host)
+        numa_nodes = [n for n in (facts.snap.host.numa_nodes if facts is not None else ()) if isinstance(n, NumaNode)]
+        node_cpus = next((n.cpus for n in numa_nodes if n.id == numa and n.cpus), None)
+        if node_cpus is None and g is not None and isinstance(g.cpu_affinity, str) and spans(g.cpu_affinity):
+            node_cpus = g.cpu_affinity
+        if node_cpus is None or covers(node_cpus, r.cpu_affinity):
+            continue
+        line = (f"{r.host}: RANK {r.rank} on {_gpu_name(g, r)} (NUMA {numa}, CPUs {shorten(node_cpus, 40)}) "
+                f"has CPU affinity {shorten(r.cpu_affinity, 40)}")
+        if not overlaps(node_cpus, r.cpu_affinity):
+            off.append((r, line))
+        elif numa_nodes and not all(covers(r.cpu_affinity, n.cpus) for n in numa_nodes if n.cpus):
+            partly.append((r, line + ", partly on other NUMA nodes"))
+    out = []
+    fix = ("Bind each rank to its own GPU's NUMA node: `numactl --cpunodebind=N --membind=N python ...` per rank, "
+           "Slurm `--cpu-bind` with the GPU's CPUs, or os.sched_setaffinity(0, <the CPUs nvidia-smi topo -m lists "
+           "for the GPU>) before init; a wrong LOCAL_RANK or CUDA_VISIBLE_DEVICES puts a rank on another GPU than "
+           "the one its binding was made for.")
+    if off:
+        out.append(make(
+            "rank_affinity_numa", "warning", 0.8,
+            f"{len(off)} rank(s) run on CPUs of another NUMA node than their GPU's: "
+            f"RANK {span((r.rank for r, _ in off), SPAN)}",
+            _capped([line for _, line in off]),
+            cause="Every host-device copy of these ranks (pinned-memory loads, NCCL's proxy thread, the SHM "
+                  "transport) crosses the inter-socket link, and their host memory is allocated on the far "
+                  "socket: slower input and slower collectives on just these ranks, which the others wait for.",
+            fix=fix, ranks=[r.rank for r, _ in off], hosts=[r.host for r, _ in off]))
+    if partly:
+        out.append(make(
+            "rank_affinity_numa", "info", 0.5,
+            f"{len(partly)} rank(s) are pinned to CPUs beyond their GPU's NUMA node: "
+            f"RANK {span((r.rank for r, _ in partly), SPAN)}",
+            _capped([line for _, line in partly]),
+            cause="The binding allows CPUs of another socket, so the scheduler may run these ranks' threads there.",
+            fix=fix, ranks=[r.rank for r, _ in partly], hosts=[r.host for r, _ in partly]))
+    return out
+
+
+class _HostNics:
+    """The NICs of one snapshot, indexed once: which are HCAs NCCL's IB
+    transport would use, which are socket interfaces, and each NIC's column
+    in the GPU x NIC matrix (whose columns name a NIC by its HCA where it has
+    one)."""
+
+    def __init__(self, snap: NodeSnapshot):
+        self.snap = snap
+        names = list(snap.links.nic_names or ())
+        self.column: dict[str, int] = {}
+        for k, name in enumerate(names):
+            if isinstance(name, str):
+                self.column.setdefault(name, k)
+        self.by_name: dict[str, object] = {}
+        for n in snap.nics or ():
+            for key in (n.name, n.ib_device):
+                if isinstance(key, str):
+                    self.by_name.setdefault(key, n)
+            if isinstance(n.name, str) and isinstance(n.ib_device, str) and n.ib_device in self.column:
+                self.column.setdefault(n.name, self.column[n.ib_device])
+        hcas = rdma_nics(snap)
+        self.hca_ids = {id(n) for n in hcas}
+        self.ib_active = bool(hcas) and not env_flag(snap.env, "NCCL_IB_DISABLE")
+        usable = [n for n in socket_interfaces(snap) if not is_loopback(n) and not is_docker(n)]
+        self.peers = {True: hcas, False: usable}   # by "is the rank's NIC an HCA"
+
+
+@register("rank_nic_far", "p2p_topology", "report")
+def rank_nic_far(report: ClusterReport):
+    """The NIC a rank's NCCL would use sits across the inter-socket link (SYS)
+    from the rank's GPU, while a NIC nearer that GPU exists.
+
+    The rank's NIC is the survey's reading of NCCL's choice
+    (:mod:`ncclnb.survey.rankfacts`): an HCA where NCCL_IB_HCA names one, else
+    the socket interface. A socket interface on a node where NCCL's IB
+    transport is active is not judged: there NCCL picks the HCA per GPU.
+    Distances come from the GPU x NIC matrix, else from NUMA nodes."""
+    nodes = _Nodes(report)
+    host_nics: dict[str, _HostNics] = {}
+    far = []
+    for r in _entries(report):
+        if not isinstance(r.nic, str) or not r.nic:
+            continue
+        facts = nodes(r.host)
+        g = facts.rank_gpu(r) if facts is not None else None
+        if g is None:
+            continue
+        if r.host not in host_nics:
+            host_nics[r.host] = _HostNics(facts.snap)
+        nics = host_nics[r.host]
+        mine = nics.by_name.get(r.nic)
+        hca = mine is not None and id(mine) in nics.hca_ids
+        if not hca and nics.ib_active:
+            continue
+        choice = _far_choice(nics, facts, g, r.nic, mine, [n for n in nics.peers[hca] if n is not mine])
+        if choice is not None:
+            far.append((r, g, choice))
+    if not far:
+        return []
+    per_host = Counter(r.host for r in _entries(report))
+    multi_node = len(report.snapshots or ()) > 1 or any(
+        isinstance(r.world_size, int) and r.world_size > per_host[r.host] for r, _, _ in far)
+    lines = [f"{r.host}: RANK {r.rank} on GPU{g.index} (NUMA {g.numa_node}) uses {r.nic} ({label}); "
+             f"{better} is {better_label}" for r, g, (label, better, better_label) in far[:MAX_EVIDENCE]]
+    return [make(
+        "rank_nic_far", "warning" if multi_node else "info", 0.7,
+        f"{len(far)} rank(s) would send over a NIC on the other socket from their GPU: "
+        f"RANK {span((r.rank for r, _, _ in far), SPAN)}",
+        _capped(lines, total=len(far)),
+        cause="Inter-node traffic of these ranks crosses the inter-socket link between the GPU and the NIC, and "
+              "NCCL does not use GPUDirect RDMA across it (data is staged in host memory), so these ranks' "
+              "network bandwidth is lower than their neighbours' and the whole ring runs at their pace.",
+        fix="Let each GPU use the NIC next to it: leave NCCL_IB_HCA unset or list every HCA (NCCL picks the nearest "
+            "per GPU); for sockets set NCCL_SOCKET_IFNAME per node to the interface on the GPU's socket. Check the "
+            "pairs with `nvidia-smi topo -m` (GPU row, NIC column).",
+        ranks=[r.rank for r, _, _ in far], hosts=[r.host for r, _, _ in far])]
+
+
+SYS = link_distance("SYS")
+
+
+def _far_choice(nics: _HostNics, facts: NodeFacts, g, nic: str, mine, peers):
+    """(how far the rank's NIC is, a nearer NIC, how near it is) when the
+    rank's NIC is SYS from the GPU (or on another NUMA node) and a peer is not;
+    None otherwise, or when the distance is unknown."""
+    row_at = facts.position(g)
+    matrix = nics.snap.links.gpu_nic or ()
+    col = nics.column.get(nic)
+    if row_at is not None and row_at < len(matrix) and col is not None and col < len(matrix[row_at]):
+        row = matrix[row_at]
+        if (link_distance(row[col]) or 0) < SYS:
+            return None
+        best = None
+        for n in peers:
+            k = nics.column.get(n.name)
+            d = link_distance(row[k]) if k is not None and k < len(row) else None
+            if d is not None and d < SYS and (best is None or d < best[0]):
+                best = (d, n.name, row[k])
+        return (row[col], best[1], best[2]) if best else None
+    if mine is None or not isinstance(mine.numa_node, int) or not isinstance(g.numa_node, int):
+        return None
+    if mine.numa_node == g.numa_node:
+        return None
+    near = next((n for n in peers if n.numa_node == g.numa_node), None)
+    return None if near is None else (f"NUMA {mine.numa_node}", near.name, f"on NUMA {g.numa_node}")

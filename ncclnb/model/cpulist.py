@@ -115,3 +115,32 @@ def format_cpulist(cpus: Iterable[int]) -> str:
     if run:
         out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
     return ",".join(out)
+
+
+def covers(outer: Optional[str], inner: Optional[str]) -> bool:
+    """Every CPU of cpulist ``inner`` is in ``outer`` (False when ``inner`` is
+    empty). Linear in the ranges of both; nothing is expanded."""
+    a, b = spans(outer), spans(inner)
+    if not b:
+        return False
+    i = 0
+    for lo, hi in b:   # merged ranges are disjoint and do not touch: a covered range lies inside one
+        while i < len(a) and a[i][1] < lo:
+            i += 1
+        if i == len(a) or not (a[i][0] <= lo and hi <= a[i][1]):
+            return False
+    return True
+
+
+def overlaps(first: Optional[str], second: Optional[str]) -> bool:
+    """The two cpulists share at least one CPU. Linear in their ranges."""
+    a, b = spans(first), spans(second)
+    i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i][1] < b[j][0]:
+            i += 1
+        elif b[j][1] < a[i][0]:
+            j += 1
+        else:
+            return True
+    return False

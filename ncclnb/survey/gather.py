@@ -18,6 +18,11 @@ How it runs (every blocking step waits at most ``timeout`` seconds):
    (``ncclnb.collect()``) per node by gather to rank 0; JSON bytes in uint8
    tensors (:func:`ncclnb.repro.workers._facts.gather_json`), nothing unpickled.
    Gloo applies ``timeout`` to each collective.
+5. **link test** (unless ``--no-link-test``): collectives over a range of
+   sizes and a ring of point-to-point exchanges, on NCCL where every rank
+   has a GPU, else on this gloo group (:mod:`ncclnb.survey.links`); rank 0
+   puts the result in the report's ``links``, runs the checks and stores
+   their findings in the report too.
 
 Partial reports: when step 3 or 4 fails on rank 0 (a peer never joined,
 timed out or died), rank 0 writes the report from what it has: the entries
@@ -74,9 +79,11 @@ def one_line(exc: BaseException) -> str:
 
 def own_entry(facts: LaunchFacts) -> dict:
     """This process's :class:`~ncclnb.model.RankEntry` fields, as a dict.
-    CUDA facts only where torch already created a context (a job that set its
-    device before calling the survey): the survey never creates one."""
+    CUDA facts (device, UUID, bus id) only where torch already created a
+    context (a job that set its device before calling the survey): the survey
+    never creates one. Bus id, NUMA node and NIC: :mod:`ncclnb.survey.rankfacts`."""
     from ..model.cpulist import format_cpulist
+    from .rankfacts import rank_facts
 
     try:
         affinity = format_cpulist(os.sched_getaffinity(0))
@@ -84,16 +91,8 @@ def own_entry(facts: LaunchFacts) -> dict:
         affinity = None
     entry = {"rank": facts.rank, "host": socket.gethostname() or "unknown", "local_rank": facts.local_rank,
              "world_size": facts.world_size, "node_rank": facts.node_rank, "pid": os.getpid(),
-             "cuda_index": None, "gpu_uuid": None, "cpu_affinity": affinity}
-    torch = sys.modules.get("torch")
-    try:
-        if torch is not None and torch.cuda.is_initialized():
-            index = torch.cuda.current_device()
-            entry["cuda_index"] = index
-            uuid = str(getattr(torch.cuda.get_device_properties(index), "uuid", "") or "")
-            entry["gpu_uuid"] = (uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}") if uuid else None
-    except Exception:
-        pass
+             "cpu_affinity": affinity}
+    entry.update(rank_facts(sys.modules.get("torch"), affinity))
     return entry
 
 
@@ -165,7 +164,8 @@ def _check_usage(facts: LaunchFacts, timeout: float) -> None:
 
 
 def run_survey(out_dir: str, *, timeout: float = 120.0, environ: Optional[Mapping] = None,
-               out: Optional[TextIO] = None, err: Optional[TextIO] = None) -> int:
+               out: Optional[TextIO] = None, err: Optional[TextIO] = None, link_test: bool = True,
+               sizes: Optional[tuple] = None, iters: Optional[int] = None) -> int:
     """Run this rank's part of the survey; rank 0 writes ``out_dir/report.json``.
 
     Returns the exit status: 0 the report was written with no error findings,
@@ -173,11 +173,16 @@ def run_survey(out_dir: str, *, timeout: float = 120.0, environ: Optional[Mappin
     not take part. Raises :class:`SurveyUsageError` for bad arguments. Call it
     in a process of its own (``python -m ncclnb survey``): it creates the
     default process group, gloo, and after a gloo failure the process should
-    leave with ``os._exit`` (the CLI does)."""
+    leave with ``os._exit`` (the CLI does). ``link_test=False`` skips the
+    link test; ``sizes`` ((min, max, factor) bytes per rank) and ``iters``
+    override its defaults (:data:`ncclnb.survey.links.DEFAULTS`)."""
+    from .links import LinkPlan, check_iters
+
     environ = os.environ if environ is None else environ
     facts = launch_facts(environ)
     _check_usage(facts, float(timeout))
-    survey = _Survey(out_dir, float(timeout), facts, environ, out or sys.stdout, err or sys.stderr)
+    plan = LinkPlan(sizes=tuple(sizes) if sizes is not None else None, iters=check_iters(iters)) if link_test else None
+    survey = _Survey(out_dir, float(timeout), facts, environ, out or sys.stdout, err or sys.stderr, plan)
     watchdog = threading.Timer(survey.deadline_s, survey.expire)
     watchdog.daemon = True
     watchdog.start()
@@ -188,8 +193,10 @@ def run_survey(out_dir: str, *, timeout: float = 120.0, environ: Optional[Mappin
 
 
 class _Survey:
-    def __init__(self, out_dir, timeout, facts, environ, out, err):
+    def __init__(self, out_dir, timeout, facts, environ, out, err, link_plan=None):
         self.out_dir, self.timeout, self.facts, self.environ = out_dir, timeout, facts, environ
+        self.link_plan = link_plan   # None: no link test
+        self.links: list = []        # rank 0: the LinkTest dicts
         self.out, self.err = out, err
         self.entry = own_entry(facts)
         self.deadline_s = 4 * timeout + 30
@@ -256,10 +263,30 @@ class _Survey:
             snaps = gather_json(cpu, snap, dst=0)
         except Exception as exc:
             return self.fail(f"{self.phase} failed after the group formed ({one_line(exc)})")
+        if self.rank == 0:
+            self.snapshots = [s for s in snaps if isinstance(s, dict)]
+        if self.link_plan is not None:
+            self._link_test(torch, dist, entries, node_labels(entries))
         if self.rank != 0:
             return 0
-        self.snapshots = [s for s in snaps if isinstance(s, dict)]
         return self.finish(None)
+
+    def _link_test(self, torch, dist, entries, labels) -> None:
+        from .links import run_link_test
+
+        def phase(text):
+            self.phase = text
+
+        try:
+            link = run_link_test(torch, dist, rank=self.rank, world=self.facts.world_size, entries=entries,
+                                 labels=labels, timeout=self.timeout, plan=self.link_plan, environ=self.environ,
+                                 local_rank=self.facts.local_rank, phase=phase)
+        except Exception as exc:   # a bug, not a measurement: the facts still make the report
+            link = {"backend": "unknown", "device": "unknown", "world_size": self.facts.world_size,
+                    "nodes": len(set(labels.values())), "iterations": 0,
+                    "missing": {"link test": f"failed at '{self.phase}' ({one_line(exc)})"}}
+        if self.rank == 0 and link is not None:
+            self.links = [link]
 
     def _collect(self, label: str) -> dict:
         from ..collectors import collect
@@ -300,7 +327,8 @@ class _Survey:
 
     def _finish(self, partial: Optional[str]) -> int:
         from ..checks import SEVERITY_ORDER, check
-        from ..model import ClusterReport, NodeSnapshot, RankEntry
+        from ..model import ClusterReport, LinkTest, NodeSnapshot, RankEntry
+        from ..model._serde import from_dict
 
         f = self.facts
         registered = registry(self.store) if self.store is not None else []
@@ -331,11 +359,13 @@ class _Survey:
         present = {e["rank"] for e in entries}
         missing = sorted(set(range(f.world_size)) - present)
         description = self._describe(entries, labels, partial, missing, outside)
-        report = ClusterReport(snapshots=snapshots, ranks=ranks, description=description,
+        links = tuple(from_dict(LinkTest, link) for link in self.links)
+        report = ClusterReport(snapshots=snapshots, ranks=ranks, description=description, links=links,
                                captured_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+        findings = sorted(check(report), key=lambda x: (SEVERITY_ORDER[x.severity], -x.confidence))
+        report = dataclasses.replace(report, findings=tuple(findings))
         path = os.path.join(self.out_dir, REPORT_NAME)
         _write_atomically(path, json.dumps(report.to_dict(), indent=1, ensure_ascii=False))
-        findings = sorted(check(report), key=lambda x: (SEVERITY_ORDER[x.severity], -x.confidence))
         self._summary(report, findings, partial, missing, path)
         errors = sum(x.severity == "error" for x in findings)
         return 1 if partial or errors else 0
@@ -376,6 +406,7 @@ class _Survey:
                  f"{seconds:.1f} s"]
         if partial:
             lines.append(f"  PARTIAL  {partial}" + (f"; missing rank(s) {span(missing, 24)}" if missing else ""))
+        lines.extend(link_lines(report.links, findings))
         for x in findings:
             lines.append(f"  {x.severity.upper():8} {x.title}")
         counts = {s: sum(x.severity == s for x in findings) for s in SEVERITIES}
@@ -389,6 +420,47 @@ class _Survey:
         lines.append(f"verdict: {verdict}")
         lines.append(f"report: {path}  (evidence and fixes: ncclnb check {path}; in a notebook: ncclnb.load(...))")
         print("\n".join(lines), file=self.out, flush=True)
+
+
+def link_lines(links, findings) -> list:
+    """The summary's lines about the link test: per LinkTest, the busbw of
+    each collective at the largest size measured, the slowest pair, what was
+    not measured; then the bandwidth verdict (the link_busbw_low finding's
+    title, as the check wrote it)."""
+    from ..checks.ranks import span
+
+    lines = []
+    for link in links:
+        head = f"  links    {link.backend} on {link.device}, {link.world_size} rank(s) on {link.nodes} node(s)"
+        largest: dict = {}
+        for m in link.results:
+            if m.size_bytes >= largest.get(m.collective, (0, 0))[0]:
+                largest[m.collective] = (m.size_bytes, m.busbw_gbps)
+        if largest:
+            parts = [f"{c} {bw:.3g}" for c, (_, bw) in largest.items()]
+            size = max(sz for sz, _ in largest.values())
+            head += f": busbw at {_human_bytes(size)} (GB/s) " + ", ".join(parts)
+        lines.append(head)
+        if link.pairs:
+            slow = min(link.pairs, key=lambda p: p.busbw_gbps)
+            lines.append(f"  links    pair ring: {len(link.pairs)} pair(s), slowest rank {slow.src_rank} "
+                         f"({slow.src_host}) -> rank {slow.dst_rank} ({slow.dst_host}) {slow.busbw_gbps:.3g} GB/s")
+        if link.transports:
+            kinds = sorted({t.transport for t in link.transports})
+            lines.append(f"  links    NCCL transports: {', '.join(kinds)}")
+        for part, why in link.missing.items():
+            lines.append(f"  links    not measured: {part}: {why}")
+    for f in findings:
+        if f.rule == "link_busbw_low":
+            lines.append(f"bandwidth: {f.title}" + (f" (ranks {span(f.ranks, 24)})" if f.ranks else ""))
+    return lines
+
+
+def _human_bytes(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n} B"
 
 
 def _write_atomically(path: str, text: str) -> None:
