@@ -22,10 +22,13 @@ from .gather import SurveyUsageError
 POLL_S = 0.1
 
 
-def run_local(out_dir: str, nproc: int, *, timeout: float = 120.0, err: Optional[TextIO] = None) -> int:
+def run_local(out_dir: str, nproc: int, *, timeout: float = 120.0, err: Optional[TextIO] = None,
+              link_test: bool = True, sizes: Optional[tuple] = None, iters: Optional[int] = None) -> int:
     """Start ``nproc`` survey ranks on this machine and wait for them; rank 0
     writes ``out_dir/report.json`` and prints the verdict (its stdout is this
-    process's). Returns rank 0's exit status (1 if it did not end normally)."""
+    process's). ``link_test``, ``sizes`` ((min, max, factor) bytes) and
+    ``iters`` go to every rank as ``--no-link-test``, ``--sizes`` and
+    ``--iters``. Returns rank 0's exit status (1 if it did not end normally)."""
     err = err or sys.stderr
     if not 1 <= nproc <= 64:
         raise SurveyUsageError(f"--nproc must be between 1 and 64, got {nproc}")
@@ -40,6 +43,12 @@ def run_local(out_dir: str, nproc: int, *, timeout: float = 120.0, err: Optional
                 "MASTER_PORT": str(free_port()), "WORLD_SIZE": str(nproc), "LOCAL_WORLD_SIZE": str(nproc),
                 "NODE_RANK": "0", ENV_RUN_ID: run_id})
     argv = [sys.executable, "-m", "ncclnb", "survey", "--out", os.path.abspath(out_dir), "--timeout", f"{timeout:g}"]
+    if not link_test:
+        argv.append("--no-link-test")
+    if sizes is not None:
+        argv += ["--sizes", ":".join(str(int(x)) for x in sizes)]
+    if iters is not None:
+        argv += ["--iters", str(int(iters))]
     procs: list = []
     deadline = 4 * timeout + 45   # past each rank's own watchdog (4 x timeout + 30 s)
     with signals_interrupt():

@@ -1,15 +1,26 @@
-"""NCCL's own version lines from an ``NCCL_DEBUG=INFO`` log.
+"""NCCL's own lines from an ``NCCL_DEBUG=INFO`` log: the version lines, and
+the channel lines that say which transport NCCL chose between two ranks.
 
 ``NCCL version 2.19.3+cuda12.3`` names the NCCL the logging process loaded
 (and the CUDA it was built for); ``NCCL INFO cudaDriverVersion 12040`` the
 newest CUDA the driver supports (12040 -> "12.4"). Log lines start with
 ``host:pid:tid [dev]``, which gives the hostname.
+
+Channel lines (:func:`peer_transports`), as NCCL 2.x prints them::
+
+    Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read
+    Channel 01 : 1[1] -> 0[0] via SHM/direct/direct
+    Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA
+
+``src[dev] -> dst[dev]`` are global ranks with their CUDA device (older
+NCCL prints the bus id there instead: ``0[1b000]``).
 """
 from __future__ import annotations
 
 import re
 from typing import Optional
 
+from ...model import PeerTransport
 from ._common import ParseError, Partial, to_int
 
 KIND = "NCCL log"
@@ -50,6 +61,41 @@ def log_hosts(text: str) -> list[str]:
         if m and m.group(1) not in seen:
             seen.append(m.group(1))
     return seen
+
+
+CHANNEL_RE = re.compile(
+    r"\bNCCL INFO Channel ([0-9]{1,4})(?:/[0-9]{1,4})? ?: ?([0-9]{1,7})\[[0-9a-fA-F]{1,16}\] -> ([0-9]{1,7})"
+    r"\[[0-9a-fA-F]{1,16}\](?: \[(send|receive)\])? via ([A-Za-z0-9_./-]{1,80})")
+
+
+def transport_kind(via: str) -> str:
+    """``P2P/CUMEM/read`` -> ``P2P/CUMEM``, ``SHM/direct/direct`` -> ``SHM``,
+    ``NET/IB/0/GDRDMA`` -> ``NET/IB``: the transport without the channel's
+    details (the whole text stays in the line)."""
+    parts = via.split("/")
+    if parts[0] == "SHM":
+        return "SHM"
+    return "/".join(parts[:2])
+
+
+def peer_transports(text: str) -> list[PeerTransport]:
+    """One :class:`~ncclnb.model.PeerTransport` per (rank, peer, transport)
+    named by the log's channel lines, ``channels`` the distinct channel
+    numbers seen for it (a ``[send]`` and a ``[receive]`` line of the same
+    channel count once), ``line`` the first such line without its
+    ``host:pid:tid`` prefix. Sorted by rank, then peer."""
+    seen: dict = {}
+    for line in text.splitlines():
+        m = CHANNEL_RE.search(line)
+        if not m:
+            continue
+        channel, src, dst, _, via = m.groups()
+        key = (int(src), int(dst), transport_kind(via))
+        if key not in seen:
+            seen[key] = (set(), line[m.start():].strip()[len("NCCL INFO "):][:300])
+        seen[key][0].add(int(channel))
+    return [PeerTransport(rank=r, peer=p, transport=t, channels=len(chans), line=first)
+            for (r, p, t), (chans, first) in sorted(seen.items())]
 
 
 def is_nccl_line(line: str) -> bool:
