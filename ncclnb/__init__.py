@@ -40,6 +40,8 @@ _PUBLIC = {
     "dashboard": ("ncclnb.viz", "dashboard"),
     "show_alignment": ("ncclnb.viz.alignment", "show_alignment"),
     "show_pairing": ("ncclnb.viz.pairing", "show_pairing"),
+    "show_job_map": ("ncclnb.viz.jobmap", "show_job_map"),
+    "show_links": ("ncclnb.viz.links", "show_links"),
 }
 
 __all__ = sorted(_PUBLIC) + ["load_ipython_extension", "unload_ipython_extension"]

@@ -16,7 +16,7 @@ from IPython.core.error import UsageError
 from IPython.display import display
 
 USAGE = ("Usage: %ncclnb snapshot | load PATH|NAME | check | doctor PATH... | topo | numa | ranks"
-         " | versions | dashboard | repro list | repro NAME [--fixed|--guarded] [--nproc N] [--timeout S]"
+         " | jobmap | links | versions | dashboard | repro list | repro NAME [--fixed|--guarded] [--nproc N] [--timeout S]"
          " | alignment [PATH...] | pairing [PATH...] | autodiagnose on|off")
 REPRO_USAGE = "Usage: %ncclnb repro list | %ncclnb repro NAME [--fixed | --guarded] [--nproc N] [--timeout S] [--keep DIR]"
 
@@ -29,6 +29,8 @@ VERBS = {
     "topo": "ncclnb.show_topology(target)",
     "numa": "ncclnb.show_numa(target)",
     "ranks": "ncclnb.show_ranks(target)",
+    "jobmap": "ncclnb.show_job_map(report)",
+    "links": "ncclnb.show_links(report)",
     "versions": "ncclnb.show_versions(target)",
     "dashboard": "ncclnb.dashboard(target, diagnosis)",
     "repro": "ncclnb.reproduce(name, fixed=...)",
@@ -270,6 +272,8 @@ HANDLERS = {
     "topo": _view("show_topology"),
     "numa": _view("show_numa"),
     "ranks": _view("show_ranks"),
+    "jobmap": _view("show_job_map"),
+    "links": _view("show_links"),
     "versions": _view("show_versions"),
     "dashboard": _verb_dashboard,
     "repro": _verb_repro,

@@ -12,9 +12,15 @@ Shells (live widget plus static fallback): :func:`show_topology`,
 Flight recorder and point to point: :func:`alignment_figure` /
 :func:`show_alignment` (ranks x sequence ids), :func:`pairing_figure` /
 :func:`show_pairing` (sender x receiver).
+The survey's report: :func:`job_map_figure` / :func:`show_job_map` (every
+node a row: its GPUs, NUMA nodes, NICs and ranks, marked where findings name
+them), :func:`busbw_figure`, :func:`pairs_figure` / :func:`show_links` (the
+link test against the reference band, the pairs named by findings).
 """
 from .alignment import alignment_figure, show_alignment
 from .diagnosis import diagnosis_html, findings_html
+from .jobmap import analyse_job, job_map_figure, show_job_map
+from .links import busbw_figure, pairs_figure, show_links
 from .numa import numa_figure
 from .pairing import pairing_figure, show_pairing
 from .ranks import analyse_ranks, rank_map_figure
@@ -32,7 +38,8 @@ from .widgets import (
 )
 
 __all__ = [
-    "View", "alignment_figure", "analyse_ranks", "dashboard", "diagnosis_html", "findings_html", "numa_figure",
-    "pairing_figure", "rank_map_figure", "run_checks", "show_alignment", "show_diagnosis", "show_numa",
-    "show_pairing", "show_ranks", "show_topology", "show_versions", "topology_figure", "version_table",
+    "View", "alignment_figure", "analyse_job", "analyse_ranks", "busbw_figure", "dashboard", "diagnosis_html",
+    "findings_html", "job_map_figure", "numa_figure", "pairing_figure", "pairs_figure", "rank_map_figure",
+    "run_checks", "show_alignment", "show_diagnosis", "show_job_map", "show_links", "show_numa", "show_pairing",
+    "show_ranks", "show_topology", "show_versions", "topology_figure", "version_table",
 ]

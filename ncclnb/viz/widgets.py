@@ -500,11 +500,22 @@ def run_checks(target) -> tuple[list[Finding], Optional[str]]:
         return [], f"checks failed: {type(exc).__name__}: {exc}"
 
 
+def report_findings(report: ClusterReport) -> tuple[list[Finding], Optional[str]]:
+    """The findings a view of ``report`` marks: the report's own (what the
+    survey's checks said when it wrote it) when it carries any, else
+    :func:`run_checks` (then with its problem, if any)."""
+    if report.findings:
+        return list(report.findings), None
+    return run_checks(report)
+
+
 # --- dashboard ----------------------------------------------------------------
 
 def dashboard(snapshot_or_report, diagnosis: Optional[Diagnosis] = None) -> View:
     """Tabs of every view: findings (checks, and the diagnosis if given),
-    topology, NUMA, rank map (for reports) and versions."""
+    topology, NUMA, rank map and job map (for reports with ranks), link
+    results (for reports with a link test) and versions. The job map and
+    link results mark what these same findings name."""
     import ipywidgets as w
 
     from .diagnosis import diagnosis_html, findings_html
@@ -519,7 +530,14 @@ def dashboard(snapshot_or_report, diagnosis: Optional[Diagnosis] = None) -> View
     first = View(w.VBox([w.HTML(html)], layout=w.Layout(max_height="640px", overflow="auto")), None, html, "findings")
     parts = [("Findings", first), ("Topology", show_topology(target)), ("NUMA", show_numa(target))]
     if isinstance(target, ClusterReport) and target.ranks:
+        from .jobmap import show_job_map
+
         parts.append(("Ranks", show_ranks(target)))
+        parts.append(("Job map", show_job_map(target, None if problem else findings)))
+    if isinstance(target, ClusterReport) and target.links:
+        from .links import show_links
+
+        parts.append(("Links", show_links(target, None if problem else findings)))
     parts.append(("Versions", show_versions(target)))
     tabs = w.Tab(children=[v.widget for _, v in parts])
     for i, (name, _) in enumerate(parts):

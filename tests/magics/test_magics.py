@@ -2,6 +2,7 @@
 display (the mime bundles sent), not on pixels."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -199,3 +200,36 @@ def test_repro_bad_arguments_are_usage_errors(ip, line, match):
 def test_repro_list(ip):
     cap = _run(ip, "repro list")
     assert "unseeded_split_desync" in cap.stdout and "alltoall_unpaired" in cap.stdout
+
+
+def _survey_report(tmp_path):
+    """two-node-h100 with a link test and a finding naming rank 9, saved as the survey writes it."""
+    from ncclnb.model import Finding
+    from ncclnb.model.cluster import LinkMeasurement, LinkTest
+
+    rep = ncclnb.load("two-node-h100")
+    test = LinkTest("gloo", "cpu", 16, 2, 5, tuple(LinkMeasurement("all_reduce", 1 << k, 10.0 + k, 0.1 * k, 0.2 * k)
+                                                   for k in range(3, 20, 4)))
+    flagged = Finding(rule="rank_affinity_numa", category="device_mapping", severity="warning", confidence=0.6,
+                      title="rank 9 runs on CPUs of the far NUMA node", ranks=(9,), hosts=("h100-node1",))
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(dataclasses.replace(rep, links=(test,), findings=(flagged,)).to_dict()))
+    return path
+
+
+def test_jobmap_and_links_verbs(ip, tmp_path):
+    _run(ip, f"load {_survey_report(tmp_path)}")
+    (bundle,) = _bundles(_run(ip, "jobmap"))
+    assert WIDGET in bundle and "Job map" in bundle["text/html"]
+    assert "rank 9 runs on CPUs of the far NUMA node" in bundle["text/html"]  # the report's own finding, marked
+    assert bundle["text/plain"].startswith("ncclnb job map: 2 nodes, 16 ranks, 1 named")
+    (bundle,) = _bundles(_run(ip, "links"))
+    assert WIDGET in bundle and "Link results" in bundle["text/html"] and "gloo on cpu" in bundle["text/html"]
+    (bundle,) = _bundles(_run(ip, "dashboard"))
+    for part in ("Job map", "Link results"):
+        assert part in bundle["text/html"], part
+    # a report with no link test: the view says so
+    (bundle,) = _bundles(_run(ip, "links two-node-h100"))
+    assert "no link test in this report (ran with --no-link-test?)" in bundle["text/html"]
+    for verb in ("jobmap", "links"):
+        assert verb in magics.USAGE and verb in magics.VERBS and verb in magics.HANDLERS
