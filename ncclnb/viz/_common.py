@@ -167,9 +167,13 @@ class GpuPositions:
         self.by_uuid: dict[str, int] = {}
         self.by_index: dict[int, int] = {}
         self.by_cuda: dict[int, int] = {}
+        self.by_bus: dict[str, int] = {}   # NVML form, as the checks' NodeFacts.rank_gpu reads it
         for pos, g in enumerate(snapshot.gpus):
             if g.uuid:
                 self.by_uuid.setdefault(g.uuid, pos)
+            bus = _bus_key(g.pci_bus_id)
+            if bus:
+                self.by_bus.setdefault(bus, pos)
             self.by_index.setdefault(g.index, pos)
             if g.cuda_index is not None:
                 self.by_cuda.setdefault(g.cuda_index, pos)
@@ -186,8 +190,12 @@ class GpuPositions:
         return None
 
     def rank_position(self, r: RankEntry) -> Optional[int]:
-        """Position of the GPU a rank uses: by UUID, else by its CUDA index."""
+        """Position of the GPU a rank uses: by UUID, else by PCI bus id, else
+        by its CUDA index (the order of the checks' ``NodeFacts.rank_gpu``)."""
         pos = self.by_uuid.get(r.gpu_uuid) if r.gpu_uuid else None
+        if pos is None and self.by_bus:
+            bus = _bus_key(r.bus_id)
+            pos = self.by_bus.get(bus) if bus else None
         if pos is None and r.cuda_index is not None:
             pos = self.by_cuda.get(r.cuda_index)
             if pos is None:
@@ -210,6 +218,15 @@ class GpuPositions:
             return None
         self._budget -= len(self.by_uuid)
         return next((p for u, p in self.by_uuid.items() if tok in u), None)
+
+
+def _bus_key(bus_id: object) -> Optional[str]:
+    """A PCI bus id in NVML's form ("00000000:3B:00.0") whatever form it came in; None if not one."""
+    if not isinstance(bus_id, str) or not bus_id:
+        return None
+    from ..collectors.pci import nvml_bus_id
+
+    return nvml_bus_id(bus_id)
 
 
 def gpus_in_use(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = (),

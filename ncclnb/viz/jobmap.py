@@ -160,15 +160,14 @@ def _q(value) -> str:
     return "?" if value is None else esc(value)
 
 
-def _covers(snap: Optional[NodeSnapshot], cpus_of: dict, cache: dict, affinity: Optional[str]) -> tuple:
-    """NUMA nodes a CPU affinity list touches (() when unknown); each list read once."""
-    if snap is None or not affinity:
+def _covers(snap: NodeSnapshot, cache: dict, affinity: Optional[str]) -> tuple:
+    """NUMA nodes a CPU affinity list shares a CPU with (() when unknown); each list read once."""
+    if not affinity:
         return ()
     if affinity not in cache:
-        from ..model.cpulist import parse_cpulist
+        from ..model.cpulist import overlaps
 
-        cpus = parse_cpulist(affinity)
-        cache[affinity] = tuple(sorted(nid for nid, c in cpus_of.items() if not cpus.isdisjoint(c)))
+        cache[affinity] = tuple(sorted(n.id for n in snap.host.numa_nodes if overlaps(affinity, n.cpus)))
     return cache[affinity]
 
 
@@ -220,14 +219,9 @@ def _row(jm: JobMap, host: str) -> _Row:
     unplaced: list[RankEntry] = []
     if snap is not None:
         where = GpuPositions(snap)
-        cpus_of = {}
-        from ..model.cpulist import parse_cpulist
-
-        for n in snap.host.numa_nodes:
-            cpus_of[n.id] = parse_cpulist(n.cpus)
         cache: dict = {}
         for r in entries:
-            covers[id(r)] = _covers(snap, cpus_of, cache, r.cpu_affinity)
+            covers[id(r)] = _covers(snap, cache, r.cpu_affinity)
             pos = where.rank_position(r)
             if pos is None:
                 unplaced.append(r)

@@ -160,17 +160,27 @@ def busbw_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] = 
 
 def named_pairs(test: LinkTest, findings: Sequence[Finding]) -> dict[int, list[Finding]]:
     """Index of each pair (in ``test.pairs``) -> the ``link_*`` findings that
-    name both its ranks (a finding naming one rank only names a rank, not a
-    pair: it marks every pair that rank is in)."""
-    found = link_findings(findings)
+    name it. A finding naming two ranks names the pair from the first to the
+    second when the ring has it (``link_slow_pair``: sender, receiver), else
+    both directions; one naming more names every pair among them; one naming
+    a single rank, every pair that rank is in."""
+    found = [f for f in link_findings(findings) if f.ranks]
     out: dict[int, list[Finding]] = {}
     if not found:
         return out
-    sets = [(f, set(f.ranks)) for f in found if f.ranks]
+    at: dict[tuple[int, int], list[int]] = {}
     for i, p in enumerate(test.pairs):
-        for f, ranks in sets:
-            if (p.src_rank in ranks and p.dst_rank in ranks) or (len(ranks) == 1 and (p.src_rank in ranks or p.dst_rank in ranks)):
-                out.setdefault(i, []).append(f)
+        at.setdefault((p.src_rank, p.dst_rank), []).append(i)
+    for f in found:
+        ranks = set(f.ranks)
+        if len(f.ranks) == 2 and tuple(f.ranks) in at:
+            hits = at[tuple(f.ranks)]
+        elif len(ranks) == 1:
+            hits = [i for i, p in enumerate(test.pairs) if p.src_rank in ranks or p.dst_rank in ranks]
+        else:
+            hits = [i for i, p in enumerate(test.pairs) if p.src_rank in ranks and p.dst_rank in ranks]
+        for i in hits:
+            out.setdefault(i, []).append(f)
     return out
 
 

@@ -230,3 +230,27 @@ def test_job_map_work_is_linear_in_ranks():
         jm = analyse_job(*case(n))
         pages[n] = work(lambda: job_map_figure(case(n)[0], job_map=jm))
     assert pages[1600] <= 1.5 * pages[400], pages
+
+
+def test_rank_affinity_numa_from_the_real_check_marks_the_pinned_rank():
+    rep = h100()
+    far = rep.snapshot("h100-node0").host.numa_nodes[1].cpus
+    moved = dataclasses.replace(rep.ranks[3], cpu_affinity=far)  # GPU3 is on NUMA 0, its CPUs on NUMA 1
+    rep = dataclasses.replace(rep, ranks=rep.ranks[:3] + (moved,) + rep.ranks[4:])
+    found = ncclnb.check(rep, only="rank_affinity_numa")
+    assert [f.ranks for f in found] == [(3,)]
+    fig = job_map_figure(rep, found)
+    (hovers,) = marks(fig).values()
+    assert len(hovers) == 1 and "rank 3</b>" in hovers[0]
+    cls, text, hover = cell(fig, "h100-node0", "GPU3")
+    assert cls == "numa0" and "cpu N1" in text and "rank_affinity_numa" in hover
+
+
+def test_a_rank_is_placed_by_its_bus_id_as_the_checks_read_it():
+    snap = l40s_node()
+    sysfs_form = snap.gpus[2].pci_bus_id.lower()[4:]  # "0000:57:00.0", as sysfs writes it
+    rank = RankEntry(0, snap.hostname, 0, 1, bus_id=sysfs_form, numa_node=1)
+    fig = job_map_figure(ClusterReport(snapshots=(snap,), ranks=(rank,)), ())
+    cls, text, hover = cell(fig, snap.hostname, "GPU2")
+    assert text.startswith("0") and cls == "numa1" and "NUMA 1" in hover
+    assert "no GPU" not in fig.layout.meta["columns"]
