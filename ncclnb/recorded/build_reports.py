@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..model import ClusterReport, Library, NodeSnapshot, RankEntry
+from ..model import (ClusterReport, Library, LinkMeasurement, LinkTest, Nic, NodeSnapshot, PairMeasurement,
+                     PeerTransport, RankEntry)
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -105,10 +106,154 @@ def two_node_h100() -> ClusterReport:
             "recorded snapshots; versions are not in the capture and are left unknown."))
 
 
+# --- the survey's demo report ---------------------------------------------------------
+
+# DGX A100's PCI layout as its nvidia-smi shows it (GPU0..7); the recorded topo -m has no bus ids
+DGX_A100_BUS_IDS = ("00000000:07:00.0", "00000000:0F:00.0", "00000000:47:00.0", "00000000:4E:00.0",
+                    "00000000:87:00.0", "00000000:90:00.0", "00000000:B7:00.0", "00000000:BD:00.0")
+COMPUTE_HCAS = ("mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_6", "mlx5_7", "mlx5_8", "mlx5_9")   # PXB to a GPU pair
+DEMO_NODES, DEMO_PER_NODE = 4, 8
+SLOW_PAIR = (1, 2)   # node 1 -> node 2: the one degraded link
+NIC_GBPS, SLOW_GBPS = 23.4, 5.9   # a healthy HDR port in nccl-tests terms (25 GB/s line rate), and the slow one
+
+
+def _demo_node(base: NodeSnapshot, n: int, env: dict, **versions) -> NodeSnapshot:
+    node = _node(base, f"demo-node{n}", env, **versions)
+    gpus = tuple(dataclasses.replace(g, name="NVIDIA A100-SXM4-80GB", pci_bus_id=DGX_A100_BUS_IDS[g.index])
+                 for g in node.gpus)
+    numa_of_nic = {}   # an HCA sits on the NUMA node of the GPUs it is PXB to
+    for g, row in zip(node.gpus, node.links.gpu_nic):
+        for name, label in zip(node.links.nic_names, row):
+            if label == "PXB":
+                numa_of_nic[name] = g.numa_node
+    nics = tuple(Nic(name=x.name, kind="infiniband" if x.name in COMPUTE_HCAS else "roce", state="up",
+                     speed_mbps=200_000, numa_node=numa_of_nic.get(x.name), ib_device=x.name, ib_port_state="ACTIVE",
+                     ib_link_layer="InfiniBand" if x.name in COMPUTE_HCAS else "Ethernet") for x in node.nics)
+    missing = {k: v for k, v in node.missing.items() if not k.endswith((".name", ".pci_bus_id"))}
+    return dataclasses.replace(node, gpus=gpus, nics=nics, missing=missing)
+
+
+def _nearest(snap: NodeSnapshot, gpu: int, hcas) -> str:
+    """The HCA of ``hcas`` nearest GPU ``gpu`` (the first among equals), as
+    ncclnb.survey.rankfacts reads NCCL_IB_HCA for a rank that knows its GPU."""
+    from ..checks._facts import link_distance
+
+    row = dict(zip(snap.links.nic_names, snap.links.gpu_nic[gpu]))
+    return min(hcas, key=lambda h: (link_distance(row[h]), hcas.index(h)))
+
+
+def _demo_ranks(nodes) -> tuple[RankEntry, ...]:
+    world = DEMO_NODES * DEMO_PER_NODE
+    device_of = {11: 4, 12: 3}          # demo-node1's device table swaps LOCAL_RANK 3 and 4
+    bound_to = {5: "16-31,144-159"}     # demo-node0's rank 5 bound to NUMA 1 (its GPU5 is on NUMA 7)
+    out = []
+    for n, snap in enumerate(nodes):
+        cpus = {g.index: g.cpu_affinity for g in snap.gpus}
+        for local in range(DEMO_PER_NODE):
+            rank = n * DEMO_PER_NODE + local
+            gpu = device_of.get(rank, local)
+            hca = f"mlx5_{local}" if n == 3 else _nearest(snap, gpu, COMPUTE_HCAS)   # demo-node3's wrapper
+            out.append(RankEntry(
+                rank=rank, host=snap.hostname, local_rank=local, world_size=world, node_rank=n, pid=52100 + rank,
+                cuda_index=gpu, bus_id=snap.gpus[gpu].pci_bus_id, numa_node=snap.gpus[gpu].numa_node,
+                cpu_affinity=bound_to.get(rank, cpus[local]), nic=hca))   # the launcher binds by LOCAL_RANK
+    stray = nodes[3]
+    out.append(RankEntry(rank=world, host=stray.hostname, local_rank=8, world_size=world, node_rank=3,
+                         pid=52100 + world, cpu_affinity="0-255", nic="mlx5_8"))
+    return tuple(out)
+
+
+def _time_us(size: int, busbw: float, factor: float, latency_us: float) -> float:
+    """Latency plus the bytes at the plateau's algbw (busbw / factor)."""
+    return latency_us + size / (busbw / factor * 1e9) * 1e6
+
+
+def _demo_links(nodes) -> LinkTest:
+    """nccl-tests-shaped figures for 4 x 8 A100 over 8 HDR ports per node, with
+    one degraded inter-node link. Every ring channel carries an equal share,
+    so the collectives run at the slow link's pace: 8 channels x 5.9 GB/s."""
+    n = DEMO_NODES * DEMO_PER_NODE
+    ring_gbps = 8 * SLOW_GBPS
+    curves = {   # collective -> (busbw factor, plateau busbw GB/s, latency us)
+        "all_reduce": (2 * (n - 1) / n, ring_gbps, 38.0),
+        "all_gather": ((n - 1) / n, ring_gbps * 1.02, 27.0),
+        "reduce_scatter": ((n - 1) / n, ring_gbps * 1.01, 29.0),
+        "all_to_all": ((n - 1) / n, 8 * NIC_GBPS * 0.55, 64.0),   # all_to_all uses every link: less held back
+    }
+    results = []
+    for collective, (factor, plateau, latency) in curves.items():
+        size = 8
+        while size <= 1 << 30:
+            t = _time_us(size, plateau, factor, latency)
+            algbw = size / t / 1e3
+            results.append(LinkMeasurement(collective, size, round(t, 3), round(algbw, 4), round(algbw * factor, 4)))
+            size *= 2
+    pairs = []
+    size = 64 << 20
+    heads = [k * DEMO_PER_NODE for k in range(DEMO_NODES)]
+    for k in range(DEMO_NODES):
+        nxt = (k + 1) % DEMO_NODES
+        gbps = SLOW_GBPS if (k, nxt) == SLOW_PAIR else NIC_GBPS - 0.1 * k
+        t = round(12.0 + size / (gbps * 1e9) * 1e6, 3)
+        pairs.append(PairMeasurement(heads[k], heads[nxt], nodes[k].hostname, nodes[nxt].hostname, size, t,
+                                     round(size / t / 1e3, 4)))
+    lines = (("P2P/IPC/read", 0, 1, 0, 1), ("P2P/IPC/read", 8, 9, 0, 1), ("NET/IB/0/GDRDMA", 7, 8, 7, 0),
+             ("NET/IB/0/GDRDMA", 15, 16, 7, 0), ("NET/IB/0/GDRDMA", 23, 24, 7, 0), ("NET/IB/0/GDRDMA", 31, 0, 7, 0))
+    transports = tuple(PeerTransport(rank=a, peer=b, transport=t.rsplit("/", 2)[0] if t.startswith("NET") else
+                                     "P2P/IPC", channels=8 if t.startswith("NET") else 24,
+                                     line=f"NCCL INFO Channel 00/0 : {a}[{ga}] -> {b}[{gb}] "
+                                          f"{'[send] ' if t.startswith('NET') else ''}via {t}")
+                       for t, a, b, ga, gb in lines)
+    return LinkTest(backend="nccl", device="cuda", world_size=n, nodes=DEMO_NODES, iterations=20,
+                    results=tuple(results), pairs=tuple(pairs), transports=transports,
+                    env={"NCCL_DEBUG": "INFO", "NCCL_IB_HCA": "=" + ",".join(COMPUTE_HCAS)})
+
+
+def survey_demo() -> ClusterReport:
+    base = _snapshot("dgx-a100")
+    hca_list = {"NCCL_IB_HCA": "=" + ",".join(COMPUTE_HCAS)}
+    current = dict(torch="2.5.1+cu124", torch_cuda="12.4", nccl_torch="2.21.5", nccl_pip={"nvidia-nccl-cu12": "2.21.5"},
+                   driver="550.90.07", cuda_driver="12.4")
+    old = dict(torch="2.1.2+cu121", torch_cuda="12.1", nccl_torch="2.18.1", nccl_pip={"nvidia-nccl-cu12": "2.18.1"},
+               driver="550.90.07", cuda_driver="12.4")
+    nodes = [_demo_node(base, 0, hca_list, **current), _demo_node(base, 1, hca_list, **current),
+             _demo_node(base, 2, hca_list, **old), _demo_node(base, 3, {"NCCL_IB_HCA": "mlx5_0"}, **current)]
+    world = DEMO_NODES * DEMO_PER_NODE
+    report = ClusterReport(
+        snapshots=tuple(nodes), ranks=_demo_ranks(nodes), links=(_demo_links(nodes),),
+        captured_at="2025-01-15T09:30:00+00:00",
+        description=(
+            f"Survey demo: what `ncclnb survey` would write for a job of {DEMO_NODES} DGX A100 nodes x "
+            f"{DEMO_PER_NODE} GPUs (WORLD_SIZE {world}), with problems planted. Constructed from recorded "
+            "snapshots: every node is the recorded DGX A100 (dgx-a100: topology, NUMA, 12 mlx5 HCAs); the GPU "
+            "model and bus ids are DGX A100's, the HCAs are made 200 Gb/s HDR ports that are up (mlx5_4/5/10/11 "
+            "as RoCE storage ports), and versions, rank table and link figures are written for this demo. "
+            "Planted: (1) demo-node2 runs an older image, torch 2.1.2 with NCCL 2.18.1, where the others run "
+            "torch 2.5.1 with NCCL 2.21.5 (seed 002); (2) a stray 9th process on demo-node3 has RANK 32 with "
+            "WORLD_SIZE 32 (seed 000): it registered with the survey, and gloo refused it; (3) on demo-node1 a "
+            "device table swaps LOCAL_RANK 3 and 4, so ranks 11 and 12 run on cuda:4 and cuda:3 (seed 001), "
+            "while the launcher binds their CPUs by LOCAL_RANK, to the other GPU's NUMA node; (4) rank 5 on "
+            "demo-node0 is bound to NUMA node 1's CPUs while its GPU5 is on NUMA node 7; (5) a wrapper on "
+            "demo-node3 sets NCCL_IB_HCA=mlx5_$LOCAL_RANK, which fits boards whose HCA k sits by GPU k, but on a "
+            "DGX A100 mlx5_4/5 are storage ports and mlx5_6/7 sit by GPU4/5, so ranks 28-31 send across the "
+            "sockets; (6) the link from demo-node1 to demo-node2 is degraded. The link test's figures are "
+            "constructed, not measured: 5.9 GB/s on the slow pair against 23-23.4 GB/s on the others (an HDR "
+            "port's 25 GB/s line rate), and collectives at the slow link's pace (every ring channel waits for "
+            "it: all_reduce busbw about 47 GB/s at 1 GiB, where 8 HDR ports per node give about 176-200). In a "
+            "real survey some of these would not sit together: two NCCL versions often cannot connect at all "
+            "(seed 002's job failed at connect), and then the NCCL link test stops with what it had. Its "
+            "findings are what `ncclnb check` says of it, stored as the survey stores them."))
+    # as the survey writes a report: with the findings of every check (a check's change shows here as a stale file)
+    from ..checks import check
+
+    return dataclasses.replace(report, findings=tuple(check(report)))
+
+
 REPORTS: dict[str, Callable[[], ClusterReport]] = {
     "seed000-2node-a10g": seed000,
     "seed002-version-mismatch": seed002,
     "two-node-h100": two_node_h100,
+    "survey-demo": survey_demo,
 }
 
 

@@ -14,7 +14,7 @@ def test_bundled_report_loads_and_says_how_it_was_made(name):
     report = load(name)
     assert isinstance(report, ClusterReport)
     assert "Constructed from recorded snapshots" in report.description
-    assert len(report.snapshots) == 2 and report.ranks
+    assert len(report.snapshots) >= 2 and report.ranks
     assert ClusterReport.from_dict(report.to_dict()) == report
 
 

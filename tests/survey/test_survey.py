@@ -186,3 +186,40 @@ def test_usage_errors_are_one_line(tmp_path, cli):
         assert "Traceback" not in proc.stderr
     help_text = cli("survey", "--help").stdout
     assert "torchrun" in help_text and "--timeout" in help_text and "partial report" in help_text
+
+
+def test_node_on_another_nccl(tmp_path, cli):
+    """Seed 002 on loopback: two torchrun "nodes", each with LD_LIBRARY_PATH
+    on a directory holding a differently named NCCL build (the collector reads
+    versions from file names). The report's version check names the NCCL of
+    each node, and `ncclnb check` prints it."""
+    out, port = tmp_path / "out", free_port()
+    libs = {0: "libnccl.so.2.21.5", 1: "libnccl.so.2.18.1"}
+    runs = {}
+    for node, name in libs.items():
+        folder = tmp_path / f"node{node}-lib"
+        folder.mkdir()
+        (folder / name).touch()
+        argv = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
+                "--node-rank", str(node), "--master-addr", "127.0.0.1", "--master-port", str(port),
+                "--max-restarts", "0", "-m", "ncclnb", "survey", "--out", str(out), "--timeout", TIMEOUT,
+                "--no-link-test"]
+        runs[node] = (_env(SURVEY_TEST=out, LD_LIBRARY_PATH=folder), argv)
+    results = _ranks(out, runs)
+    assert results[1][0] == 0, results[1]
+    code, stdout, _ = results[0]
+    assert code == 1 and "NOT READY" in stdout and "NCCL (used by torch) differs" in stdout, stdout
+    report = ncclnb.load(str(out / "report.json"))
+    nccl = {s.hostname: [lib.version for lib in s.versions.nccl_system if lib.source == "LD_LIBRARY_PATH"]
+            for s in report.snapshots}
+    hosts = {r.node_rank: r.host for r in report.ranks}
+    assert nccl == {hosts[0]: ["2.21.5"], hosts[1]: ["2.18.1"]}
+    assert all(r.nic for r in report.ranks)   # rankfacts on a real rank: every Linux has at least lo
+    assert list(report.findings) == ncclnb.check(report)   # the survey stored what the checks say
+    differ = [f for f in report.findings if f.rule == "versions_differ" and f.title.startswith("NCCL (used")]
+    assert len(differ) == 1 and differ[0].severity == "error" and hosts[1] in differ[0].hosts
+    assert "2.18.1" in differ[0].title and "2.21.5" in differ[0].title
+    checked = cli("check", str(out / "report.json"))
+    assert checked.returncode == 0 and "versions_differ" in checked.stdout
+    assert "2.18.1" in checked.stdout and hosts[1] in checked.stdout
+    assert processes_mentioning(str(out)) == []
