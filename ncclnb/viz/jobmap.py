@@ -24,6 +24,8 @@ from ._common import esc, gpu_hover, index_span, nic_info, shorten, step_colorsc
 PAGE_SIZE = 32       # nodes per page
 GPU_COLUMNS = 64     # GPU columns drawn one by one; a node's GPUs past that share one last column
 NIC_COLUMNS = 16     # NIC columns; the same
+CELL_PX = 64         # width of a column, so the ranks and CPU NUMA nodes of a cell stay readable
+MAX_WIDTH = 2400     # px; past that (a node of 30+ GPUs) cells narrow and the hover carries the text
 FINDINGS_SHOWN = 6   # finding titles in one hover
 RANKS_SHOWN = 4      # ranks named in one cell's text
 SEVERITIES = ("error", "warning", "info")
@@ -431,10 +433,12 @@ def job_map_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] 
                    range=[-0.5, len(columns) - 0.5], showgrid=False, zeroline=False),
         yaxis=dict(autorange="reversed", tickmode="array", tickvals=list(range(len(rows))), ticktext=ylabels,
                    showgrid=False, zeroline=False),
-        height=max(300, 160 + 40 * len(rows)),
-        margin=dict(l=200, r=20, t=120, b=20),
+        # wide enough for a cell's ranks and "cpu N0+1" however wide the page is; wider pages scroll
+        width=min(MAX_WIDTH, 220 + CELL_PX * len(columns)),
+        height=max(300, 190 + 40 * len(rows)),
+        margin=dict(l=200, r=20, t=120, b=50),
         showlegend=True,
-        legend=dict(title=dict(text="cell"), itemclick=False, itemdoubleclick=False),
+        legend=dict(orientation="h", yanchor="top", y=-0.02, itemclick=False, itemdoubleclick=False),
         plot_bgcolor="white",
         clickmode="event",
         meta=dict(nodes=list(shown), page=page, pages=pages, columns=columns, nic0=nic0),

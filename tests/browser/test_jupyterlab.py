@@ -390,3 +390,75 @@ def test_static_fallback_renders_offline_after_nbconvert(tmp_path):
             page.screenshot(path=str(SHOTS / "offline-html.png"))
         finally:
             browser.close()
+
+
+SURVEY_CELLS = [
+    "import dataclasses\nimport ncclnb\nfrom ncclnb.model import Finding\n"
+    "from ncclnb.model.cluster import LinkMeasurement, LinkTest, PairMeasurement",
+    # the recorded two-node H100 job, one hostname made hostile, a link test and two findings naming ranks
+    "HOSTILE = '<script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\">'\n"
+    "rep = ncclnb.load('two-node-h100')\n"
+    "snaps = (rep.snapshots[0], dataclasses.replace(rep.snapshots[1], host=dataclasses.replace(rep.snapshots[1].host, hostname=HOSTILE)))\n"
+    "ranks = tuple(dataclasses.replace(r, host=HOSTILE) if r.host == 'h100-node1' else r for r in rep.ranks)\n"
+    "results = tuple(LinkMeasurement(c, 1 << k, 8 + (1 << k) / 4e4, (1 << k) / (8 + (1 << k) / 4e4) / 1e3,\n"
+    "                                f * (1 << k) / (8 + (1 << k) / 4e4) / 1e3)\n"
+    "                for c, f in (('all_reduce', 1.875), ('all_gather', 0.9375)) for k in range(3, 27, 2))\n"
+    "pairs = tuple(PairMeasurement(s, (s + 8) % 16, ranks[s].host, ranks[(s + 8) % 16].host, 1 << 26,\n"
+    "                              12000.0 if s == 3 else 3000.0, (1 << 26) / (12000.0 if s == 3 else 3000.0) / 1e3)\n"
+    "              for s in range(16))\n"
+    "test = LinkTest('nccl', 'cuda', 16, 2, 20, results, pairs)\n"
+    "rep = dataclasses.replace(rep, snapshots=snaps, ranks=ranks, links=(test,))\n"
+    "rep = dataclasses.replace(rep, findings=tuple(ncclnb.check(rep, only='link_slow_pair')) + (\n"
+    "    Finding(rule='rank_affinity_numa', category='device_mapping', severity='warning', confidence=0.8,\n"
+    "            title='rank 5 runs on the far NUMA node', ranks=(5,), hosts=('h100-node0',)),))",
+    "ncclnb.show_job_map(rep)",
+    "ncclnb.show_links(rep)",
+]
+
+
+def test_job_map_and_link_results_draw_in_jupyterlab(lab):
+    """The survey's two views in a notebook of their own: the job map and
+    both link figures draw non-empty plotly SVGs, the job map's diamond
+    marks the ranks the findings name, the slow pair's bar is red, a
+    click fills the detail pane, and the hostile hostname stays text."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    import nbformat
+
+    base, token, tmp = lab
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src) for src in SURVEY_CELLS])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp / "root" / "survey_views.ipynb")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(30_000)
+            _open_and_run_all(page, base, token, "survey_views.ipynb", 120)
+            for view, plots in (("ncclnb-jobmap", 1), ("ncclnb-links", 2)):
+                sel = f".jp-OutputArea-output .{view} .js-plotly-plot .main-svg"
+                page.wait_for_function(f"() => ({JS_PLOTS_DRAWN})({json.dumps(sel)}) >= {plots}", timeout=60_000)
+            jobmap = page.locator(".jp-OutputArea-output .ncclnb-jobmap").first
+            jobmap.scroll_into_view_if_needed()
+            # the heatmap's cells and one diamond per marked GPU cell: ranks 5 (finding) and 3, 11 (slow pair)
+            assert jobmap.locator(".heatmaplayer image, .heatmaplayer path, .hm image").count() >= 1
+            assert jobmap.locator(".scatterlayer .point").count() == 3
+            text = _click_and_wait_detail(page, jobmap, 0, 1, "rank")
+            assert "GPU" in text
+            page.mouse.move(5, 5)
+            jobmap.screenshot(path=str(SHOTS / "jobmap.png"))
+            links = page.locator(".jp-OutputArea-output .ncclnb-links").first
+            links.scroll_into_view_if_needed()
+            assert links.locator(".scatterlayer .trace").count() >= 2  # all_reduce and all_gather lines
+            red = links.evaluate("el => [...el.querySelectorAll('.barlayer .point path')]"
+                                 ".filter(p => getComputedStyle(p).fill === 'rgb(215, 48, 39)').length")
+            assert red == 1, red
+            links.screenshot(path=str(SHOTS / "links.png"))
+            assert page.evaluate("() => window.__pwned") is None
+            assert page.evaluate("() => document.querySelectorAll('img[src=\"x\"]').length") == 0
+            assert '<script>window.__pwned=1</script>' in jobmap.text_content()
+        except BaseException:
+            page.screenshot(path=str(SHOTS / "failure-survey-views.png"))
+            raise
+        finally:
+            browser.close()
