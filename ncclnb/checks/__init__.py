@@ -13,7 +13,7 @@ from typing import Iterable, Optional, Union
 
 from ..model import ClusterReport, Evidence, Finding, NodeSnapshot, RankEntry
 from ._registry import REGISTRY, CheckInfo, register
-from . import environment, network, ranks, resources, topology, versions  # noqa: F401  (registers the checks)
+from . import environment, links, network, ranks, resources, topology, versions  # noqa: F401  (registers the checks)
 
 __all__ = ["check", "registry", "CheckInfo", "register", "SEVERITY_ORDER"]
 

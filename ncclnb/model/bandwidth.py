@@ -202,6 +202,8 @@ def match_reference(link: LinkTest, snapshots: Sequence[NodeSnapshot],
     for s in snaps:
         rdma = [n for n in s.nics if n.kind in _RDMA_KINDS and n.speed_mbps
                 and (n.state or "").lower() not in ("down",) and (n.ib_port_state or "ACTIVE").upper() == "ACTIVE"]
+        if not s.nics:
+            return None, f"{s.hostname}: its snapshot records no NICs, so the network's speed is unknown"
         if not rdma:
             return None, f"{s.hostname}: no InfiniBand/RoCE NIC that is up with a known speed"
         top = max(n.speed_mbps for n in rdma)

@@ -21,7 +21,9 @@ calls and takes the mean; the time of a step is the slowest rank's mean;
 algbw = size / time; busbw = algbw x 2(n-1)/n for all_reduce and
 x (n-1)/n for the other three. The pair ring sends from each node's lowest
 rank to the next node's (with one node: each rank to the next), one pair at
-a time, and times the slower side of each.
+a time, ``PAIR_ROUNDS`` times round; a round's time is the slower side's
+mean and each pair keeps its best round, so a pause of one process (CPU
+ranks sharing cores) is not taken for a slow link.
 
 Every rank's timings travel to rank 0 as JSON bytes (``gather_json``).
 """
@@ -40,6 +42,7 @@ from .gather import SurveyUsageError, one_line
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 MAX_SIZE = 8 << 30            # 8 GiB: nccl-tests' usual -e 8G; more than that is a typo
 PAIR_SIZE_CAP = 64 << 20      # the pair ring sends at most this much: a ring of 1024 nodes stays short
+PAIR_ROUNDS = 3               # the ring runs this often; a pair keeps its best round (a slow link is slow every time)
 DEFAULTS = {                  # backend -> (min size, max size, step factor, warm-up, iterations)
     "nccl": (8, 1 << 30, 2, 5, 20),     # to 1 GiB: where the reference bands start (ncclnb.model.bandwidth)
     "gloo": (8, 1 << 20, 4, 1, 5),      # CPU: a few seconds for 4 ranks on 2 cores
@@ -183,7 +186,7 @@ class _Runner:
         self.torch, self.dist, self.rank, self.world, self.local_rank = torch, dist, rank, world, local_rank
         self.timeout, self.plan, self.environ, self.phase = timeout, plan, environ, phase
         self.times: list = []      # [collective, size, mean seconds]
-        self.pairs: list = []      # [src, dst, size, mean seconds]
+        self.pairs: list = []      # [src, dst, size, mean seconds, round]
         self.missing: dict = {}
         self.debug_dir: Optional[str] = None
 
@@ -233,7 +236,7 @@ class _Runner:
     def ring(self, group, device, pairs: list, size: int, warmup: int, iters: int) -> None:
         torch, dist = self.torch, self.dist
         buf = torch.ones(max(1, size // 4), dtype=torch.float32, device=device)
-        for src, dst in pairs:
+        for rnd, (src, dst) in ((r, pair) for r in range(PAIR_ROUNDS) for pair in pairs):
             self.phase(f"link test: pair {src} -> {dst}")
             if self.rank in (src, dst):
                 send = self.rank == src
@@ -246,7 +249,7 @@ class _Runner:
                 start = _now(torch, device)
                 for _ in range(iters):
                     step()
-                self.pairs.append([src, dst, buf.numel() * 4, (_now(torch, device) - start) / iters])
+                self.pairs.append([src, dst, buf.numel() * 4, (_now(torch, device) - start) / iters, rnd])
             dist.barrier(group=group)   # one pair at a time: a shared link does not slow the next
 
     def transports(self) -> list:
@@ -317,6 +320,11 @@ def run_link_test(torch, dist, *, rank: int, world: int, entries: list, labels: 
                     entries=entries, labels=labels, env=nccl_env(environ), missing=run.missing)
 
 
+def _sig(value: float) -> float:
+    """Six significant digits: nccl-tests prints fewer, and 1e-5 GB/s must not round to 0."""
+    return float(f"{value:.6g}")
+
+
 def _last_phase(run: _Runner) -> str:
     if run.pairs or run.times:
         last = run.pairs[-1] if run.pairs else run.times[-1]
@@ -344,9 +352,9 @@ def assemble(gathered: list, *, backend: str, device: str, world: int, nodes: in
             key = (collective, int(size))
             slowest[key] = max(slowest.get(key, 0.0), float(seconds))
             counted[key] = counted.get(key, 0) + 1
-        for src, dst, size, seconds in payload.get("pairs", ()):
-            key = (int(src), int(dst), int(size))
-            pair_times[key] = max(pair_times.get(key, 0.0), float(seconds))
+        for src, dst, size, seconds, rnd in payload.get("pairs", ()):
+            key = (int(src), int(dst), int(size), int(rnd))
+            pair_times[key] = max(pair_times.get(key, 0.0), float(seconds))   # the slower side of a round
         for part, why in (payload.get("missing") or {}).items():
             missing.setdefault(part, f"rank {r}: {why}")
         lines.extend(payload.get("transports", ()))
@@ -355,14 +363,16 @@ def assemble(gathered: list, *, backend: str, device: str, world: int, nodes: in
         if counted[(collective, size)] < len(gathered) or seconds <= 0:
             continue   # a size some rank did not finish is not a measurement
         algbw = size / seconds / 1e9
-        results.append({"collective": collective, "size_bytes": size, "time_us": round(seconds * 1e6, 3),
-                        "algbw_gbps": round(algbw, 4), "busbw_gbps": round(algbw * busbw_factor(collective, world), 4)})
+        results.append({"collective": collective, "size_bytes": size, "time_us": _sig(seconds * 1e6),
+                        "algbw_gbps": _sig(algbw), "busbw_gbps": _sig(algbw * busbw_factor(collective, world))})
+    best: dict = {}
+    for (s, d, size, _), t in pair_times.items():
+        if t > 0:
+            best[(s, d, size)] = min(best.get((s, d, size), t), t)
     host = {e["rank"]: labels[(e["host"], e.get("node_rank"))] for e in entries}
     pairs = [{"src_rank": s, "dst_rank": d, "src_host": host.get(s, "?"), "dst_host": host.get(d, "?"),
-              "size_bytes": size, "time_us": round(t * 1e6, 3), "busbw_gbps": round(size / t / 1e9, 4)}
-             for (s, d, size), t in sorted(pair_times.items()) if t > 0]
+              "size_bytes": size, "time_us": _sig(t * 1e6), "busbw_gbps": _sig(size / t / 1e9)}
+             for (s, d, size), t in sorted(best.items())]
     transports = [to_dict(t) for t in peer_transports("\n".join(lines))]
-    if world < 2:
-        missing.setdefault("pairs", "one rank: there is no link to measure")
     return {"backend": backend, "device": device, "world_size": world, "nodes": nodes, "iterations": iters,
             "results": results, "pairs": pairs, "transports": transports, "env": env, "missing": missing}
