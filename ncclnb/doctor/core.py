@@ -13,6 +13,7 @@ from ..model import Diagnosis, Evidence, Finding, RankStatus
 from ..model.redact import scrub_cut
 from .kb import Signature, load_signatures
 from .normalize import MAX_DIGITS, clean, normalize, num
+from .priors import CANDIDATE_KIND_TITLES, LogContext, preferred_category, rank_candidates, warn_prior
 from .reason import (BANNER, COMM, PLAN, VERSION, WATCHDOG, WORK, CommRecord, ReasonState, WatchdogRecord,
                      out_of_range_findings, plan_findings, version_findings, watchdog_findings,
                      world_size_findings)
@@ -96,6 +97,18 @@ class _SourceContext:
     index: int
     rank_hint: Optional[int]
     host: Optional[str] = None
+    prev_no: int = 0          # the last candidate line's number and text (to rejoin a hard-wrapped message)
+    prev_text: str = ""
+    prev_ids: frozenset = frozenset()
+
+
+# the generic wrappers that say something failed, not why: the candidate causes they get when nothing else is known
+_GENERIC_KIND = {"nccl_system_error": "system", "nccl_internal_error": "internal", "nccl_remote_error": "remote",
+                 "nccl_unhandled_cuda_error": "cuda", "connection_reset_by_peer": "reset",
+                 "nccl_invalid_usage": "invalid_usage"}
+MAX_CANDIDATES = 4        # candidate causes shown for one generic error
+MIN_CANDIDATE_SCORE = 0.13  # below this (its base weight, lowered by what the log shows) a candidate is not shown
+MAX_WARN_KEPT = 256       # distinct unrecognised NCCL WARN messages remembered
 
 
 class _Collector:
@@ -122,6 +135,9 @@ class _Collector:
         self.changed: list = []          # (source, how) of files that changed while they were read
         self.rows_extra: set = set()     # row keys past MAX_RANKS (ranks that printed an error)
         self.ranks_cut: set = set()      # row keys refused once the table was full (at most MAX_CUT_COUNTED)
+        self.context = LogContext()      # facts of the run that decide between causes
+        self.warns: dict = {}            # category -> [count, evidence, first, also, hosts, printers] of unrecognised WARNs
+        self._warn_seen: set = set()
 
     # ---- per-rank rows -------------------------------------------------
     def _row(self, key, keep: bool = False) -> Optional[_RankRow]:
@@ -294,9 +310,30 @@ class _Collector:
             if plan is not None:
                 self.state.add_plan(plan)
 
+        if host:
+            self.context.observe_host(host)
+        # an NCCL WARN is matched with its source location in front, so a signature can key on the file
+        # that printed it ("transport/nvls.cc:244 NCCL WARN ..."), with or without NCCL's prefix
+        text_ = (f"{ln.where} NCCL WARN {msg}" if ln.where else f"NCCL WARN {msg}") if ln.level == "WARN" else msg
+        hits = self._matches(text_)
+        ids = frozenset(sig.id for sig, _ in hits)
+        if ctx.prev_no == line_no - 1 and ctx.prev_text and raw[:1] in (b" ", b"\t"):
+            # a hard-wrapped message: what only the two halves together say
+            for sig, m in self._matches(ctx.prev_text + " " + msg.lstrip()):
+                if sig.id not in ids and sig.id not in ctx.prev_ids:
+                    hits = hits + [(sig, m)]
+        ctx.prev_no, ctx.prev_text, ctx.prev_ids = line_no, text_[:2000], ids
+        for sig, m in hits:
+            self._hit(sig, m, rank, host, ln.pid, ln.ts, ev, order, msg, ctx.name)
+        if ln.level == "WARN" and not hits:
+            self._unrecognised_warn(ln.where, msg, rank, host, ln.pid, ev, order)
+
+    def _matches(self, msg: str) -> list:
+        """[(signature, match)] for ``msg``; a message seen for the first time also feeds the context."""
         hits = self._match_cache.get(msg)
         if hits is None:
             # what matches depends on the message alone, and big logs repeat messages
+            self.context.observe(msg)
             hits, matched = [], set()
             for sig, lit, rx in self._matchers:
                 if lit is not None and lit not in msg:
@@ -310,8 +347,27 @@ class _Collector:
             if len(self._match_cache) >= MATCH_CACHE:
                 self._match_cache.clear()
             self._match_cache[msg] = hits
-        for sig, m in hits:
-            self._hit(sig, m, rank, host, ln.pid, ln.ts, ev, order, msg, ctx.name)
+        return hits
+
+    def _unrecognised_warn(self, where, msg, rank, host, pid, ev, order) -> None:
+        """An NCCL WARN no signature knows: kept as evidence, leaning to the category of the file that printed it."""
+        prior = warn_prior(where, msg)
+        if prior is None:
+            return
+        cat, also = prior
+        entry = self.warns.get(cat)
+        if entry is None:
+            entry = self.warns[cat] = [0, [], order, also, set(), set(), where]
+        entry[0] += 1
+        if len(entry[1]) < MAX_EVIDENCE and msg not in self._warn_seen:
+            entry[1].append(ev)
+        if len(self._warn_seen) < MAX_WARN_KEPT:
+            self._warn_seen.add(msg)
+        if host and len(entry[4]) < 64:
+            entry[4].add(host)
+        key = self._key(rank, host, pid)
+        if key is not None and len(entry[5]) < MAX_BLAMED:
+            entry[5].add(key)
 
     def _fill(self, row: _RankRow, host, pid, source) -> None:
         row.host = row.host or host
@@ -424,16 +480,32 @@ class _Collector:
             findings.append((_TIER_ROOT_ERROR, f.confidence, (-1,), f))
 
         any_error = any(h.sig.severity == "error" and not h.sig.benign for h in self.hits.values())
+        facts = self._facts()
         for h in self.hits.values():
             sig = h.sig
             f = self._finding(h, any_error)
             tier = _tier(sig, f)
             if sig.id == "watchdog_timeout" and reasoned_categories & {"collective_desync", "slow_rank_timeout"}:
                 tier = _TIER_CONSEQUENCE  # the cross-rank finding says more than one timeout line
+            others = sig.also
+            cat = preferred_category(sig.id, sig.category, sig.also, facts) if sig.also and not reasoned else sig.category
+            if cat != sig.category:   # another line of the log settles which of its categories holds
+                others = (sig.category,) + tuple(c for c in sig.also if c != cat)
+                f = replace(f, category=cat, docs=CATEGORY_DOCS[cat],
+                            title=f.title + f" (the rest of the log points to {cat.replace('_', ' ')})")
             findings.append((tier, f.confidence, h.first, f))
             if tier in (_TIER_ROOT_ERROR, _TIER_ROOT_WARNING):
-                for cat in sig.also:
-                    findings.append((_TIER_ALTERNATIVE, round(f.confidence * 0.6, 3), h.first, _alternative(f, cat)))
+                for alt in others:
+                    findings.append((_TIER_ALTERNATIVE, round(f.confidence * 0.6, 3), h.first, _alternative(f, alt)))
+        for f, first in self._warn_findings():
+            findings.append((_TIER_ROOT_WARNING, f.confidence, first, f))
+            for alt in self.warns[f.category][3]:
+                findings.append((_TIER_ALTERNATIVE, round(f.confidence * 0.6, 3), first, _alternative(f, alt)))
+        known = any(t in (_TIER_FIRST_FAILURE, _TIER_ROOT_ERROR, _TIER_ROOT_WARNING) and g.category != "unknown"
+                    for t, _, _, g in findings)
+        if not known:
+            for f, first in self._candidates(facts):
+                findings.append((_TIER_ALTERNATIVE, f.confidence, first, f))
 
         if self.skipped_dumps:
             name, why = self.skipped_dumps[0]
@@ -484,6 +556,60 @@ class _Collector:
                 fix="Give the logs of the ranks you need in the table on their own (a directory per node)."))
         return Diagnosis(findings=tuple(ordered), ranks=table,
                          sources=tuple(names), lines_read=self.lines_read)
+
+    def _facts(self) -> set:
+        """The facts of the run (priors.LogContext) and of what matched."""
+        facts = self.context.facts(self.state.watchdog)
+        if self.hits.keys() & {"barrier_device_unknown", "guessing_device_id"}:
+            facts.add("device_unknown")
+        if any(h.sig.category == "p2p_pairing" and not h.sig.consequence for h in self.hits.values()):
+            facts.add("p2p_ops")
+        return facts
+
+    def _warn_findings(self) -> list:
+        """One low-confidence finding per category of the NCCL WARN lines no signature knows."""
+        out = []
+        for cat, (count, evidence, first, also, hosts, printers, where) in self.warns.items():
+            ranks = tuple(sorted(r for r in {self._resolve(k) for k in printers} if isinstance(r, int)))[:MAX_BLAMED]
+            src = f" from {where.split(':')[0]}" if where else ""
+            out.append((Finding(
+                rule=f"nccl_warn.{cat}", category=cat, severity="warning", confidence=0.3,
+                title=f"An NCCL warning no signature knows{src} ({count} line{'s' if count > 1 else ''}), "
+                      f"pointing to {cat.replace('_', ' ')}",
+                evidence=tuple(evidence), ranks=ranks, hosts=tuple(sorted(hosts))[:64],
+                cause="NCCL printed a WARN line that ncclnb has no signature for; the part of NCCL that printed it "
+                      f"({where or 'named in the message'}) is where {cat.replace('_', ' ')} problems show up, "
+                      "so that is the first place to look.",
+                fix="Read the WARN line itself and the INFO lines just before it (NCCL_DEBUG=INFO, "
+                    "NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH); search NCCL's issue tracker for its wording.",
+                docs=CATEGORY_DOCS[cat]), first))
+        return out
+
+    def _candidates(self, facts: set) -> list:
+        """Ranked candidate causes of the generic errors that matched (or of a stop after NCCL's
+        set-up with no error at all), conditioned on the run's facts."""
+        generic = [(h.first, _GENERIC_KIND[i], h) for i, h in self.hits.items() if i in _GENERIC_KIND]
+        if generic:
+            first, kind, h = min(generic, key=lambda t: t[0])
+            evidence = tuple(h.evidence[:2])
+        elif not any(h.sig.severity == "error" and not h.sig.benign for h in self.hits.values()) \
+                and "init_seen" in facts and not self.state.watchdog:
+            kind, first, evidence = "hang", (10**8,), ()
+        else:
+            return []
+        shown = sorted(f for f in facts if f not in ("init_seen",))
+        out = []
+        ranked = [t for t in rank_candidates(kind, facts) if t[1] >= MIN_CANDIDATE_SCORE][:MAX_CANDIDATES]
+        for i, (c, score, moved) in enumerate(ranked):
+            why = f" The log shows: {', '.join(moved)}." if moved else (
+                f" The log shows: {', '.join(shown)}." if shown else " The log shows nothing that narrows it down.")
+            out.append((Finding(
+                rule=f"candidate.{kind}.{c.category}", category=c.category, severity="info",
+                confidence=round(min(0.45, score), 3),
+                title=f"Candidate cause #{i + 1} of {CANDIDATE_KIND_TITLES[kind]}: {c.category.replace('_', ' ')}",
+                evidence=evidence, cause=c.why[:1].upper() + c.why[1:] + "." + why,
+                fix="To tell the candidates apart: " + c.check + ".", docs=CATEGORY_DOCS[c.category]), first))
+        return out
 
     def _input_notes(self) -> list:
         """One info finding for the inputs skipped (binary data, an entry of a

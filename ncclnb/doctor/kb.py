@@ -58,6 +58,15 @@ TRIGGERS = (
     "Got completion", "IBV_WC_", "reg_mr", "dmabuf_mr", "create_qp", "create_cq", "alloc_pd", "device found", "plugin found",
     "interface", "shared object", "undefined symbol", "nccl.conf", "opCount", "ot found", "not find a ",
     "open XML",
+    # every NCCL WARN line, with or without NCCL's prefix (an unrecognised one still counts: priors.WARN_SOURCES)
+    "WARN ",
+    # lines that carry a fact of the run which decides between causes (priors.LogContext)
+    "NET/IB : Using", "NET/IB: Using", "Using network", "Bootstrap", "NET/Socket", "set by environment", "NET/OFI",
+    "Tesla", "GeForce", " H100", " H200", " H800", "GH200", " B200", "NVSwitch", "NVLS ", "abric manager",
+    "abric Manager", "Using devices", "nThread", "compiled with NCCL", "NCCL Error ", "--host", "mpirun",
+    "--nnodes", "nNodes", " device  ", "heckpoint", "reprocess", "okeniz", "Clustering", "fit` stopped",
+    "raining completed", "Setting affinity", "Launch mode", "out-of-place", "Trees [", "SOCKET_IFNAME", "NCCL_IB_",
+    "mlx5_",
 )
 
 

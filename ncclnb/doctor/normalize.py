@@ -4,9 +4,13 @@
 timestamps (ISO 8601, syslog, dmesg), torchrun's ``[default3]:``, PyTorch's
 ``[rank3]:``, OpenMPI's ``[1,3]<stderr>:``, Slurm's ``3: ``, pdsh's
 ``host: ``, glog's ``[W304 17:41:12.735149131 ProcessGroupNCCL.cpp:4561]``
-and NCCL's ``host:pid:tid [dev] file.cc:12 NCCL WARN``; it keeps what they
-say (rank, local rank, host, pid, level, time) in a :class:`Line`. C++
-``frame #N`` lines give None: they are noise, never evidence.
+(and torch's bracketless ``W0104 13:46:27.896000 80302 run.py:792]``), Ray's
+``(RayWorkerWrapper pid=11305)``, vLLM's ``ERROR 08-27 05:12:18 worker.py:38]``,
+any launcher's ``[trainer3]:``, a quoted paste's ``> `` and NCCL's
+``host:pid:tid [dev] file.cc:12 NCCL WARN``; it keeps what they say (rank,
+local rank, host, pid, level, time, and the NCCL source file that printed a
+line) in a :class:`Line`. C++ ``frame #N`` lines give None: they are noise,
+never evidence.
 """
 from __future__ import annotations
 
@@ -26,9 +30,19 @@ _PREFIXES = (
     ("dmesg", re.compile(r"\[(?:\s*\d+\.\d+|[A-Z][a-z]{2} [A-Z][a-z]{2} +\d+ \d{2}:\d{2}:\d{2} \d{4})\][ \t]*", re.ASCII)),
     ("rank", re.compile(r"\[rank(?P<rank>\d+)\]:[ \t]?", re.ASCII)),
     ("local", re.compile(r"\[default(?P<local>\d+)\]:[ \t]?", re.ASCII)),
+    # any other launcher's per-process tag ([trainer3]:, [worker0]:): stripped, its number not trusted as a rank
+    ("tag", re.compile(r"\[[A-Za-z][A-Za-z_-]{0,30}\d{1,5}\]:[ \t]?", re.ASCII)),
+    ("ray", re.compile(r"\((?:[A-Za-z_][\w.]{0,60} )?pid=(?P<pid>\d+)(?:, ip=[\w.:-]+)?\)[ \t]*", re.ASCII)),
+    ("pylog", re.compile(r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)? "
+                         r"\[?[\w.\-/]+:\d+\][ \t]*", re.ASCII)),
+    ("glog2", re.compile(r"(?P<lvl>[IWEF])(?P<ts>\d{4} \d{2}:\d{2}:\d{2}\.\d+) +\d+ [\w.\-/]+:\d+\][ \t]*", re.ASCII)),
+    ("quote", re.compile(r"(?:>[ \t]?)+(?=\S)", re.ASCII)),
     ("mpi", re.compile(r"\[\d+,(?P<rank>\d+)\]<(?:stdout|stderr)>:[ \t]?", re.ASCII)),
     ("glog", re.compile(r"\[(?P<lvl>[IWEF])(?P<ts>\d{3,4} \d{2}:\d{2}:\d{2}(?:\.\d+)?)?[ \t]*(?:\d+ )?[\w.\-/]+:\d+\][ \t]*", re.ASCII)),
     ("nccl", _NCCL),
+    # an NCCL line pasted without its host:pid:tid prefix ("[3] include/shm.h:28 NCCL WARN ...", "WARN NET/IB: ...")
+    ("nccl_bare", re.compile(r"(?:\[\d+\] )?(?:(?P<where>[\w./-]{1,120}\.(?:cc|cu|cpp|c|hpp|h):\d+) )?(?:NCCL )?"
+                             r"(?P<lvl>WARN|INFO)\b:? ?(?=\S)", re.ASCII)),
     ("slurm", re.compile(r"(?P<rank>\d{1,5}): (?=\S)", re.ASCII)),
     ("stream", re.compile(r"\S+ \[(?:stdout|stderr)\] ", re.ASCII)),
     ("pdsh", re.compile(r"(?P<host>\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][\w-]*\d[\w.-]*): (?=\S)", re.ASCII)),
@@ -47,6 +61,7 @@ class Line:
     pid: Optional[int] = None
     level: Optional[str] = None   # "INFO"/"WARN" (NCCL), "I"/"W"/"E"/"F" (glog)
     ts: Optional[str] = None
+    where: Optional[str] = None   # NCCL's source location before WARN ("transport/nvls.cc:244")
 
 
 def clean(raw: str) -> str:
@@ -99,6 +114,8 @@ def normalize(raw: str) -> Optional[Line]:
                 out.level = g["lvl"]
             if g.get("ts"):
                 out.ts = g["ts"]
+            if g.get("where"):
+                out.where = g["where"]
             text = text[m.end():]
             break
         else:

@@ -1,0 +1,163 @@
+"""What the rest of a log decides: unrecognised NCCL WARNs, candidate causes of generic errors,
+context that picks between a signature's categories, and pasted-log tolerance."""
+from __future__ import annotations
+
+import pytest
+
+from ncclnb.doctor import diagnose
+from ncclnb.doctor.normalize import normalize
+from ncclnb.doctor.priors import CANDIDATES, WARN_SOURCES, rank_candidates, warn_prior
+from ncclnb.model import CATEGORIES
+
+
+def _cats(text: str, n: int = 3) -> list[str]:
+    out: list[str] = []
+    for f in diagnose(text + "\n").findings:
+        if f.category not in out:
+            out.append(f.category)
+    return out[:n]
+
+
+def _rules(text: str) -> list[str]:
+    return [f.rule for f in diagnose(text + "\n").findings]
+
+
+# ---- pasted logs ------------------------------------------------------------
+@pytest.mark.parametrize("raw, text, pid, where", [
+    ("(RayWorkerWrapper pid=11305) ERROR 08-27 05:12:18 worker_base.py:382] RuntimeError: boom",
+     "RuntimeError: boom", 11305, None),
+    ("[trainer3]: RuntimeError: boom", "RuntimeError: boom", None, None),
+    ("> warning: something", "warning: something", None, None),
+    ("W0104 13:46:27.896000 80302 torch/distributed/run.py:792] Setting OMP", "Setting OMP", None, None),
+    ("[3] include/shm.h:28 NCCL WARN Call to posix_fallocate failed", "Call to posix_fallocate failed", None,
+     "include/shm.h:28"),
+    ("node-a:1:2 [0] transport/nvls.cc:223 NCCL WARN Cuda failure 999", "Cuda failure 999", 1, "transport/nvls.cc:223"),
+    ("WARN NET/IB: read failed", "NET/IB: read failed", None, None),
+])
+def test_prefixes_people_paste_are_peeled(raw, text, pid, where):
+    ln = normalize(raw)
+    assert (ln.text, ln.pid, ln.where) == (text, pid, where)
+
+
+def test_a_word_warning_is_not_an_nccl_warn():
+    assert normalize("WARNING: foo").level is None
+
+
+def test_hard_wrapped_message_is_rejoined():
+    # the signature needs both halves: the first line alone names no CUDA error
+    wrapped = ("node-a:1:2 [0] transport/nvls.cc:287 NCCL WARN Failed to bind NVLink SHARP (NVLS) Multicast memory\n"
+               "  of size 2097152 : CUDA error 401 'the operation cannot be performed in the present state'.")
+    assert _cats(wrapped)[0] == "driver_or_hardware"
+
+
+# ---- unrecognised NCCL WARN --------------------------------------------------
+def test_every_warn_source_names_a_category():
+    for _, cat, also in WARN_SOURCES:
+        assert cat in CATEGORIES and all(a in CATEGORIES and a != cat for a in also)
+
+
+@pytest.mark.parametrize("where, cat", [
+    ("transport/nvls.cc:612", "driver_or_hardware"), ("transport/net_ib.cc:1038", "ib_misconfig"),
+    ("misc/socket.cc:441", "socket_ifname"), ("bootstrap.cc:80", "rendezvous_unreachable"),
+    ("transport/shm.cc:50", "shm_too_small"), ("transport/p2p.cc:300", "p2p_topology"),
+    ("graph/search.cc:1000", "p2p_topology"), ("graph/xml.cc:60", "nccl_env_override"),
+])
+def test_warn_prior_from_the_source_file(where, cat):
+    assert warn_prior(where, "something new")[0] == cat
+
+
+def test_unrecognised_warn_is_kept_as_low_confidence_evidence_with_the_file_prior():
+    line = "node-a:4121:4188 [3] transport/nvls.cc:999 NCCL WARN Zorblax frobnication went sideways"
+    diag = diagnose(line + "\n")
+    f = diag.findings[0]
+    assert f.rule == "nccl_warn.driver_or_hardware" and f.confidence <= 0.35
+    assert f.evidence[0].text == line
+
+
+def test_recognised_warn_gets_no_fallback():
+    rules = _rules("node-a:1:2 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment /dev/shm/x (size 9637888)")
+    assert "shm_segment_create_failed" in rules and not any(r.startswith("nccl_warn.") for r in rules)
+
+
+def test_warn_without_a_known_source_adds_nothing():
+    assert not any(r.startswith("nccl_warn.") for r in _rules("node-a:1:2 [0] foo/bar.cc:1 NCCL WARN something new"))
+
+
+# ---- candidate causes of generic errors ---------------------------------------
+def test_every_candidate_names_a_category_and_a_check():
+    for kind, cands in CANDIDATES.items():
+        assert len({c.category for c in cands}) == len(cands), kind
+        for c in cands:
+            assert c.category in CATEGORIES and c.category != "unknown" and c.why and c.check
+
+
+def test_generic_system_error_alone_gets_ranked_candidates_not_unknown():
+    diag = diagnose("RuntimeError: NCCL error: unhandled system error\n")
+    first = diag.findings[0]
+    assert first.rule.startswith("candidate.system.") and first.category != "unknown"
+    assert "Candidate" in first.title and first.confidence <= 0.45 and first.fix.startswith("To tell")
+    assert len([f for f in diag.findings if f.rule.startswith("candidate.")]) >= 3
+
+
+def test_context_moves_the_candidates():
+    container = ("3f2a1b4c5d6e:100:100 [0] NCCL INFO Bootstrap : Using eth0:172.17.0.2<0>\n"
+                 "RuntimeError: NCCL error: unhandled system error")
+    assert _cats(container)[0] == "shm_too_small"
+    ib = ("node-a:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE ; OOB eth0:10.0.0.1<0>\n"
+          "node-b:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE ; OOB eth0:10.0.0.2<0>\n"
+          "RuntimeError: NCCL error: unhandled system error")
+    assert _cats(ib)[0] == "ib_misconfig"
+
+
+def test_contrary_context_lowers_a_candidate():
+    base = {c.category: s for c, s, _ in rank_candidates("system", set())}
+    lowered = {c.category: s for c, s, _ in rank_candidates("system", {"shm_disabled", "several_hosts"})}
+    assert lowered["shm_too_small"] < base["shm_too_small"]
+    socket_only = ("node-a:1:1 [0] NCCL INFO NET/IB : No device found.\n"
+                   "node-a:1:1 [0] NCCL INFO Using network Socket\n"
+                   "RuntimeError: NCCL error: unhandled system error")
+    cats = _cats(socket_only, 9)
+    assert "socket_ifname" in cats and (cats.index("ib_misconfig") > cats.index("socket_ifname") if "ib_misconfig" in cats else True)
+    assert "ib_misconfig" in _cats("RuntimeError: NCCL error: unhandled system error", 9)
+
+
+def test_old_stack_puts_version_first_for_an_unhandled_cuda_error():
+    assert _cats("RuntimeError: NCCL error: unhandled cuda error")[0] == "driver_or_hardware"
+    assert _cats("RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:32, unhandled cuda error, NCCL version 2.4.8")[0] \
+        == "version_mismatch"
+    assert _cats("RuntimeError: NCCL Error 1: unhandled cuda error")[0] == "version_mismatch"
+
+
+def test_no_candidates_when_the_cause_is_known():
+    rules = _rules("ncclSystemError: System call failed\n"
+                   "node-a:1:2 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment x (size 1)")
+    assert not any(r.startswith("candidate.") for r in rules)
+
+
+def test_a_stop_after_init_on_one_host_gets_hang_candidates_above_the_benign_plugin_line():
+    log = ("node-a:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.2.3.32<0>\n"
+           "node-a:1:1 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so).\n"
+           "node-a:1:1 [0] NCCL INFO Setting affinity for GPU 0 to ff00ff\n")
+    cats = _cats(log)
+    assert cats[0] == "p2p_topology" and "net_plugin_missing" in cats
+    # the plugin line alone, with no sign that NCCL got further, stays the harmless note
+    assert _cats("NCCL INFO NET/Plugin : No plugin found (libnccl-net.so).")[0] == "net_plugin_missing"
+
+
+# ---- context picks between a signature's categories ----------------------------
+def test_early_barrier_timeout_points_to_a_slow_rank_and_a_finished_rank_to_a_desync():
+    line = ("[rank4]:[E ProcessGroupNCCL.cpp:523] [Rank 4] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800041 ms")
+    assert _cats(line)[:2] == ["slow_rank_timeout", "collective_desync"]
+    finished = "`Trainer.fit` stopped: `max_epochs=3` reached.\n" + line
+    assert _cats(finished)[0] == "collective_desync"
+    big = line.replace("NumelIn=1, NumelOut=1", "NumelIn=4096, NumelOut=4096")
+    assert _cats(big)[0] == "collective_desync"
+
+
+def test_topology_file_from_the_environment_settles_the_xml_error():
+    xml = "node-a:1:2 [1] graph/xml.h:101 NCCL WARN Attribute arch of node cpu not found"
+    env = "node-a:1:2 [1] NCCL INFO NCCL_TOPO_FILE set by environment to /etc/topo.xml\n" + xml
+    plugin = "node-a:1:2 [1] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.7.1\n" + xml
+    assert _cats(env)[0] == "nccl_env_override"
+    assert _cats(plugin)[0] == "version_mismatch"
