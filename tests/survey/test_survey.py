@@ -84,6 +84,13 @@ def test_two_torchrun_nodes_side_by_side(tmp_path, rendezvous):
     assert "several node ranks" in report.description
     assert {(r.node_rank, r.local_rank) for r in report.ranks} == {(0, 0), (0, 1), (1, 0), (1, 1)}
     assert all(r.pid and r.cpu_affinity for r in report.ranks)
+    # the link test ran over gloo across both "nodes": busbw for the four collectives, a pair ring node to node
+    [link] = report.links
+    assert (link.backend, link.world_size, link.nodes) == ("gloo", 4, 2) and "links    gloo on cpu" in summary
+    assert {m.collective for m in link.results} == {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}
+    assert all(m.busbw_gbps > 0 and m.time_us > 0 for m in link.results)
+    assert sorted((p.src_rank, p.dst_rank) for p in link.pairs) == [(0, 2), (2, 0)]
+    assert {p.src_host for p in link.pairs} == set(hosts.values())
     ncclnb.dashboard(report)   # every view renders it
     assert processes_mentioning(str(out)) == []
 
