@@ -181,10 +181,16 @@ def _call(dist, collective: str, send, recv, group) -> None:
 class _Runner:
     """One rank's part: measure, then hand rank 0 the timings."""
 
-    def __init__(self, torch, dist, rank, world, local_rank, timeout, plan: LinkPlan, environ,
-                 phase: Callable[[str], None]):
+    def __init__(self, torch, dist, rank, world, local_rank, timeout, plan: LinkPlan, phase: Callable[[str], None]):
         self.torch, self.dist, self.rank, self.world, self.local_rank = torch, dist, rank, world, local_rank
-        self.timeout, self.plan, self.environ, self.phase = timeout, plan, environ, phase
+        self.timeout, self.plan = timeout, plan
+        self.where = "the start"
+
+        def say(text: str) -> None:
+            self.where = text
+            phase(text)
+
+        self.phase = say
         self.times: list = []      # [collective, size, mean seconds]
         self.pairs: list = []      # [src, dst, size, mean seconds, round]
         self.missing: dict = {}
@@ -250,18 +256,22 @@ class _Runner:
                 for _ in range(iters):
                     step()
                 self.pairs.append([src, dst, buf.numel() * 4, (_now(torch, device) - start) / iters, rnd])
-            dist.barrier(group=group)   # one pair at a time: a shared link does not slow the next
+            # one pair at a time: a shared link does not slow the next (NCCL's barrier is told its device)
+            dist.barrier(group=group, device_ids=[device.index] if device.type == "cuda" else None)
 
     def transports(self) -> list:
         """This rank's NCCL transport lines (P2P, SHM, NET), at most _DEBUG_LINES_KEPT."""
         if not self.debug_dir:
             return []
         lines: list = []
-        for name in sorted(os.listdir(self.debug_dir)):
-            with open(os.path.join(self.debug_dir, name), encoding="utf-8", errors="replace") as fh:
-                for line in fh:
-                    if " via " in line and "->" in line and len(lines) < _DEBUG_LINES_KEPT:
-                        lines.append(line.rstrip("\n")[:400])
+        try:
+            for name in sorted(os.listdir(self.debug_dir)):
+                with open(os.path.join(self.debug_dir, name), encoding="utf-8", errors="replace") as fh:
+                    for line in fh:
+                        if " via " in line and "->" in line and len(lines) < _DEBUG_LINES_KEPT:
+                            lines.append(line.rstrip("\n")[:400])
+        except OSError as exc:
+            self.missing["transports"] = f"NCCL's debug file could not be read ({one_line(exc)})"
         return lines
 
     def close(self, group) -> None:
@@ -270,6 +280,8 @@ class _Runner:
                 self.dist.destroy_process_group(group)
             except Exception:
                 pass
+
+    def remove_debug_files(self) -> None:
         if self.debug_dir:
             shutil.rmtree(self.debug_dir, ignore_errors=True)
 
@@ -279,35 +291,38 @@ def run_link_test(torch, dist, *, rank: int, world: int, entries: list, labels: 
                   phase: Callable[[str], None] = lambda _: None) -> Optional[dict]:
     """This rank's part of the link test, called by every rank of the survey's
     gloo group (the default group) once the facts are gathered; NCCL uses
-    the ``local_rank``-th GPU. Returns, on
-    rank 0, the :class:`~ncclnb.model.LinkTest` as a dict; on the others
-    None. Never raises for a failed measurement: the LinkTest's ``missing``
-    says what was not measured and why."""
+    the ``local_rank``-th GPU. ``phase`` hears what the test is doing (the
+    survey's watchdog names it). Returns, on rank 0, the
+    :class:`~ncclnb.model.LinkTest` as a dict; on the others None. Never
+    raises for a failed measurement: the LinkTest's ``missing`` says what
+    was not measured and why."""
     from ..repro.workers._facts import gather_json
 
-    run = _Runner(torch, dist, rank, world, local_rank, timeout, plan, environ, phase)
+    env = nccl_env(environ)   # the job's settings, before the survey sets NCCL_DEBUG for its own group
+    run = _Runner(torch, dist, rank, world, local_rank, timeout, plan, phase)
     nodes = len(set(labels.values())) or 1
     backend, device, group = "gloo", torch.device("cpu"), None
     low, high, factor, warmup, iters = DEFAULTS["gloo"]
     try:
-        phase("link test: choosing the backend")
+        run.phase("link test: choosing the backend")
         backend, device = run.backend(gather_json)
         low, high, factor, warmup, iters = DEFAULTS[backend]
         if plan.sizes is not None:
             low, high, factor = plan.sizes
         iters = plan.iters or iters
         if backend == "nccl":
+            torch.cuda.set_device(device)   # before the group: NCCL's communicator binds the current device
             group = run.open_nccl()
-            torch.cuda.set_device(device)
         run.sweep(group, device, low, high, factor, warmup, iters)
         run.ring(group, device, pair_ring(entries, labels), min(high, PAIR_SIZE_CAP), warmup, iters)
     except Exception as exc:
-        run.missing["measurements"] = f"stopped at '{_last_phase(run)}' ({one_line(exc)})"
+        run.missing["measurements"] = f"stopped at '{run.where}' ({one_line(exc)})"
+    run.close(group)   # NCCL has written and closed its debug file once the group is gone
     lines = run.transports()
-    run.close(group)
+    run.remove_debug_files()
     payload = {"times": run.times, "pairs": run.pairs, "missing": run.missing, "transports": lines}
     try:
-        phase("link test: gathering the timings")
+        run.phase("link test: gathering the timings")
         gathered = gather_json(torch.device("cpu"), payload, dst=0)
     except Exception as exc:
         if rank != 0:
@@ -317,19 +332,12 @@ def run_link_test(torch, dist, *, rank: int, world: int, entries: list, labels: 
     if rank != 0:
         return None
     return assemble(gathered, backend=backend, device=device.type, world=world, nodes=nodes, iters=iters,
-                    entries=entries, labels=labels, env=nccl_env(environ), missing=run.missing)
+                    entries=entries, labels=labels, env=env, missing=run.missing)
 
 
 def _sig(value: float) -> float:
     """Six significant digits: nccl-tests prints fewer, and 1e-5 GB/s must not round to 0."""
     return float(f"{value:.6g}")
-
-
-def _last_phase(run: _Runner) -> str:
-    if run.pairs or run.times:
-        last = run.pairs[-1] if run.pairs else run.times[-1]
-        return f"after {last[0]} {last[1]}"
-    return "the start"
 
 
 def assemble(gathered: list, *, backend: str, device: str, world: int, nodes: int, iters: int, entries: list,
