@@ -80,6 +80,7 @@ assert fixed.completed
 # | NCCL versions differ; `ncclSocketInit` errors across nodes | [03 · NCCL versions across nodes](03_nccl_versions_across_nodes.ipynb) |
 # | a watchdog timeout at the end of training (at save, at eval) | [04 · Desync at save](04_desync_at_save.ipynb) |
 # | a hand-written all-to-all (isend/irecv) hangs | [05 · All-to-all pairing](05_alltoall_pairing.ipynb) |
+# | a long run is about to start on many nodes: is everything the same, placed well, fast? | [06 · Survey your cluster](06_survey_your_cluster.ipynb) |
 # | my own logs, my own cluster | [07 · Your own logs](07_your_own_logs.ipynb) |
 # | every view on bundled machines | [views](views.ipynb) |
 #
