@@ -408,7 +408,8 @@ class _Survey:
             lines.append(f"  PARTIAL  {partial}" + (f"; missing rank(s) {span(missing, 24)}" if missing else ""))
         lines.extend(link_lines(report.links, findings))
         for x in findings:
-            lines.append(f"  {x.severity.upper():8} {x.title}")
+            if x.rule != "link_busbw_low":   # link_lines gave it its own line
+                lines.append(f"  {x.severity.upper():8} {x.title}")
         counts = {s: sum(x.severity == s for x in findings) for s in SEVERITIES}
         tally = f"{counts['error']} error, {counts['warning']} warning, {counts['info']} info"
         if partial:
@@ -452,7 +453,8 @@ def link_lines(links, findings) -> list:
             lines.append(f"  links    not measured: {part}: {why}")
     for f in findings:
         if f.rule == "link_busbw_low":
-            lines.append(f"bandwidth: {f.title}" + (f" (ranks {span(f.ranks, 24)})" if f.ranks else ""))
+            lines.append(f"  {f.severity.upper():8} bandwidth: {f.title}"
+                         + (f" (ranks {span(f.ranks, 24)})" if f.ranks else ""))
     return lines
 
 
