@@ -67,6 +67,16 @@ TRIGGERS = (
     "--nnodes", "nNodes", " device  ", "heckpoint", "reprocess", "okeniz", "Clustering", "fit` stopped",
     "raining completed", "Setting affinity", "Launch mode", "out-of-place", "Trees [", "SOCKET_IFNAME", "NCCL_IB_",
     "mlx5_",
+    # wordings of the failure families (arch/build, NVLS/fabric, verbs, RoCE GIDs, memlock, name resolution, ports,
+    # the store, device mapping, shm, P2P/ACS/IOMMU, bootstrap checks, topology)
+    "kernel image", "not compatible", "NOT_READY", "fabricmanager", "Fabric State", "cuMulticast", "NVLink SHARP",
+    "retry counter", "ncclIbRoce", "ncclIbGetGid", "ibv_query_gid", "GID index", "gid_attrs", "RLIMIT_MEMLOCK",
+    "memory registrations", "locked memory", "memlock", "Unable to open", "Unable to query", "Got async",
+    "getaddrinfo", "No address associated", "ame or service", "nknown host", "not resolve", "to resolve", "gaierror",
+    "errno: 98", "Errno 98", "errno 98", "errno: 24", "Errno 24", "No route to host", "unreachable",
+    "find address", "wrong magic", "wrong type", "runcated", "checked in", "store based barrier", "TCPStore(",
+    "_create_c10d_store", "_rendezvous_handler", "_create_tcp_store", "currently unknown", "device_id", "Broken pipe", "No space left", "ACSCtl", "Translated", "PeerAccess",
+    "IpcOpenMemHandle", "Could not find", "Loading topology", "Loading graph", "cannot be retrieved",
 )
 
 

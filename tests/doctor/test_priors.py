@@ -67,10 +67,10 @@ def test_warn_prior_from_the_source_file(where, cat):
 
 
 def test_unrecognised_warn_is_kept_as_low_confidence_evidence_with_the_file_prior():
-    line = "node-a:4121:4188 [3] transport/nvls.cc:999 NCCL WARN Zorblax frobnication went sideways"
+    line = "node-a:4121:4188 [3] transport/p2p.cc:999 NCCL WARN Zorblax frobnication went sideways"
     diag = diagnose(line + "\n")
     f = diag.findings[0]
-    assert f.rule == "nccl_warn.driver_or_hardware" and f.confidence <= 0.35
+    assert f.rule == "nccl_warn.p2p_topology" and f.confidence <= 0.35
     assert f.evidence[0].text == line
 
 
