@@ -301,7 +301,7 @@ class _Collector:
                 row = self._row(r)
                 if row is not None:
                     self._fill(row, host or ctx.host, ln.pid, ctx.name)
-        if "WorkNCCL(" in msg or "NCCL work:" in msg:
+        if "WorkNCCL(" in msg or "NCCL work:" in msg or "enqueued work" in msg:
             self._watchdog(msg, rank, host, ln.pid, ev, ctx.name)
         if "p2p plan" in msg and PLAN.search(msg):
             from .pairing import parse_plan_line
@@ -564,6 +564,10 @@ class _Collector:
             facts.add("device_unknown")
         if any(h.sig.category == "p2p_pairing" and not h.sig.consequence for h in self.hits.values()):
             facts.add("p2p_ops")
+        for h in self.hits.values():
+            joined, expected = num(h.groups.get("joined")), num(h.groups.get("expected"))
+            if joined is not None and expected is not None and joined > expected:
+                facts.add("over_joined")   # more processes reached the store than the world size counts
         return facts
 
     def _warn_findings(self) -> list:
@@ -599,7 +603,9 @@ class _Collector:
             return []
         shown = sorted(f for f in facts if f not in ("init_seen",))
         out = []
-        ranked = [t for t in rank_candidates(kind, facts) if t[1] >= MIN_CANDIDATE_SCORE][:MAX_CANDIDATES]
+        # a log with no error at all is the weakest evidence: two candidates at most
+        ranked = [t for t in rank_candidates(kind, facts)
+                  if t[1] >= MIN_CANDIDATE_SCORE][:MAX_CANDIDATES if kind != "hang" else 2]
         for i, (c, score, moved) in enumerate(ranked):
             why = f" The log shows: {', '.join(moved)}." if moved else (
                 f" The log shows: {', '.join(shown)}." if shown else " The log shows nothing that narrows it down.")

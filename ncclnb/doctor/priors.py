@@ -65,6 +65,7 @@ class LogContext:
     finished: bool = False
     init_seen: bool = False
     nccl_seen: bool = False
+    single_process: bool = False                    # one process drives every GPU (nccl-tests -g N): one host
 
     MAX_HOSTS = 64
 
@@ -129,6 +130,8 @@ class LogContext:
             m = _RANKS_ON.search(msg)
             if m:
                 self.observe_host(m.group("host"))
+        if "nThread" in msg and "nGpus" in msg and "mpirun" not in msg:
+            self.single_process = True
         if any(w in msg for w in _BUSY):
             self.busy = True
         if any(w in msg for w in _FINISHED):
@@ -142,7 +145,9 @@ class LogContext:
 
     @property
     def one_host(self) -> bool:
-        return len(self.hosts) == 1 and self.nnodes <= 1
+        # one host in a log is what any single rank's log shows: only NCCL's nNodes 1 (or --nnodes 1), or
+        # one process driving all the GPUs, says the job had one node
+        return self.nnodes == 1 or (self.single_process and len(self.hosts) <= 1 and self.nnodes <= 1)
 
     def facts(self, watchdog: Optional[dict] = None) -> set:
         """The names of the facts that hold (what CANDIDATES and PREFER key on)."""
@@ -352,17 +357,17 @@ def rank_candidates(kind: str, facts: set) -> list[tuple[Candidate, float, list[
 # (signature ids, fact, category): the first rule whose fact holds and whose category is the
 # signature's own or one of its ``also`` wins
 PREFER = (
-    (("watchdog_timeout", "nccl_ops_failed_or_timed_out", "timeout_at_nccl_work"), "finished", "collective_desync"),
-    (("watchdog_timeout", "nccl_ops_failed_or_timed_out", "timeout_at_nccl_work"), "busy", "slow_rank_timeout"),
-    (("watchdog_timeout", "nccl_ops_failed_or_timed_out", "timeout_at_nccl_work"), "early_barrier", "slow_rank_timeout"),
+    (("watchdog_timeout", "timeout_at_nccl_work"), "finished", "collective_desync"),
+    (("watchdog_timeout", "timeout_at_nccl_work"), "busy", "slow_rank_timeout"),
+    (("watchdog_timeout", "timeout_at_nccl_work"), "early_barrier", "slow_rank_timeout"),
     (("nccl_unique_id_store_timeout",), "device_unknown", "device_mapping"),
     (("nccl_unique_id_store_timeout",), "busy", "slow_rank_timeout"),
     (("duplicate_gpu", "invalid_device_ordinal"), "device_unknown", "device_mapping"),
     (("topology_xml_unreadable", "topology_path_not_found", "topology_node_not_found"), "topo_env", "nccl_env_override"),
     (("topology_xml_unreadable", "topology_path_not_found", "topology_node_not_found"), "net_plugin", "version_mismatch"),
+    (("store_barrier_timeout",), "over_joined", "rank_world_size_mismatch"),
     (("socket_init_family_0",), "ifname_set", "socket_ifname"),
     (("gloo_op_timeout",), "p2p_ops", "p2p_pairing"),
-    (("ib_completion_error",), "consumer_gpu", "p2p_topology"),
 )
 
 

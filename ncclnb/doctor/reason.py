@@ -23,8 +23,11 @@ COMM = re.compile(r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>[0-9]+) nRanks (?P<
                   r"localRanks (?P<lranks>[0-9]+) localRank (?P<lrank>[0-9]+)", re.ASCII)
 WATCHDOG = re.compile(r"WorkNCCL\(SeqNum=(?P<seq>[0-9]+), OpType=(?P<op>[A-Za-z_]+)"
                       r"(?:, NumelIn=(?P<nin>-?[0-9]+), NumelOut=(?P<nout>-?[0-9]+))?(?:, Timeout\(ms\)=(?P<tmo>[0-9]+))?", re.ASCII)
-WORK = re.compile(r"Timeout at NCCL work: (?P<seq>[0-9]+), last enqueued NCCL work: (?P<enq>[0-9]+), "
-                  r"last completed NCCL work: (?P<done>[0-9]+)", re.ASCII)
+# torch 2.2-2.3 ("Timeout at NCCL work: 7, last enqueued NCCL work: 7, ...") and 2.4+ ("failure detected by
+# watchdog at work sequence id: 7 PG status: last enqueued work: 7, last completed work: 6")
+WORK = re.compile(r"(?:Timeout at NCCL work|failure detected by watchdog at work sequence id): (?P<seq>[0-9]+),? "
+                  r"(?:PG status: )?last enqueued (?:NCCL )?work: (?P<enq>[0-9]+), "
+                  r"last completed (?:NCCL )?work: (?P<done>[0-9]+)", re.ASCII)
 WORLD_SIZE = re.compile(r"nRanks (?P<n>[0-9]+)", re.ASCII)
 # a framework's banner naming a process's global rank and the world size it was given
 # (PyTorch Lightning: "Initializing distributed: GLOBAL_RANK: 7, MEMBER: 8/4")

@@ -137,9 +137,13 @@ def test_no_candidates_when_the_cause_is_known():
 def test_a_stop_after_init_on_one_host_gets_hang_candidates_above_the_benign_plugin_line():
     log = ("node-a:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.2.3.32<0>\n"
            "node-a:1:1 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so).\n"
-           "node-a:1:1 [0] NCCL INFO Setting affinity for GPU 0 to ff00ff\n")
+           "node-a:1:1 [0] NCCL INFO Setting affinity for GPU 0 to ff00ff\n"
+           "node-a:1:1 [0] NCCL INFO comm 0x55d8 rank 0 nRanks 4 nNodes 1 localRanks 4 localRank 0 MNNVL 0\n")
     cats = _cats(log)
-    assert cats[0] == "p2p_topology" and "net_plugin_missing" in cats
+    assert cats[:2] == ["p2p_topology", "net_plugin_missing"]
+    # without a sign of one node, P2P is one candidate among others, and the plugin note stays in the top 3
+    cats = _cats(log.replace("nNodes 1", "nNodes 2"))
+    assert "net_plugin_missing" in cats and "p2p_topology" not in cats[:1]
     # the plugin line alone, with no sign that NCCL got further, stays the harmless note
     assert _cats("NCCL INFO NET/Plugin : No plugin found (libnccl-net.so).")[0] == "net_plugin_missing"
 
@@ -161,3 +165,37 @@ def test_topology_file_from_the_environment_settles_the_xml_error():
     plugin = "node-a:1:2 [1] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.7.1\n" + xml
     assert _cats(env)[0] == "nccl_env_override"
     assert _cats(plugin)[0] == "version_mismatch"
+
+
+def test_store_barrier_with_more_workers_than_the_world_points_to_the_rank_count():
+    fewer = ("RuntimeError: Timed out initializing process group in store based barrier on rank: 3, for key: "
+             "store_based_barrier_key:1 (world_size=8, worker_count=4, timeout=0:30:00)")
+    more = fewer.replace("worker_count=4", "worker_count=12")
+    assert _cats(fewer)[:2] == ["rendezvous_unreachable", "rank_world_size_mismatch"]
+    assert _cats(more)[:2] == ["rank_world_size_mismatch", "rendezvous_unreachable"]
+
+
+def test_newer_watchdog_wording_sets_the_rank_sequence():
+    line = ("[rank2]:[E109 22:46:25.933593122 ProcessGroupNCCL.cpp:2268] [PG ID 0 PG GUID 0(default_pg) Rank 2]  "
+            "failure detected by watchdog at work sequence id: 493 PG status: last enqueued work: 493, "
+            "last completed work: 492")
+    row = next(r for r in diagnose(line + "\n").ranks if r.rank == 2)
+    assert row.last_seq == 493
+
+
+def test_every_prefer_rule_names_a_signature_and_one_of_its_categories():
+    from ncclnb.doctor.kb import load_signatures
+    from ncclnb.doctor.priors import PREFER
+
+    sigs = {s.id: s for s in load_signatures()}
+    for ids, fact, cat in PREFER:
+        for i in ids:
+            assert i in sigs, i
+            assert cat in (sigs[i].category,) + sigs[i].also, (i, cat)
+
+
+def test_benign_plugin_line_stays_below_candidates_of_a_real_error():
+    log = ("node-a:1:1 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal implementation\n"
+           "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1000, unhandled system error, NCCL version 2.18.1")
+    cats = _cats(log, 9)
+    assert cats[0] != "net_plugin_missing" and cats[-1] == "net_plugin_missing"
