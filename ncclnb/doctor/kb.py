@@ -61,10 +61,10 @@ TRIGGERS = (
     # every NCCL WARN line, with or without NCCL's prefix (an unrecognised one still counts: priors.WARN_SOURCES)
     "WARN ",
     # lines that carry a fact of the run which decides between causes (priors.LogContext)
-    "NET/IB : Using", "NET/IB: Using", "Using network", "Bootstrap", "NET/Socket", "set by environment", "NET/OFI",
+    "NET/IB : Using", "NET/IB: Using", "Using network", "Bootstrap : ", "Bootstrap: ", "NET/Socket", "set by environment", "NET/OFI",
     "Tesla", "GeForce", " H100", " H200", " H800", "GH200", " B200", "NVSwitch", "NVLS ", "abric manager",
-    "abric Manager", "Using devices", "nThread", "compiled with NCCL", "NCCL Error ", "--host", "mpirun",
-    "--nnodes", "nNodes", " device  ", "heckpoint", "reprocess", "okeniz", "Clustering", "fit` stopped",
+    "abric Manager", "Using devices", "nGpus ", "compiled with NCCL", "NCCL Error ", "--host", "mpirun",
+    "--nnodes", "nNodes", " Pid  ", "heckpoint", "reprocess", "okeniz", "Clustering", "fit` stopped",
     "raining completed", "Setting affinity", "Launch mode", "out-of-place", "Trees [", "SOCKET_IFNAME", "NCCL_IB_",
     "mlx5_",
     # wordings of the failure families (arch/build, NVLS/fabric, verbs, RoCE GIDs, memlock, name resolution, ports,

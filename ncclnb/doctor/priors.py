@@ -41,7 +41,7 @@ _BUSY = ("heckpoint", "reprocess", "okeniz", "Clustering")
 # a rank that ended its loop while others may still wait in a collective
 _FINISHED = ("fit` stopped", "raining completed")
 # the job got past NCCL's init (a stop after these is a hang, not a failure to start)
-_INIT_DONE = ("Setting affinity", "Launch mode", "out-of-place", "Using devices", "nThread", "Trees [", "localRanks")
+_INIT_DONE = ("Setting affinity", "Launch mode", "out-of-place", "Using devices", "nGpus", "Trees [", "localRanks")
 
 
 @dataclass
@@ -130,7 +130,7 @@ class LogContext:
             m = _RANKS_ON.search(msg)
             if m:
                 self.observe_host(m.group("host"))
-        if "nThread" in msg and "nGpus" in msg and "mpirun" not in msg:
+        if "nGpus" in msg and "nThread" in msg and "mpirun" not in msg:
             self.single_process = True
         if any(w in msg for w in _BUSY):
             self.busy = True
