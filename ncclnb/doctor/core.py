@@ -597,11 +597,11 @@ class _Collector:
             first, kind, h = min(generic, key=lambda t: t[0])
             evidence = tuple(h.evidence[:2])
         elif not any(h.sig.severity == "error" and not h.sig.benign for h in self.hits.values()) \
-                and "init_seen" in facts and not self.state.watchdog:
+                and "init_seen" in facts and "completed" not in facts and not self.state.watchdog:
             kind, first, evidence = "hang", (10**8,), ()
         else:
             return []
-        shown = sorted(f for f in facts if f not in ("init_seen",))
+        shown = sorted(f for f in facts if f not in ("init_seen", "completed"))
         out = []
         # a log with no error at all is the weakest evidence: two candidates at most
         ranked = [t for t in rank_candidates(kind, facts)

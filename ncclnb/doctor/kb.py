@@ -65,7 +65,7 @@ TRIGGERS = (
     "Tesla", "GeForce", " H100", " H200", " H800", "GH200", " B200", "NVSwitch", "NVLS ", "abric manager",
     "abric Manager", "Using devices", "nGpus ", "compiled with NCCL", "NCCL Error ", "--host", "mpirun",
     "--nnodes", "nNodes", " Pid  ", "heckpoint", "reprocess", "okeniz", "Clustering", "fit` stopped",
-    "raining completed", "Setting affinity", "Launch mode", "out-of-place", "Trees [", "SOCKET_IFNAME", "NCCL_IB_",
+    "raining completed", "Out of bounds values", "Avg bus bandwidth", "Destroy COMPLETE", "Setting affinity", "Launch mode", "out-of-place", "Trees [", "SOCKET_IFNAME", "NCCL_IB_",
     "mlx5_",
     # wordings of the failure families (arch/build, NVLS/fabric, verbs, RoCE GIDs, memlock, name resolution, ports,
     # the store, device mapping, shm, P2P/ACS/IOMMU, bootstrap checks, topology)

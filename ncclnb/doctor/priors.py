@@ -40,6 +40,9 @@ _RANKS_ON = re.compile(r"Rank +[0-9]+ (?:Pid +[0-9]+ )?on +(?P<host>[\w.-]+) +de
 _BUSY = ("heckpoint", "reprocess", "okeniz", "Clustering")
 # a rank that ended its loop while others may still wait in a collective
 _FINISHED = ("fit` stopped", "raining completed")
+# the communication itself ran to its end (nccl-tests' closing lines, NCCL's communicator torn down in order):
+# a log that ends after these did not hang
+_COMPLETED = ("Out of bounds values", "Avg bus bandwidth", "Destroy COMPLETE")
 # the job got past NCCL's init (a stop after these is a hang, not a failure to start)
 _INIT_DONE = ("Setting affinity", "Launch mode", "out-of-place", "Using devices", "nGpus", "Trees [", "localRanks")
 
@@ -63,6 +66,7 @@ class LogContext:
     old_stack: bool = False                         # NCCL 1.x or a pre-2.8 NCCL (no Ampere+ kernels), old wordings
     busy: bool = False
     finished: bool = False
+    completed: bool = False
     init_seen: bool = False
     nccl_seen: bool = False
     single_process: bool = False                    # one process drives every GPU (nccl-tests -g N): one host
@@ -136,6 +140,8 @@ class LogContext:
             self.busy = True
         if any(w in msg for w in _FINISHED):
             self.finished = True
+        if any(w in msg for w in _COMPLETED):
+            self.completed = True
         if any(w in msg for w in _INIT_DONE):
             self.init_seen = True
 
@@ -153,7 +159,7 @@ class LogContext:
         """The names of the facts that hold (what CANDIDATES and PREFER key on)."""
         out = {name for name in ("container", "ib", "socket_only", "ifname_set", "bad_iface", "topo_env",
                                  "net_plugin", "new_gpu", "old_gpu", "consumer_gpu", "old_stack", "busy",
-                                 "finished", "init_seen", "several_hosts", "one_host") if getattr(self, name)}
+                                 "finished", "completed", "init_seen", "several_hosts", "one_host") if getattr(self, name)}
         if self.env.get("NCCL_SHM_DISABLE") == "1":
             out.add("shm_disabled")
         if self.env.get("NCCL_P2P_DISABLE") == "1" or self.env.get("NCCL_P2P_LEVEL") in ("LOC", "0"):

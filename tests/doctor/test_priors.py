@@ -146,6 +146,11 @@ def test_a_stop_after_init_on_one_host_gets_hang_candidates_above_the_benign_plu
     assert "net_plugin_missing" in cats and "p2p_topology" not in cats[:1]
     # the plugin line alone, with no sign that NCCL got further, stays the harmless note
     assert _cats("NCCL INFO NET/Plugin : No plugin found (libnccl-net.so).")[0] == "net_plugin_missing"
+    # a run that reached its end (nccl-tests' closing lines, the communicator destroyed) did not hang
+    for end in ("# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 0.450547\n",
+                "node-a:1:1 [0] NCCL INFO comm 0x55d8 rank 0 nRanks 4 nNodes 1 localRanks 4 localRank 0 MNNVL 0 - "
+                "Destroy COMPLETE\n"):
+        assert _cats(log + end) == ["net_plugin_missing"]
 
 
 # ---- context picks between a signature's categories ----------------------------
