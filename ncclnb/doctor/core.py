@@ -14,7 +14,8 @@ from ..model.redact import scrub_cut
 from .kb import Signature, load_signatures
 from .normalize import MAX_DIGITS, clean, normalize, num
 from .priors import CANDIDATE_KIND_TITLES, LogContext, preferred_category, rank_candidates, warn_prior
-from .reason import (BANNER, COMM, PLAN, VERSION, WATCHDOG, WORK, CommRecord, ReasonState, WatchdogRecord,
+from .reason import (BANNER, COMM, PG_ID, PLAN, PROGRESS, VERSION, WATCHDOG, WORK, CommRecord, ProgressRecord, ReasonState,
+                     WatchdogRecord,
                      out_of_range_findings, plan_findings, version_findings, watchdog_findings,
                      world_size_findings)
 from .scan import MAX_NO_NEWLINE, LineScanner, ParallelScan, looks_binary, workers_for
@@ -60,6 +61,18 @@ CATEGORY_DOCS = {
 _WAITING = {"collective_desync", "slow_rank_timeout", "p2p_pairing", "rendezvous_unreachable", "unknown"}
 # a rank's own error that means it timed out in a send/recv
 _P2P_WAIT_RULES = {"gloo_op_timeout"}
+# the lines torch prints for one watchdog timeout (the timeout, the rank's progress, "taking the entire process
+# down"): one incident, one card; a wrapper (DistBackendError, terminate called ...) printed within
+# _INCIDENT_SPAN lines after them belongs to the same incident
+_INCIDENT_RULES = ("watchdog_timeout", "timeout_at_nccl_work", "nccl_ops_failed_or_timed_out")
+_INCIDENT_SPAN = 8
+# cross-rank findings that explain a watchdog timeout (the incident's card when there is one)
+_INCIDENT_CARDS = ("watchdog_rank_behind", "watchdog_desync", "watchdog_seq_differs", "watchdog_rank_missing",
+                   "watchdog_all_waiting")
+# the substrings on which line() reads a message beyond its signatures (versions, comm lines, banners, watchdog
+# and progress lines, p2p plans): a message holding none of them, with no signature hit and not a WARN, is inert
+# (collapse.Template.inert) and later lines with it take the short way (_inert_line). A new gate goes here too.
+_LINE_GATES = ("NCCL version", "nRanks", "GLOBAL_RANK", "WorkNCCL(", "NCCL work:", "enqueued work", "p2p plan")
 # ranking tiers, most likely root cause first (a rank's own error that came first leads all)
 _TIER_FIRST_FAILURE = -1
 _TIER_ROOT_ERROR, _TIER_ROOT_WARNING, _TIER_ALTERNATIVE, _TIER_CONSEQUENCE, _TIER_INFO, _TIER_BENIGN = range(6)
@@ -75,6 +88,7 @@ class _Hits:
     blamed: set = field(default_factory=set)
     printers: set = field(default_factory=set)     # rank or ("pid", host, pid) of the lines
     hosts: set = field(default_factory=set)
+    in_incident: int = 0      # lines printed as part of a watchdog timeout (the line itself or just after it)
 
 
 @dataclass
@@ -100,6 +114,7 @@ class _SourceContext:
     prev_no: int = 0          # the last candidate line's number and text (to rejoin a hard-wrapped message)
     prev_text: str = ""
     prev_ids: frozenset = frozenset()
+    last_watchdog: int = -(1 << 30)   # number of the last line of a watchdog timeout in this source
 
 
 # the generic wrappers that say something failed, not why: the candidate causes they get when nothing else is known
@@ -323,8 +338,13 @@ class _Collector:
                 if sig.id not in ids and sig.id not in ctx.prev_ids:
                     hits = hits + [(sig, m)]
         ctx.prev_no, ctx.prev_text, ctx.prev_ids = line_no, text_[:2000], ids
+        if any(sig.id in _INCIDENT_RULES for sig, _ in hits):
+            ctx.last_watchdog = line_no
+        in_incident = line_no - ctx.last_watchdog <= _INCIDENT_SPAN
         for sig, m in hits:
             self._hit(sig, m, rank, host, ln.pid, ln.ts, ev, order, msg, ctx.name)
+            if in_incident:
+                self.hits[sig.id].in_incident += 1
         if ln.level == "WARN" and not hits:
             self._unrecognised_warn(ln.where, msg, rank, host, ln.pid, ev, order)
 
@@ -390,6 +410,14 @@ class _Collector:
             w = WORK.search(msg)
             if w:
                 seq = num(w.group("enq"), MAX_DIGITS)
+        p = PROGRESS.search(msg)
+        if p:
+            enq, done = _signed(p.group("enq")), _signed(p.group("done"))
+            key = self._key(rank, host, pid)
+            if enq is not None and done is not None and key is not None:
+                g = PG_ID.search(msg)
+                self.state.add_progress(ProgressRecord(key, enq, done, ev, g.group("pg") if g else None))
+                seq = enq if seq is None else seq
         if seq is None:
             return
         row = self._row(self._key(rank, host, pid), keep=True)
@@ -467,10 +495,18 @@ class _Collector:
                 if r not in wd or rec.seq >= wd[r].seq:
                     wd[r] = rec
         self.state.watchdog = wd
+        progress = {}
+        for (key, pg), rec in self.state.progress.items():
+            r = self._resolve(key)
+            old = progress.get((r, pg))
+            if isinstance(r, int) and (old is None or (rec.enqueued, rec.completed) >= (old.enqueued, old.completed)):
+                rec.rank = r
+                progress[(r, pg)] = rec
+        self.state.progress = progress
 
         findings: list[tuple[int, float, tuple, Finding]] = []
         known_ranks = {k for k in self.rows if isinstance(k, int)}
-        reasoned = (watchdog_findings(self.state, self.world_size)
+        reasoned = (watchdog_findings(self.state, self.world_size, self._present_ranks())
                     + version_findings(self.state, {r: (row.host, row.pid) for r, row in self.rows.items() if isinstance(r, int)})
                     + world_size_findings(self.state, known_ranks)
                     + out_of_range_findings(self.state)
@@ -481,8 +517,11 @@ class _Collector:
 
         any_error = any(h.sig.severity == "error" and not h.sig.benign for h in self.hits.values())
         facts = self._facts()
+        card, folded = self._incident(reasoned)
         for h in self.hits.values():
             sig = h.sig
+            if h in folded:
+                continue
             f = self._finding(h, any_error)
             tier = _tier(sig, f)
             if sig.id == "watchdog_timeout" and reasoned_categories & {"collective_desync", "slow_rank_timeout"}:
@@ -497,6 +536,12 @@ class _Collector:
             if tier in (_TIER_ROOT_ERROR, _TIER_ROOT_WARNING):
                 for alt in others:
                     findings.append((_TIER_ALTERNATIVE, round(f.confidence * 0.6, 3), h.first, _alternative(f, alt)))
+        if folded:
+            for i, (tier, conf, first, g) in enumerate(findings):
+                if g.rule == card:
+                    findings[i] = (tier, conf, first, self._fold(g, folded))
+                    break
+        self._first_failure(findings)
         for f, first in self._warn_findings():
             findings.append((_TIER_ROOT_WARNING, f.confidence, first, f))
             for alt in self.warns[f.category][3]:
@@ -556,6 +601,59 @@ class _Collector:
                 fix="Give the logs of the ranks you need in the table on their own (a directory per node)."))
         return Diagnosis(findings=tuple(ordered), ranks=table,
                          sources=tuple(names), lines_read=self.lines_read)
+
+    def _incident(self, reasoned: list) -> tuple:
+        """(rule of the card, [_Hits folded into it]) for the watchdog timeout
+        of this log: one incident is one card. The card is the cross-rank
+        finding that explains the timeout when there is one, else the timeout
+        line's own finding; folded into it are the other lines torch prints
+        for the same timeout and the wrappers (DistBackendError, torchrun's
+        ChildFailedError) whose every line came right after one of them."""
+        card = next((f.rule for f in reasoned if f.rule in _INCIDENT_CARDS), None)
+        card = card or next((r for r in _INCIDENT_RULES if r in self.hits), None)
+        if card is None:
+            return None, []
+        folded = [h for h in self.hits.values() if h.sig.id != card and (
+            h.sig.id in _INCIDENT_RULES
+            or (h.sig.consequence and h.sig.category == "unknown" and h.sig.id not in _GENERIC_KIND
+                and h.in_incident == h.count))]
+        return card, folded
+
+    def _first_failure(self, findings: list) -> None:
+        """The ranks a cross-rank timeout finding blames (they never reached
+        the collective) whose own log shows an error of their own (not a
+        wait for a peer) failed first: that error is the cause, promoted
+        and blaming them; the timeout finding becomes its consequence. In place."""
+        for i, (tier, conf, first, f) in enumerate(findings):
+            if f.rule not in _INCIDENT_CARDS or not f.ranks:
+                continue
+            crashed = {r: self.rows[r] for r in f.ranks if r in self.rows and not self._waiting(self.rows[r].first_rule)}
+            if not crashed:
+                continue
+            rules = {row.first_rule for row in crashed.values()}
+            for j, (tier_j, conf_j, first_j, g) in enumerate(findings):
+                if g.rule in rules and tier_j != _TIER_FIRST_FAILURE:
+                    blamed = tuple(sorted(r for r, row in crashed.items() if row.first_rule == g.rule))
+                    findings[j] = (_TIER_FIRST_FAILURE, max(conf_j, f.confidence), first_j,
+                                   replace(g, ranks=blamed, title=g.title + f"; rank {_span(blamed)} failed first"))
+            findings[i] = (_TIER_CONSEQUENCE, conf, first,
+                           replace(f, title=f.title + f" (after rank {_span(crashed)} failed)"))
+
+    def _fold(self, card: Finding, folded: list) -> Finding:
+        """``card`` with the evidence of the hits ``folded`` into it, its title naming the ranks that printed them."""
+        evidence, seen = list(card.evidence), {(e.source, e.line) for e in card.evidence}
+        room = max(len(evidence), MAX_EVIDENCE) + 3
+        lines, printers = 0, set()
+        for h in sorted(folded, key=lambda h: h.first):
+            lines += h.count
+            printers |= {r for r in (self._resolve(k) for k in h.printers) if isinstance(r, int)}
+            for e in h.evidence:
+                if len(evidence) < room and (e.source, e.line) not in seen:
+                    seen.add((e.source, e.line))
+                    evidence.append(e)
+        who = f" from rank {_span(printers)}" if printers else ""
+        return replace(card, evidence=tuple(evidence),
+                       title=card.title + f" (one incident: {lines} more timeout and wrapper lines{who})")
 
     def _facts(self) -> set:
         """The facts of the run (priors.LogContext) and of what matched."""
@@ -659,6 +757,13 @@ class _Collector:
             blamed = set(self._missing_ranks(groups.get("expected")))
             if blamed:
                 title += f"; rank {_span(blamed)} never joined"
+        elif sig.blame == "silent_ranks":
+            # the job's ranks that did not print it (a timeout's printers waited for them)
+            size = self.world_size if self.world_size and self.world_size <= MAX_RANKS else 0
+            job = {r for r in self._present_ranks() if isinstance(r, int)} | set(range(size))
+            blamed = job - printers if printers & job else set()
+            if blamed:
+                title += f"; rank {_span(blamed)} did not time out"
         elif sig.blame == "store_host":
             blamed = set() if 0 in printers else {0}
             if blamed and 0 not in self._present_ranks():

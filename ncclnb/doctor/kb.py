@@ -43,7 +43,7 @@ TRIGGERS = (
     "Error", "error", "failed", "Failed", "failure", "unavailable", "NCCL_NET", "imeout", "imed out",
     "Abort", "abort", "nvalid", "ismatch", "inconsisten",
     # cross-rank reasoning
-    "NCCL version", "localRanks", "WorkNCCL(", "GLOBAL_RANK", "ncclnb guard:", "ncclnb preflight",
+    "NCCL version", "localRanks", "WorkNCCL(", "GLOBAL_RANK", "ncclnb guard:", "ncclnb preflight", "enqueued ",
     # sockets, store, rendezvous
     "reset by peer", "closed by", "refused", "servname", "ADDRINUSE", "already in use", "family 0",
     "not receive type", "ncclUniqueId",
@@ -114,9 +114,12 @@ _OPTIONAL = {"also": list, "benign": bool, "consequence": bool, "suspect": bool,
              "nccl_min": str, "nccl_max": str, "blame": str}
 # whom a signature's finding blames: the ranks that printed it (default), the
 # ranks of the world size that never printed anything ("missing_ranks": the
-# pattern's (?P<expected>) group or the known world size), or the rank that
-# hosts the rendezvous store ("store_host": rank 0, unless it fails the same way)
-BLAME = ("printers", "missing_ranks", "store_host")
+# pattern's (?P<expected>) group or the known world size), the rank that
+# hosts the rendezvous store ("store_host": rank 0, unless it fails the same way),
+# or the ranks of the job that did not print it while others did ("silent_ranks":
+# a timeout says its printer waited for a peer; the peers that did not time out
+# are the ones it waited for)
+BLAME = ("printers", "missing_ranks", "store_host", "silent_ranks")
 
 
 class KnowledgeBaseError(ValueError):

@@ -28,6 +28,14 @@ WATCHDOG = re.compile(r"WorkNCCL\(SeqNum=(?P<seq>[0-9]+), OpType=(?P<op>[A-Za-z_
 WORK = re.compile(r"(?:Timeout at NCCL work|failure detected by watchdog at work sequence id): (?P<seq>[0-9]+),? "
                   r"(?:PG status: )?last enqueued (?:NCCL )?work: (?P<enq>[0-9]+), "
                   r"last completed (?:NCCL )?work: (?P<done>[0-9]+)", re.ASCII)
+# the process group a torch line names: 2.4+ "[PG ID 3 PG GUID 3(...) Rank 1]", 2.2-2.3 "[PG 3 Rank 1]"
+PG_ID = re.compile(r"\[PG (?:ID )?(?P<pg>[0-9]{1,9}) ", re.ASCII)
+# a rank's progress in every torch wording that prints it: 2.2-2.4 "last enqueued NCCL work: 7, last completed NCCL
+# work: 6" (the timeout line, "Exception ... detected by watchdog at work: 7, ...", and the "Received a dump signal"
+# line of a rank that did not time out itself: "Last enqueued NCCL work: 6, ..."), 2.5+ "last enqueued work: 7,
+# last completed work: 6"
+PROGRESS = re.compile(r"[Ll]ast enqueued (?:NCCL )?work: (?P<enq>-?[0-9]+), "
+                      r"last completed (?:NCCL )?work: (?P<done>-?[0-9]+)", re.ASCII)
 WORLD_SIZE = re.compile(r"nRanks (?P<n>[0-9]+)", re.ASCII)
 # a framework's banner naming a process's global rank and the world size it was given
 # (PyTorch Lightning: "Initializing distributed: GLOBAL_RANK: 7, MEMBER: 8/4")
@@ -37,7 +45,8 @@ BANNER = re.compile(r"GLOBAL_RANK: (?P<rank>[0-9]+), MEMBER: (?P<member>[0-9]+)/
 PLAN = re.compile(r"ncclnb guard: p2p plan \{", re.ASCII)
 
 # exported with the knowledge base for the grep comparison
-REASONING_PATTERNS = (VERSION.pattern, COMM.pattern, WATCHDOG.pattern, WORK.pattern, BANNER.pattern, PLAN.pattern)
+REASONING_PATTERNS = (VERSION.pattern, COMM.pattern, WATCHDOG.pattern, WORK.pattern, PROGRESS.pattern, BANNER.pattern,
+                      PLAN.pattern)
 
 # upstream pages until the guided notebooks exist
 DESYNC_DOC = "https://pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications"
@@ -53,6 +62,16 @@ class WatchdogRecord:
     op: str
     numel: Optional[tuple[int, int]]
     evidence: Evidence
+
+
+@dataclass
+class ProgressRecord:
+    """A rank's last enqueued and last completed work (sequence numbers of its default group)."""
+    rank: object           # a global rank, or the collector's ("pid", host, pid) key until it is resolved
+    enqueued: int
+    completed: int
+    evidence: Evidence
+    pg: Optional[str] = None   # the process group the line names ("[PG ID 3 ...", "[PG 3 Rank"), None when it names none
 
 
 @dataclass
@@ -73,7 +92,16 @@ class ReasonState:
     comm_by_host: dict = field(default_factory=dict)   # host -> CommRecord with the largest nRanks
     out_of_range: dict = field(default_factory=dict)   # rank -> (size, Evidence)
     plans: dict = field(default_factory=dict)          # rank -> its last P2PPlan (ncclnb guard: p2p plan)
+    progress: dict = field(default_factory=dict)       # (rank, process group) -> its latest ProgressRecord
     limit: int = 8192
+
+    def add_progress(self, rec: ProgressRecord) -> None:
+        key = (rec.rank, rec.pg)
+        old = self.progress.get(key)
+        if old is None and len(self.progress) >= self.limit:
+            return
+        if old is None or (rec.enqueued, rec.completed) >= (old.enqueued, old.completed):
+            self.progress[key] = rec
 
     def add_watchdog(self, rec: WatchdogRecord) -> None:
         old = self.watchdog.get(rec.rank)
@@ -112,17 +140,74 @@ def _ranks_text(ranks) -> str:
     return ", ".join(map(str, ranks))
 
 
-def watchdog_findings(state: ReasonState, world_size: Optional[int]) -> list[Finding]:
-    """Tell a desync from a slow rank using every rank's last timed-out work."""
+def progress_findings(state: ReasonState) -> list[Finding]:
+    """A rank that never enqueued the work the others wait in, per process
+    group (their counters are separate). The first work some rank has not
+    completed (the smallest last completed + 1) is where the group stopped;
+    a rank whose last enqueued work is below it never called that
+    collective: it lags (or skipped it), and the others' timeouts are its
+    consequence. Said only when the lagging ranks are no more than the ranks
+    that reached it (a lone rank ahead of all others is another story) and
+    the records can be one group's: no rank completes a collective before
+    every rank enqueued it, so their completed counts differ by little."""
+    groups: dict = {}
+    for (rank, pg), rec in state.progress.items():
+        if isinstance(rank, int):
+            groups.setdefault(pg, {})[rank] = rec
+    for pg in sorted(groups, key=lambda g: (g is not None, len(g or ""), g or "")):
+        found = _behind(groups[pg])
+        if found:
+            return found
+    return []
+
+
+MAX_COMPLETED_SPREAD = 8   # completed counts further apart than this are not one process group's
+
+
+def _behind(recs: dict) -> list[Finding]:
+    if len(recs) < 2:
+        return []
+    done = [p.completed for p in recs.values()]
+    if max(done) - min(done) > MAX_COMPLETED_SPREAD:
+        return []
+    stuck = min(p.completed for p in recs.values()) + 1
+    behind = {r for r, p in recs.items() if p.enqueued < stuck}
+    reached = set(recs) - behind
+    if not behind or not reached or len(behind) > len(reached):
+        return []
+    last = sorted({recs[r].enqueued for r in behind})
+    order = sorted(recs.values(), key=lambda p: (p.rank not in behind, p.rank))
+    return [Finding(
+        rule="watchdog_rank_behind", category="slow_rank_timeout", severity="error", confidence=0.8,
+        title=f"Rank {_ranks_text(behind)} never enqueued work {stuck}, which rank {_ranks_text(reached)} "
+              "waited in",
+        evidence=tuple(p.evidence for p in order[:8]),
+        cause=f"Every rank's watchdog says how far it got. Rank {_ranks_text(reached)} enqueued work {stuck} and "
+              f"waited for it to complete; rank {_ranks_text(behind)} had enqueued no further than work "
+              f"{', '.join(map(str, last))}: it never called that collective. It was busy elsewhere (saving, "
+              "evaluation, a slow data loader, a hang in Python) or skipped the collective; the others' timeouts "
+              "are the consequence.",
+        fix="Find what the lagging rank was doing at that moment (its own log, py-spy dump, the flight-recorder "
+            "dump's stack); keep rank-specific work out of the collective path or shorter than the timeout, and "
+            "make every rank call the same collectives.",
+        docs=SLOW_DOC, ranks=tuple(sorted(behind)))]
+
+
+def watchdog_findings(state: ReasonState, world_size: Optional[int], present=frozenset()) -> list[Finding]:
+    """Tell a desync from a slow rank using every rank's last timed-out work
+    and how far each rank got. ``present`` are the ranks that left any trace
+    in the logs: one of them that reported no timeout while the others did
+    is a rank that never reached the collective."""
     recs = state.watchdog
     if not recs:
-        return []
+        return progress_findings(state)
     ops = Counter(r.op for r in recs.values())
     by_shape = Counter((r.op, r.numel) for r in recs.values() if r.numel is not None)
     seqs = Counter(r.seq for r in recs.values())
     evidence = tuple(r.evidence for r in sorted(recs.values(), key=lambda r: r.rank)[:8])
     timed_out = set(recs)
-    missing = set(range(world_size)) - timed_out if world_size and world_size > len(timed_out) else set()
+    known = set(range(world_size)) if world_size and world_size > len(timed_out) and world_size <= 1 << 20 else set()
+    missing = (known | {r for r in present if isinstance(r, int)}) - timed_out
 
     def minority(key):
         counts = Counter(key(r) for r in recs.values())
@@ -155,8 +240,12 @@ def watchdog_findings(state: ReasonState, world_size: Optional[int]) -> list[Fin
                 "pad or drop_last uneven batches, avoid rank-dependent branches around collectives; "
                 "TORCH_DISTRIBUTED_DEBUG=DETAIL names the mismatch at once.",
             docs=DESYNC_DOC, ranks=tuple(sorted(blamed)))]
+    behind = progress_findings(state)
+    if behind:
+        return behind
     if len(seqs) > 1 and len(recs) >= 2:
-        common = seqs.most_common(1)[0][0]
+        # the most common sequence number; on a tie the higher one, so that the ranks behind are named
+        common = max(seqs, key=lambda s: (seqs[s], s))
         behind = {r.rank for r in recs.values() if r.seq != common}
         title = f"Rank {_ranks_text(behind)} is at another sequence number than the others at the timeout"
         return [Finding(

@@ -1,0 +1,129 @@
+"""Blame the culprit, not the printers: the ``ranks`` of the first finding
+name the ranks that are wrong (the one that lagged, failed first, never
+joined), and one watchdog timeout is one card.
+
+The per-rank log sets under ``blame/`` are written from torch's own wordings
+(2.0-2.1 ``WorkNCCL(SeqNum=...)`` only, 2.2-2.3 ``[PG 0 Rank 1] Timeout at
+NCCL work: N, last enqueued NCCL work: N, ...``, 2.4 ``Exception ...
+detected by watchdog at work`` and the ``Received a dump signal`` line of a
+rank that did not time out, 2.5+ ``failure detected by watchdog at work
+sequence id: N PG status: last enqueued work: N, ...``)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ncclnb.doctor import diagnose
+
+HERE = Path(__file__).resolve().parent / "blame"
+
+
+def _errors(diag):
+    return [f for f in diag.findings if f.severity == "error"]
+
+
+@pytest.mark.parametrize("case, rule, culprits", [
+    ("torch24_rank_behind", "watchdog_rank_behind", (2,)),
+    ("torch25_rank_behind", "watchdog_rank_behind", (3,)),
+    ("torch22_silent_rank", "watchdog_rank_missing", (3,)),
+    ("torch21_silent_rank", "watchdog_rank_missing", (2,)),
+])
+def test_the_lagging_rank_is_blamed_in_every_watchdog_wording(case, rule, culprits):
+    diag = diagnose(str(HERE / case))
+    top = diag.findings[0]
+    assert (top.rule, top.category, top.ranks) == (rule, "slow_rank_timeout", culprits)
+    # one incident, one card: the other ranks' timeout, "taking the process down" and wrapper lines are in it
+    assert [f.rule for f in _errors(diag)] == [rule]
+    printers = {e.source for e in top.evidence}
+    assert len(printers) >= 3, top.evidence
+    assert "one incident" in top.title
+
+
+def test_progress_lines_of_the_rank_that_did_not_time_out_are_its_evidence():
+    top = diagnose(str(HERE / "torch24_rank_behind")).findings[0]
+    assert top.evidence[0].source.endswith("rank2.log")
+    assert "Last enqueued NCCL work: 3050" in top.evidence[0].text
+
+
+def test_the_rank_that_failed_first_is_the_cause_and_the_timeouts_its_consequence():
+    diag = diagnose(str(HERE / "torch21_first_failure"))
+    top, second = diag.findings[:2]
+    assert (top.category, top.ranks) == ("oom_or_resource", (2,)) and "rank 2 failed first" in top.title
+    assert second.rule == "watchdog_rank_missing" and "after rank 2 failed" in second.title
+
+
+def _wd(rank, seq, done, pg="0"):
+    return (f"[rank{rank}]:[E ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught collective operation timeout: "
+            f"WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran for 600071 "
+            "milliseconds before timing out.\n"
+            f"[rank{rank}]:[E ProcessGroupNCCL.cpp:2268] [PG ID {pg} PG GUID {pg}(default_pg) Rank {rank}]  failure "
+            f"detected by watchdog at work sequence id: {seq} PG status: last enqueued work: {seq}, "
+            f"last completed work: {done}\n")
+
+
+def _signal(rank, enq, done, pg="0"):
+    return (f"[rank{rank}]:[E ProcessGroupNCCL.cpp:1653] [PG ID {pg} PG GUID {pg}(default_pg) Rank {rank}] Received a "
+            f"dump signal due to a collective timeout from  rank 0 and we will try our best to dump the debug info. "
+            f"Last enqueued NCCL work: {enq}, last completed NCCL work: {done}.\n")
+
+
+def test_two_ranks_the_one_that_never_enqueued_is_named():
+    top = diagnose(_wd(0, 12, 11) + _signal(1, 11, 11)).findings[0]
+    assert (top.rule, top.ranks) == ("watchdog_rank_behind", (1,))
+
+
+def test_ranks_at_the_same_progress_blame_nobody():
+    diag = diagnose(_wd(0, 12, 11) + _wd(1, 12, 11) + _wd(2, 12, 11))
+    assert not any(f.rule == "watchdog_rank_behind" for f in diag.findings)
+    top = diag.findings[0]
+    assert top.rule == "watchdog_all_waiting" and top.ranks == ()
+
+
+def test_progress_of_different_process_groups_is_not_compared():
+    # rank 1's counter belongs to another group (PG 3): nothing says it lags in PG 0
+    diag = diagnose(_wd(0, 12, 11) + _wd(2, 12, 11) + _signal(1, 4, 4, pg="3"))
+    assert not any(f.rule == "watchdog_rank_behind" for f in diag.findings)
+
+
+def test_counters_too_far_apart_are_not_one_group():
+    # lines pasted from two jobs: no collective completes on one rank 1,000 works before another enqueued it
+    diag = diagnose(_wd(0, 1012, 1011) + _signal(1, 11, 11))
+    assert not any(f.rule == "watchdog_rank_behind" for f in diag.findings)
+
+
+def test_a_lone_rank_ahead_does_not_blame_all_the_others():
+    diag = diagnose(_wd(0, 12, 11) + _signal(1, 11, 11) + _signal(2, 11, 11) + _signal(3, 11, 11))
+    assert not any(f.rule == "watchdog_rank_behind" for f in diag.findings)
+
+
+def test_one_rank_one_watchdog_event_is_one_card():
+    log = (HERE / "torch24_rank_behind" / "rank0.log").read_text()
+    diag = diagnose(log)
+    assert [f.rule for f in _errors(diag)] == ["watchdog_timeout"]
+    # the card carries the progress and wrapper lines, and blames nobody: no other rank is known
+    card = diag.findings[0]
+    assert any("taking the entire process down" in e.text for e in card.evidence)
+    assert card.ranks == ()
+
+
+def test_a_wrapper_far_from_any_timeout_keeps_its_own_card():
+    log = (HERE / "torch24_rank_behind" / "rank0.log").read_text()
+    log += "".join(f"[rank0]: step {i} loss 0.1\n" for i in range(20))
+    log += "[rank0]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, invalid usage\n"
+    rules = [f.rule for f in diagnose(log).findings]
+    assert "dist_backend_error" in rules
+
+
+def test_timeouts_blame_the_ranks_that_did_not_time_out(tmp_path):
+    # gloo: ranks 1 and 2 time out in a recv; rank 0's log holds nothing of the kind
+    for r in (1, 2):
+        (tmp_path / f"rank{r}.log").write_text(
+            "RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 5000ms "
+            "for recv operation to complete\n")
+    (tmp_path / "rank0.log").write_text("saving checkpoint\n")
+    f = next(f for f in diagnose(str(tmp_path)).findings if f.rule == "gloo_op_timeout")
+    assert f.ranks == (0,) and "rank 0 did not time out" in f.title
+    (tmp_path / "rank0.log").write_text((tmp_path / "rank1.log").read_text())
+    f = next(f for f in diagnose(str(tmp_path)).findings if f.rule == "gloo_op_timeout")
+    assert f.ranks == ()
