@@ -1,13 +1,22 @@
-"""Deterministic generator of a large multi-rank NCCL_DEBUG=INFO log.
+"""Deterministic generators of large multi-rank NCCL_DEBUG=INFO logs.
 
-Lines are modelled on the real captures in ``../shared/fixtures/nccl_info__*``
+``generate`` (sparse): lines are modelled on the real captures in ``../shared/fixtures/nccl_info__*``
 (init, channel set-up, plugin and proxy lines of many ranks on many hosts),
 interleaved with PyTorch/torchrun training chatter, with a few real failures
 buried at fixed fractions of the file.
+
+``generate_dense`` (hit-dense): the NCCL lines of the real captures kept in
+this repository (``ncclnb/recorded/links``, ``ncclnb/repro/recorded``)
+replayed by 1024 ranks on 128 hosts, about a third of them candidate lines,
+with one planted watchdog timeout; optionally the same lines as one file per
+rank.
 """
 from __future__ import annotations
 
+import os
 import random
+import re
+from typing import Optional
 
 _INIT = [
     "NCCL INFO Bootstrap: Using eth0:10.0.{h}.{p}<0>",
@@ -98,4 +107,95 @@ def generate(path: str, size_mb: int, hosts: int = 64, seed: int = 1234) -> int:
         for line in buried:  # a tiny size may end before every mark
             fh.write(line + "\n")
             written += len(line) + 1
+    return written
+
+
+# ---- a hit-dense log: the real NCCL_DEBUG=INFO captures replayed by many ranks ----
+_CAPTURES = ("ncclnb/recorded/links", "ncclnb/repro/recorded")
+_NCCL_PREFIX = re.compile(r"^[A-Za-z0-9][\w.-]*:\d+:\d+ \[\d+\] (NCCL INFO .*)$")
+_COMM = re.compile(r"rank \d+ nRanks \d+ nNodes \d+ localRanks \d+ localRank \d+")
+_INIT_LINE = re.compile(r"rank \d+ nranks \d+ cudaDev \d+ nvmlDev \d+")
+_VERSION = re.compile(r"NCCL version \S+")   # the captures come from three NCCL releases; one job runs one
+
+
+def capture_messages(root: str) -> list[str]:
+    """The NCCL INFO/WARN messages (prefix stripped) of the repository's real captures, in file order."""
+    out = []
+    for folder in _CAPTURES:
+        base = os.path.join(root, folder)
+        for name in sorted(os.listdir(base)):
+            if not name.startswith(("nccl_info__", "net_plugin_")):
+                continue
+            with open(os.path.join(base, name), encoding="utf-8") as fh:
+                for line in fh:
+                    m = _NCCL_PREFIX.match(line.rstrip("\n"))
+                    if m:
+                        out.append(m.group(1))
+    return out
+
+
+def planted_timeout(rank: int) -> str:
+    """The one real failure of the hit-dense log: a watchdog timeout on ``rank``."""
+    return (f"[rank{rank}]:[E304 17:41:12.735149131 ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=52, OpType=ALLREDUCE, NumelIn=4194304, "
+            "NumelOut=4194304, Timeout(ms)=600000) ran for 600031 milliseconds before timing out.")
+
+
+def generate_dense(path: str, size_mb: int, rank_dir: Optional[str] = None, hosts: int = 128,
+                   per_host: int = 8, seed: int = 99, root: str = ".") -> int:
+    """Write about ``size_mb`` MiB of hit-dense log to ``path``: every rank of
+    ``hosts`` x ``per_host`` replays the real captures' NCCL lines (its own
+    host:pid:tid [dev] prefix, its own rank in the comm lines), ranks
+    interleaved a few lines at a time, with one planted watchdog timeout
+    (on rank 517) at 60% of the file. With ``rank_dir``, the same lines also
+    go to one file per rank there (``rank<N>.log``): the same bytes as a
+    directory. Returns the bytes written to ``path``."""
+    rng = random.Random(seed)
+    msgs = capture_messages(root)
+    nranks = hosts * per_host
+    target = size_mb * 1024 * 1024
+    victim, mark = 517 % nranks, int(target * 0.6)
+    cursor = [rng.randrange(len(msgs)) for _ in range(nranks)]
+    written = 0
+    if rank_dir:
+        os.makedirs(rank_dir, exist_ok=True)
+        for r in range(nranks):
+            open(os.path.join(rank_dir, f"rank{r}.log"), "w").close()
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        while written < target:
+            block: list[str] = []
+            per_rank: dict = {}
+            for _ in range(4000):
+                r = rng.randrange(nranks)
+                h, d = divmod(r, per_host)
+                pid = 20000 + r
+                lines = per_rank.setdefault(r, [])
+                for _ in range(rng.randrange(1, 6)):
+                    msg = msgs[cursor[r] % len(msgs)]
+                    cursor[r] += 1
+                    msg = _COMM.sub(f"rank {r} nRanks {nranks} nNodes {hosts} localRanks {per_host} localRank {d}", msg)
+                    msg = _INIT_LINE.sub(f"rank {r} nranks {nranks} cudaDev {d} nvmlDev {d}", msg)
+                    msg = _VERSION.sub("NCCL version 2.27.3+cuda12.9", msg)
+                    text = f"gpu-node-{h:03d}:{pid}:{pid + (cursor[r] % 3) * 7} [{d}] {msg}"
+                    block.append(text)
+                    lines.append(text)
+            if mark is not None and written >= mark:
+                text = planted_timeout(victim)
+                block.append(text)
+                per_rank.setdefault(victim, []).append(text)
+                mark = None
+            chunk = "\n".join(block) + "\n"
+            fh.write(chunk)
+            written += len(chunk)
+            if rank_dir:
+                for r, lines in per_rank.items():
+                    with open(os.path.join(rank_dir, f"rank{r}.log"), "a", encoding="utf-8", newline="\n") as out:
+                        out.write("\n".join(lines) + "\n")
+        if mark is not None:   # a tiny size may end before the mark
+            text = planted_timeout(victim)
+            fh.write(text + "\n")
+            written += len(text) + 1
+            if rank_dir:
+                with open(os.path.join(rank_dir, f"rank{victim}.log"), "a", encoding="utf-8", newline="\n") as out:
+                    out.write(text + "\n")
     return written

@@ -11,8 +11,9 @@ from typing import Optional
 
 from ..model import Diagnosis, Evidence, Finding, RankStatus
 from ..model.redact import scrub_cut
+from .collapse import Normalizer
 from .kb import Signature, load_signatures
-from .normalize import MAX_DIGITS, clean, normalize, num
+from .normalize import MAX_DIGITS, clean, num
 from .priors import CANDIDATE_KIND_TITLES, LogContext, preferred_category, rank_candidates, warn_prior
 from .reason import (BANNER, COMM, PG_ID, PLAN, PROGRESS, VERSION, WATCHDOG, WORK, CommRecord, ProgressRecord, ReasonState,
                      WatchdogRecord,
@@ -73,6 +74,10 @@ _INCIDENT_CARDS = ("watchdog_rank_behind", "watchdog_desync", "watchdog_seq_diff
 # and progress lines, p2p plans): a message holding none of them, with no signature hit and not a WARN, is inert
 # (collapse.Template.inert) and later lines with it take the short way (_inert_line). A new gate goes here too.
 _LINE_GATES = ("NCCL version", "nRanks", "GLOBAL_RANK", "WorkNCCL(", "NCCL work:", "enqueued work", "p2p plan")
+# the substrings on which line() reads a message beyond its signatures (versions, comm lines, banners, watchdog
+# and progress lines, p2p plans): a message holding none of them, with no signature hit and not a WARN, is inert
+# (collapse.Template.inert) and later lines with it take the short way (_inert_line). A new gate goes here too.
+_LINE_GATES = ("NCCL version", "nRanks", "GLOBAL_RANK", "WorkNCCL(", "NCCL work:", "enqueued work", "p2p plan")
 # ranking tiers, most likely root cause first (a rank's own error that came first leads all)
 _TIER_FIRST_FAILURE = -1
 _TIER_ROOT_ERROR, _TIER_ROOT_WARNING, _TIER_ALTERNATIVE, _TIER_CONSEQUENCE, _TIER_INFO, _TIER_BENIGN = range(6)
@@ -127,13 +132,14 @@ MAX_WARN_KEPT = 256       # distinct unrecognised NCCL WARN messages remembered
 
 
 class _Collector:
-    def __init__(self, sigs: tuple[Signature, ...], redact: bool = True):
+    def __init__(self, sigs: tuple[Signature, ...], redact: bool = True, collapse: bool = True):
         self.sigs = sigs
         # text kept from a line, cut to a length; credentials in it replaced before the cut
         self.cut = scrub_cut if redact else (lambda text, limit: text[:limit])
         # flat (signature, literal, regex) list: the per-line loop is the hot path for candidate lines
         self._matchers = [(sig, lit, rx) for sig in sigs for lit, rx in sig.compiled]
         self._match_cache: dict = {}     # message -> [(signature, match)], bounded
+        self._normalize = Normalizer(enabled=collapse)   # raw line -> (Line, template); see collapse.py
         self.hits: dict[str, _Hits] = {}
         self.state = ReasonState()
         self.rows: dict = {}             # rank (int) or ("pid", host, pid) -> _RankRow
@@ -262,10 +268,13 @@ class _Collector:
                     pass
 
     def line(self, ctx: _SourceContext, line_no: int, raw: bytes) -> None:
-        text = raw.decode("utf-8", "replace")
-        ln = normalize(text)
+        ln, tpl = self._normalize(raw)   # collapse.Normalizer: a rest after NCCL's prefix is read once
         if ln is None:
             return
+        if tpl is not None and tpl.inert:
+            self._inert_line(ctx, line_no, ln)
+            return
+        text = raw.decode("utf-8", "replace")
         msg = ln.text
         if ln.host:
             ctx.host = ln.host
@@ -331,6 +340,8 @@ class _Collector:
         # that printed it ("transport/nvls.cc:244 NCCL WARN ..."), with or without NCCL's prefix
         text_ = (f"{ln.where} NCCL WARN {msg}" if ln.where else f"NCCL WARN {msg}") if ln.level == "WARN" else msg
         hits = self._matches(text_)
+        if tpl is not None and tpl.inert is None:
+            tpl.inert = not hits and ln.level != "WARN" and not any(g in msg for g in _LINE_GATES)
         ids = frozenset(sig.id for sig, _ in hits)
         if ctx.prev_no == line_no - 1 and ctx.prev_text and raw[:1] in (b" ", b"\t"):
             # a hard-wrapped message: what only the two halves together say
@@ -347,6 +358,15 @@ class _Collector:
                 self.hits[sig.id].in_incident += 1
         if ln.level == "WARN" and not hits:
             self._unrecognised_warn(ln.where, msg, rank, host, ln.pid, ev, order)
+
+    def _inert_line(self, ctx: _SourceContext, line_no: int, ln) -> None:
+        """What :meth:`line` does with a line whose message no gate, signature or
+        WARN rule reads (its template says so): the host is seen, the message is
+        the one a hard-wrapped next line would be joined to. Nothing else."""
+        ctx.host = ln.host
+        self.context.observe_host(ln.host)
+        self._matches(ln.text)   # the same lookups as line(): a message the bounded cache dropped feeds the context again
+        ctx.prev_no, ctx.prev_text, ctx.prev_ids = line_no, ln.text[:2000], frozenset()
 
     def _matches(self, msg: str) -> list:
         """[(signature, match)] for ``msg``; a message seen for the first time also feeds the context."""
@@ -1068,7 +1088,7 @@ class _Chained:
 
 
 def diagnose(*sources, top: Optional[int] = None, signatures: Optional[tuple[Signature, ...]] = None,
-             redact: bool = True) -> Diagnosis:
+             redact: bool = True, collapse: bool = True) -> Diagnosis:
     """Read logs (paths, directories of per-rank logs, ``.gz`` files, ``-``
     for stdin, or the text itself as str/bytes) and return a
     :class:`~ncclnb.model.Diagnosis`: findings ranked most likely root cause
@@ -1087,10 +1107,14 @@ def diagnose(*sources, top: Optional[int] = None, signatures: Optional[tuple[Sig
     ``redact`` (default True) replaces credentials in evidence lines and first
     errors with ``<redacted>`` (:mod:`ncclnb.model.redact`); False keeps the
     lines as they were, for local use.
+
+    ``collapse`` (default True) reads a message that many lines repeat behind
+    NCCL's per-rank prefix once (:mod:`ncclnb.doctor.collapse`); False
+    normalises every line whole. Both give the same Diagnosis.
     """
     if not sources:
         raise DoctorInputError(22, "no input given (a path, a directory, '-' or log text)", "<input>")
-    col = _Collector(signatures if signatures is not None else load_signatures(), redact=redact)
+    col = _Collector(signatures if signatures is not None else load_signatures(), redact=redact, collapse=collapse)
     dumps: list = []
     names: list[str] = []
     for index, src in enumerate(expand(sources)):

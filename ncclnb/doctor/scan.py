@@ -36,6 +36,7 @@ no line break in the first MAX_NO_NEWLINE bytes.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 from collections import deque
@@ -63,10 +64,38 @@ _CONTROL = bytes(range(0, 8)) + bytes(range(14, 27)) + bytes(range(28, 32)) + b"
 
 _LITERALS = tuple(t.encode() for t in TRIGGERS)
 _ORDER = _LITERALS   # has_trigger's test order: triggers the input shows move to the front
+# NCCL's per-rank prefix (host:pid:tid [dev]). No trigger holds its closing "]", so none spans the cut after it:
+# a line holds a trigger when its prefix or its rest does, and both repeat across ranks (memoised, bounded)
+_PREFIX = re.compile(rb"[A-Za-z][\w.-]{0,254}:[0-9]{1,9}:[0-9]{1,9} \[[0-9]{1,4}\]")
+_SPLIT = not any(b"]" in lit for lit in _LITERALS)
+MAX_MEMO = 1 << 15
+_memo: dict = {}
 
 
 def has_trigger(line: bytes) -> bool:
     """True when ``line`` contains one of the trigger substrings."""
+    m = _PREFIX.match(line) if _SPLIT else None
+    if m is None:
+        return _has_trigger(line)
+    cut = m.end()
+    rest = line[cut:]
+    hit = _memo.get(rest)
+    if hit is None:
+        if len(_memo) >= MAX_MEMO:
+            _memo.clear()
+        hit = _memo[rest] = _has_trigger(rest)
+    if hit:
+        return True
+    head = line[:cut]
+    hit = _memo.get(head)
+    if hit is None:
+        if len(_memo) >= MAX_MEMO:
+            _memo.clear()
+        hit = _memo[head] = _has_trigger(head)
+    return hit
+
+
+def _has_trigger(line: bytes) -> bool:
     global _ORDER
     order = _ORDER
     for i, lit in enumerate(order):
