@@ -15,10 +15,12 @@ def add_parser(subparsers):
     p = subparsers.add_parser(
         "doctor", help="find the root cause in the logs of a failed job",
         usage=USAGE,
-        description="Read logs (files, directories of per-rank logs, .gz files, - for stdin; flight-recorder "
-                    "JSON dumps too) and print the most likely root cause with its evidence and fix. "
-                    "Exit 0 whether or not anything was found; 2 on unreadable input.")
-    p.add_argument("paths", nargs="*", metavar="PATH", help="log file, directory, .gz, or - for stdin")
+        description="Read logs (files, directories of per-rank logs, .gz files, - for stdin; kernel logs with "
+                    "Xid lines; flight-recorder dumps as JSON or as torch's pickle, read as plain data only) and "
+                    "print the most likely root cause with its evidence and fix. Exit 0 whether or not anything "
+                    "was found; 2 on unreadable input or input with no log text.")
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="log file, directory, .gz, flight-recorder dump (JSON or pickle), or - for stdin")
     p.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
     p.add_argument("--top", type=int, metavar="N", help="show only the first N findings")
     p.add_argument("-o", "--output", metavar="PATH", help="write to PATH instead of stdout")

@@ -20,7 +20,7 @@ from .reason import (BANNER, COMM, PG_ID, PLAN, PROGRESS, VERSION, WATCHDOG, WOR
                      out_of_range_findings, plan_findings, version_findings, watchdog_findings,
                      world_size_findings)
 from .scan import MAX_NO_NEWLINE, LineScanner, ParallelScan, looks_binary, workers_for
-from .sources import (DoctorInputError, Source, changed_while_read, expand, nothing_readable, rank_from_name,
+from .sources import (EMPTY, DoctorInputError, Source, changed_while_read, expand, nothing_readable, rank_from_name,
                       regular_stat)
 
 MAX_EVIDENCE = 5          # evidence lines kept per finding
@@ -153,6 +153,7 @@ class _Collector:
         self.dumps_kept = 0              # estimated bytes of the dumps kept so far
         self.rank_files: dict = {}       # rank -> {file stem: file name} of the logs named after it
         self.skipped: list = []          # (index, source, why) of inputs not read: binary, unlistable, ...
+        self.blank: list = []            # (index, source) of inputs holding nothing but white space
         self.changed: list = []          # (source, how) of files that changed while they were read
         self.rows_extra: set = set()     # row keys past MAX_RANKS (ranks that printed an error)
         self.ranks_cut: set = set()      # row keys refused once the table was full (at most MAX_CUT_COUNTED)
@@ -207,6 +208,9 @@ class _Collector:
                 raise
             self.truncated.append((src.name, f"{type(exc).__name__}: {exc}".splitlines()[0]))
             head = b""
+        else:
+            if not src.text and len(head) < 65536 and not head.strip():   # a short read is the whole input
+                self.blank.append((index, src.name))
         workers, binary = 0, False
         if _NCCLNB_JSON.match(head[:256]):
             return  # a snapshot, report, diagnosis or repro result ncclnb wrote: facts, not log lines
@@ -983,6 +987,12 @@ def _detail(groups: dict, count: int) -> str:
     elif "seq" in groups and "op" in groups:
         if num(groups["seq"], MAX_DIGITS) is not None:
             bits.append(f"{groups['op']} at SeqNum {num(groups['seq'], MAX_DIGITS)}")
+    elif "xid" in groups:   # a kernel log's Xid line: what the number means
+        from .xid import describe
+
+        meaning = describe(groups["xid"])
+        if meaning:
+            bits.append(meaning)
     if count > 1:
         bits.append(f"{count} lines")
     return f" ({'; '.join(bits)})" if bits else ""
@@ -1099,9 +1109,10 @@ def diagnose(*sources, top: Optional[int] = None, signatures: Optional[tuple[Sig
     with one-line message), as does an unreadable file. Text passed in (str or
     bytes) always yields a Diagnosis, whatever it holds. A file or stream
     with no log text (binary data; no line break in MAX_NO_NEWLINE bytes of a
-    pipe or device) and an entry of a directory that cannot be read are
-    skipped and named in an ``input_skipped`` finding; when no input had log
-    text, DoctorInputError. A file truncated or replaced while it is read is
+    pipe or device; a pickle that is not a plain-data flight-recorder dump)
+    and an entry of a directory that cannot be read are skipped and named in
+    an ``input_skipped`` finding; when no input had log text (all of them
+    skipped, empty or white space only), DoctorInputError. A file truncated or replaced while it is read is
     named in ``input_changed``. Memory stays flat as input grows. ``top`` keeps only the first N findings.
 
     ``redact`` (default True) replaces credentials in evidence lines and first
@@ -1120,6 +1131,11 @@ def diagnose(*sources, top: Optional[int] = None, signatures: Optional[tuple[Sig
     for index, src in enumerate(expand(sources)):
         names.append(src.name)
         col.read(src, index, dumps)
+    if col.blank and not dumps and not col.skipped_dumps \
+            and len({i for i, _ in col.blank} | {i for i, _, _ in col.skipped}) == len(names):
+        # every input was empty or unreadable: "no known failure" would claim a log was read
+        unread = sorted([(i, n, EMPTY) for i, n in col.blank] + col.skipped)
+        raise nothing_readable(sources, [(n, why) for _, n, why in unread])
     if col.skipped:   # inputs not read are not sources of the diagnosis; with none read, nothing to say
         unread = {i for i, _, _ in col.skipped}
         names = [n for i, n in enumerate(names) if i not in unread]

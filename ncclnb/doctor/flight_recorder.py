@@ -1,8 +1,10 @@
 """Flight recorder dumps: who ran which collective, aligned across ranks.
 
 Input is what ``torch._C._distributed_c10d._dump_fr_trace_json()`` returns,
-one JSON document per rank, already parsed (never a pickle: the pickled
-``_dump_fr_trace`` format is not read here at all). The analysis follows the
+one JSON document per rank, already parsed. The pickled ``_dump_fr_trace``
+form (what torch writes by default) never reaches this module as a pickle:
+:mod:`ncclnb.doctor.unpickle` reads it as plain data only, with no globals,
+and hands it on as the JSON form. The analysis follows the
 stock analyzer in ``torch/distributed/flight_recorder`` (align entries by
 process group and ``collective_seq_id``; pair sends with receives) but never
 asserts on its input: a dump that does not look right is skipped with an info

@@ -1,5 +1,7 @@
 """Turn what the user gave (paths, directories, .gz files, ``-``, raw text)
-into named byte streams, opened one at a time."""
+into named byte streams, opened one at a time. What a stream holds is told by
+its content, not its name: gzip is decompressed, and a pickled
+flight-recorder dump is handed on as its JSON text."""
 from __future__ import annotations
 
 import errno
@@ -15,6 +17,7 @@ from typing import BinaryIO, Callable, Iterator, Optional, Union
 _PATHLIKE = re.compile(r"^[^\s]*(?:/[^\s]*|\.(?:log|txt|gz|json|out|err))$")
 _GZIP_MAGIC = b"\x1f\x8b"
 BINARY = "binary data, not a log"   # why a stream whose bytes are not text is not read
+EMPTY = "empty, no log text"        # why a file or stream of nothing but white space gives no diagnosis
 
 
 class DoctorInputError(OSError):
@@ -90,6 +93,45 @@ def sniff_gzip(fh):
     return fh
 
 
+def _peek(fh, n: int) -> bytes:
+    """Up to ``n`` bytes at the front of ``fh`` without consuming them (what
+    :func:`sniff_gzip` returned: a buffered file, a gzip stream, or a pipe
+    with its sniffed head), or b"" when they cannot be had without reading."""
+    if isinstance(fh, _Prefixed):
+        return fh.head[:n]
+    peek = getattr(fh, "peek", None)
+    if peek is None:
+        return b""
+    try:
+        return peek(n)[:n]
+    except (OSError, ValueError, EOFError):
+        return b""
+
+
+def sniff_pickle(fh, name: str):
+    """``fh`` as it is, or, when its content starts as a pickle does, the
+    flight-recorder dump in it as JSON text (torch writes its dumps as
+    pickles by default; :mod:`ncclnb.doctor.unpickle` reads plain data only
+    and runs nothing). A pickle that is not a plain-data dump raises
+    DoctorInputError with one line saying why."""
+    from .unpickle import PickleRefused, looks_like_pickle, read_pickled_dump
+
+    if not looks_like_pickle(_peek(fh, 2)):
+        return fh
+    try:
+        data = read_pickled_dump(fh)
+    except PickleRefused as exc:
+        raise DoctorInputError(errno.EINVAL, f"a pickle, refused (nothing in it was run): {exc}", name) from None
+    except OSError as exc:
+        raise DoctorInputError(exc.errno or errno.EIO, exc.strerror or "cannot read", name) from None
+    finally:
+        try:
+            fh.close()
+        except Exception:   # a half-read gzip can raise again on close
+            pass
+    return io.BytesIO(data)
+
+
 def regular_stat(stream) -> Optional[os.stat_result]:
     """The stat of the regular file under ``stream`` (through gzip and the
     sniff), or None for a pipe, a device, or text."""
@@ -132,7 +174,7 @@ def _file_source(path: str, walked: bool = False) -> Source:
             fh = open(path, "rb")
         except OSError as exc:
             raise DoctorInputError(exc.errno or errno.EIO, exc.strerror or "cannot read", path) from None
-        return sniff_gzip(fh)
+        return sniff_pickle(sniff_gzip(fh), path)
     return Source(path, opener, gz=path.endswith(".gz"), path=path, walked=walked)
 
 
@@ -141,7 +183,7 @@ def _text_source(data: bytes, name: str) -> Source:
 
 
 def _stdin() -> BinaryIO:
-    return sniff_gzip(sys.stdin.buffer)
+    return sniff_pickle(sniff_gzip(sys.stdin.buffer), "<stdin>")
 
 
 def _link_problem(path: str) -> str:
@@ -227,15 +269,19 @@ def expand(sources: tuple) -> Iterator[Source]:
 
 
 def nothing_readable(sources: tuple, skipped: list) -> DoctorInputError:
-    """The one-line error when every input was skipped (``skipped``: [(name,
-    why)] in order): binary data, unreadable entries of a directory, ..."""
+    """The one-line error when no input had log text (``skipped``: [(name,
+    why)] in order): binary data, empty files, unreadable entries of a
+    directory, ..."""
     name, why = skipped[0]
     if len(skipped) == 1:
         return DoctorInputError(errno.EINVAL, why, name)
     args = [os.fspath(s) for s in sources if isinstance(s, (str, os.PathLike))]
     if len(sources) == 1 and args and "\n" not in args[0] and os.path.isdir(args[0]):
-        if all(w == BINARY for _, w in skipped):
-            text = f"no log text in it ({len(skipped)} files, all binary data)"
+        binary, empty = (sum(w == kind for _, w in skipped) for kind in (BINARY, EMPTY))
+        if binary == len(skipped) or empty == len(skipped):
+            text = f"no log text in it ({len(skipped)} files, all {'binary data' if binary else 'empty'})"
+        elif binary + empty == len(skipped):
+            text = f"no log text in it ({len(skipped)} files: {empty} empty, {binary} binary data)"
         else:
             text = f"no log text in it ({len(skipped)} entries skipped; the first: {name}: {why})"
         return DoctorInputError(errno.EINVAL, text, args[0])

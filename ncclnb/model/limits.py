@@ -17,6 +17,8 @@ TEXT_LIMIT = 64 << 20         # pasted text (ncclnb ingest)
 JSON_LIMIT = 128 << 20        # snapshots, reports, diagnoses, repro results
 JSON_CONTAINERS = 1 << 22     # "[" and "{" in one JSON file: ~150 per node snapshot
 TEXT_LINES = 1 << 21          # lines of pasted text
+DUMP_LIMIT = 48 << 20         # a flight-recorder dump, JSON or pickle (torch's 2000-entry buffer: a few MB)
+DUMP_VALUES = 2_000_000       # values a pickled dump may create (~170k for 2000 entries with their frames)
 
 _UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
 

@@ -60,10 +60,12 @@ def test_binary_and_invalid_utf8(tmp_path):
 
 
 def test_empty_file(tmp_path):
+    # no log text at all is unreadable input, not "no known failure" (more in test_inputs.py)
     p = tmp_path / "empty.log"
     p.write_bytes(b"")
-    out = _ok_json(run_cli("doctor", "--json", str(p)))
-    assert out["findings"] == [] and out["lines_read"] == 0
+    proc = run_cli("doctor", "--json", str(p))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [f"ncclnb doctor: error: {p}: empty, no log text"]
 
 
 def test_100mb_line_without_newline(tmp_path):

@@ -12,7 +12,12 @@ with ``os._exit`` because a normal interpreter exit after a gloo failure often
 aborts (code 134). The parent kills whatever is still running when time is up.
 
 The dumps are written byte for byte as torch returned them (one line of JSON,
-a few KB): the doctor meets exactly these files.
+a few KB): the doctor meets exactly these files. With ``--pickle`` each worker
+also writes ``rank<N>.pkl``, ``torch._C._distributed_c10d._dump_fr_trace()``
+taken at the same moment: the pickled form torch writes by default (on a
+watchdog timeout with TORCH_NCCL_DUMP_ON_TIMEOUT), with stack frames.
+
+    python tests/doctor/fr/make_dumps.py --pickle --out tests/doctor/fr/pickled desync
 """
 from __future__ import annotations
 
@@ -92,7 +97,10 @@ def _worker(name: str, rank: int, world_size: int, port: int, out: Path) -> None
         print(f"rank {rank}: {type(exc).__name__}: {str(exc)[:300]}", file=sys.stderr, flush=True)
         code = 1
     raw = torch._C._distributed_c10d._dump_fr_trace_json()
+    pickled = torch._C._distributed_c10d._dump_fr_trace() if os.environ.get("NCCLNB_FR_PICKLE") == "1" else None
     (out / f"rank{rank}.json").write_bytes(raw if isinstance(raw, bytes) else raw.encode())
+    if pickled is not None:
+        (out / f"rank{rank}.pkl").write_bytes(pickled)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
@@ -104,19 +112,22 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def run(name: str, out_root: Path, world_size: int = WORLD_SIZE, limit_s: float = 60.0) -> dict[int, int]:
-    """Run scenario ``name`` and write ``out_root/name/rank<N>.json``.
+def run(name: str, out_root: Path, world_size: int = WORLD_SIZE, limit_s: float = 60.0,
+        pickle: bool = False) -> dict[int, int]:
+    """Run scenario ``name`` and write ``out_root/name/rank<N>.json`` (and
+    ``rank<N>.pkl`` with ``pickle``).
 
     Returns each rank's exit code (-9 for a worker killed at ``limit_s``).
     """
     out = out_root / name
     out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("rank*.json"):
+    for old in [*out.glob("rank*.json"), *out.glob("rank*.pkl")]:
         old.unlink()
     port = _free_port()
     env = dict(os.environ)
     env["TORCH_FR_BUFFER_SIZE"] = "2000"   # explicit, though gloo records by default in 2.13
     env.pop("TORCH_DISTRIBUTED_DEBUG", None)
+    env["NCCLNB_FR_PICKLE"] = "1" if pickle else "0"
     procs = [
         subprocess.Popen(
             [sys.executable, str(Path(__file__).resolve()), "--worker", name, str(r),
@@ -152,11 +163,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0  # not reached
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=HERE)
+    ap.add_argument("--pickle", action="store_true", help="also write the pickled dump, rank<N>.pkl")
     ap.add_argument("scenarios", nargs="*", default=list(SCENARIOS))
     args = ap.parse_args(argv)
     for name in args.scenarios:
         t0 = time.monotonic()
-        codes = run(name, args.out)
+        codes = run(name, args.out, pickle=args.pickle)
         print(f"{name}: exit codes {codes} in {time.monotonic() - t0:.1f}s")
     return 0
 

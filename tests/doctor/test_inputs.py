@@ -1,0 +1,286 @@
+"""Inputs of the doctor beyond log text: torch's pickled flight-recorder dumps
+(read with no globals at all, so a hostile pickle runs nothing), and inputs
+that hold no log text at all (exit 2 with one line, not "no known failure").
+
+The pickled dumps in fr/pickled/desync/ were written by torch 2.13 itself on
+a real 3-rank gloo run (rank 1 broadcasts where ranks 0 and 2 all-reduce),
+``_dump_fr_trace()`` beside ``_dump_fr_trace_json()`` taken at the same moment:
+
+    python tests/doctor/fr/make_dumps.py --pickle --out tests/doctor/fr/pickled desync
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import pickle
+import pickletools
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ncclnb.doctor import DoctorInputError, diagnose
+from ncclnb.doctor.unpickle import PickleRefused, load_plain, looks_like_pickle, read_pickled_dump
+from tests.conftest import run_cli
+
+PICKLED = Path(__file__).resolve().parent / "fr" / "pickled" / "desync"
+ERROR_LINE = b"[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+
+
+def _one_line_exit_2(proc) -> str:
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+def _copy(suffix: str, dest: Path, rename=lambda name: name) -> Path:
+    dest.mkdir()
+    for f in sorted(PICKLED.glob(f"rank*{suffix}")):
+        shutil.copy(f, dest / rename(f.name))
+    return dest
+
+
+def _analysis(diag) -> list:
+    """What a diagnosis says, with each evidence line's source reduced to its
+    rank file's stem (the two forms differ only in their file names)."""
+    def stem(source):
+        return Path(source).name.split(".")[0] if source else source
+    return [(f.rule, f.category, f.severity, f.confidence, f.title, f.ranks,
+             [(stem(e.source), e.line, e.text) for e in f.evidence]) for f in diag.findings] + \
+           [(r.rank, r.last_seq, r.last_op) for r in diag.ranks]
+
+
+# ----------------------------------------------------------------- the real pickled dump
+
+def test_the_fixture_is_what_torch_pickles():
+    """The recorded files are torch's own: protocol 2, plain data only, and the
+    stock unpickler reads the same data as ours (tuples aside)."""
+    raw = (PICKLED / "rank0.pkl").read_bytes()
+    assert raw[:2] == b"\x80\x02" and looks_like_pickle(raw)
+    assert {op.name for op, _, _ in pickletools.genops(raw)} & {"GLOBAL", "STACK_GLOBAL", "REDUCE"} == set()
+    stock = pickle.loads(raw)   # the repo's own fixture, written by torch: safe to load plainly here
+    ours = load_plain(raw)
+    assert stock["entries"][0]["process_group"] == ("0", "default_pg")
+    assert ours["entries"][0]["process_group"] == ["0", "default_pg"]
+    assert [e["profiling_name"] for e in ours["entries"]] == [e["profiling_name"] for e in stock["entries"]]
+    assert ours["entries"][0]["frames"] == stock["entries"][0]["frames"] != []
+
+
+def test_pickled_dumps_get_the_same_analysis_as_their_json(tmp_path):
+    from_pickle = diagnose(str(_copy(".pkl", tmp_path / "pkl")))
+    from_json = diagnose(str(_copy(".json", tmp_path / "json")))
+    assert from_pickle.findings[0].rule == "fr.desync_op" and from_pickle.findings[0].ranks == (1,)
+    assert _analysis(from_pickle) == _analysis(from_json)
+    assert [r.rank for r in from_pickle.ranks] == [0, 1, 2]
+
+
+def test_a_pickle_is_told_by_its_content_not_its_name(tmp_path):
+    # torch's dump-on-timeout file has no extension (TORCH_FR_DUMP_TEMP_FILE=/tmp/nccl_trace_rank_<N>);
+    # a pickle named .log, or gzipped, is still a dump
+    names = {"rank0.pkl": "nccl_trace_rank_0", "rank1.pkl": "rank1.log", "rank2.pkl": "rank2.json"}
+    d = _copy(".pkl", tmp_path / "odd", lambda n: names[n])
+    gz = d / "rank2.json"
+    gz.write_bytes(gzip.compress(gz.read_bytes()))
+    odd = diagnose(str(d))
+    plain = diagnose(str(_copy(".pkl", tmp_path / "pkl")))
+    assert [(f.rule, f.ranks, f.title) for f in odd.findings] == [(f.rule, f.ranks, f.title) for f in plain.findings]
+    assert odd.findings[0].rule == "fr.desync_op"
+
+
+def test_pickled_dump_through_the_cli_and_stdin(tmp_path):
+    d = _copy(".pkl", tmp_path / "pkl")
+    import json
+    out = json.loads(run_cli("doctor", "--json", str(d)).stdout)
+    assert out["findings"][0]["rule"] == "fr.desync_op" and out["findings"][0]["ranks"] == [1]
+    # from stdin the dump is read (no file name tells its rank, so it is named as skipped, not lost)
+    proc = run_cli("doctor", "--json", "-", input=(d / "rank0.pkl").read_bytes())
+    assert proc.returncode == 0, proc.stderr
+    assert [f["rule"] for f in json.loads(proc.stdout)["findings"]] == ["fr.bad_dump"]
+
+
+# ----------------------------------------------------------------- hostile pickles
+
+class _Mkdir:
+    """Pickles to a call of os.mkdir(path): what a planted dump would run."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __reduce__(self):
+        return os.mkdir, (self.path,)
+
+
+def _planted(marker: Path, protocol: int) -> bytes:
+    """A dump-shaped pickle whose last entry runs os.mkdir(marker) when loaded."""
+    entries = [{"profiling_name": "gloo:all_reduce", "process_group": ("0", "default_pg"),
+                "collective_seq_id": i, "input_sizes": [[8]]} for i in range(1, 50)]
+    return pickle.dumps({"version": "2.10", "pg_status": {}, "entries": entries + [_Mkdir(str(marker))]},
+                        protocol=protocol)
+
+
+@pytest.mark.parametrize("protocol", [2, 4, 5])
+def test_planted_pickle_is_refused_and_runs_nothing(tmp_path, protocol):
+    marker = tmp_path / "ran"
+    payload = _planted(marker, protocol)
+    pickle.loads(payload)   # the control: loaded plainly, the payload does run
+    assert marker.is_dir()
+    marker.rmdir()
+
+    with pytest.raises(PickleRefused, match=r"global (posix|os)\.mkdir"):
+        load_plain(payload)
+    evil = tmp_path / "rank0.pkl"
+    evil.write_bytes(payload)
+    with pytest.raises(DoctorInputError, match="refused"):
+        diagnose(str(evil))
+    line = _one_line_exit_2(run_cli("doctor", str(evil)))
+    assert "rank0.pkl" in line and "mkdir" in line and "nothing in it was run" in line
+    assert not marker.exists()
+
+
+def test_planted_pickle_among_real_dumps_is_skipped_and_named(tmp_path):
+    marker = tmp_path / "ran"
+    d = _copy(".pkl", tmp_path / "dumps")
+    (d / "rank3.pkl").write_bytes(_planted(marker, 2))
+    diag = diagnose(str(d))
+    assert diag.findings[0].rule == "fr.desync_op"
+    skipped = next(f for f in diag.findings if f.rule == "input_skipped")
+    assert "rank3.pkl" in skipped.title and "refused" in skipped.title
+    assert not marker.exists()
+
+
+def _ops(*parts: bytes) -> bytes:
+    return b"\x80\x02" + b"".join(parts) + b"."
+
+
+@pytest.mark.parametrize("payload,why", [
+    (_ops(b"cbuiltins\neval\n", b"X\x04\x00\x00\x001+1", b"\x85R"), "global builtins.eval"),
+    (pickle.dumps({"entries": {1, 2}}, protocol=2), "global __builtin__.set"),
+    (pickle.dumps({"entries": bytearray(b"x")}, protocol=5), "opcode BYTEARRAY8"),
+    (_ops(b"}", b"r\xff\xff\xff\x7f"), "memo index"),            # LONG_BINPUT 2**31-1: a memo that size
+    (b"\x80\x02(K\x01K\x02", "not a readable pickle"),          # cut short: no STOP
+    (_ops(b"(K\x01K\x02"), "plain data \\(an int\\)"),            # a mark left behind: torch never writes one
+    (b"\x80\x02" + b"\x00" * 64, "not a readable pickle"),       # binary data behind a pickle's header
+    (pickle.dumps([1, 2, 3], protocol=2), "no flight-recorder dump"),
+    (pickle.dumps({"a": 1}, protocol=2), "no flight-recorder dump"),
+])
+def test_pickles_that_are_not_plain_dumps_are_refused(payload, why):
+    import io
+    with pytest.raises(PickleRefused, match=why):
+        read_pickled_dump(io.BytesIO(payload))
+
+
+def test_pickle_bounds():
+    import io
+    many = pickle.dumps({"entries": list(range(5000))}, protocol=2)
+    with pytest.raises(PickleRefused, match="more than 1,000 values"):
+        load_plain(many, max_values=1000)
+    assert len(load_plain(many)["entries"]) == 5000
+    with pytest.raises(PickleRefused, match="larger than 1 KiB"):
+        read_pickled_dump(io.BytesIO(many), limit=1024)
+    # nested far past the stack: refused in one line, not a crash
+    deep = b"]" * 200_000 + b"a" * 199_999
+    with pytest.raises(PickleRefused, match="nested too deeply"):
+        read_pickled_dump(io.BytesIO(b"\x80\x02}X\x07\x00\x00\x00entries" + deep + b"s."))
+
+
+def test_shared_and_self_referencing_values_are_read_once():
+    import io
+    shared = ["x"] * 8
+    doubled = shared
+    for _ in range(40):   # 2**40 leaves if each reference were copied
+        doubled = (doubled, doubled)
+    loop: list = []
+    loop.append(loop)
+    data = load_plain(pickle.dumps({"entries": [], "pg_config": {"a": doubled}, "loop": loop}, protocol=2))
+    inner = data["pg_config"]["a"]
+    assert inner[0] is inner[1] and isinstance(inner, list)
+    assert data["loop"][0] is data["loop"]
+    # as a dump, the 2**40 copies are never written out: refused once the JSON passes its bound
+    with pytest.raises(PickleRefused, match="written out as JSON it would pass 48 MiB"):
+        read_pickled_dump(io.BytesIO(pickle.dumps({"entries": [], "pg_config": {"a": doubled}}, protocol=2)))
+    with pytest.raises(PickleRefused, match="refers to itself"):
+        read_pickled_dump(io.BytesIO(pickle.dumps({"entries": [loop]}, protocol=2)))
+
+
+# ----------------------------------------------------------------- no log text at all
+
+def test_inputs_with_no_log_text_exit_2_with_one_line(tmp_path):
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    blank = tmp_path / "blank.log"
+    blank.write_bytes(b"\n  \n\t\n")
+    assert _one_line_exit_2(run_cli("doctor", str(empty))) == f"ncclnb doctor: error: {empty}: empty, no log text"
+    assert "empty, no log text" in _one_line_exit_2(run_cli("doctor", "-", input=b""))
+    d = tmp_path / "logs"
+    d.mkdir()
+    (d / "rank0.log").write_bytes(b"")
+    (d / "rank1.log.gz").write_bytes(gzip.compress(b""))
+    assert _one_line_exit_2(run_cli("doctor", str(d))).endswith("no log text in it (2 files, all empty)")
+    (d / "core.bin").write_bytes(b"\x00\x01" * 100)
+    assert _one_line_exit_2(run_cli("doctor", str(d))).endswith("no log text in it (3 files: 2 empty, 1 binary data)")
+    with pytest.raises(DoctorInputError, match="empty, no log text"):
+        diagnose(str(empty), str(blank))
+
+
+def test_an_empty_log_beside_real_ones_is_still_a_source(tmp_path):
+    d = tmp_path / "logs"
+    d.mkdir()
+    (d / "rank0.log").write_bytes(b"")
+    (d / "rank1.log").write_bytes(ERROR_LINE)
+    diag = diagnose(str(d))
+    assert diag.findings[0].category == "oom_or_resource"
+    assert [Path(s).name for s in diag.sources] == ["rank0.log", "rank1.log"]
+
+
+def test_text_handed_over_in_python_always_gets_a_diagnosis():
+    assert diagnose("").findings == () and diagnose(b"\n").lines_read == 1
+
+
+# ----------------------------------------------------------------- kernel log: Xid lines
+
+def test_every_xid_number_lands_on_the_signature_of_its_kind():
+    """0..999 each hit exactly one Xid signature, and the one XIDS says:
+    program faults and the cleanup Xid are not blamed on the hardware."""
+    from ncclnb.doctor.core import _Collector
+    from ncclnb.doctor.kb import load_signatures
+    from ncclnb.doctor.xid import XIDS
+
+    col = _Collector(load_signatures())
+    want_for = {"program": "gpu_xid_program_fault", "consequence": "gpu_xid_cleanup"}
+    for n in range(1000):
+        hits = {sig.id for sig, _ in col._matches(f"NVRM: Xid (PCI:0000:3b:00): {n}, pid=4121, name=python")}
+        kind = XIDS[n].kind if n in XIDS else "hardware"
+        assert hits & {"gpu_xid", "gpu_xid_program_fault", "gpu_xid_cleanup"} == {want_for.get(kind, "gpu_xid")}, n
+
+
+def test_dmesg_beside_rank_logs_names_the_xid_and_what_it_means(tmp_path):
+    d = tmp_path / "job"
+    d.mkdir()
+    (d / "rank0.log").write_bytes(
+        b"[rank0]:[E ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: "
+        b"WorkNCCL(SeqNum=812, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) "
+        b"ran for 600012 milliseconds before timing out.\n")
+    (d / "dmesg-node17.txt").write_bytes(
+        b"[ 8812.100000] nvidia-nvswitch0: open\n"
+        b"[ 8813.431012] NVRM: Xid (PCI:0000:b7:00): 79, pid=22190, name=python3, GPU has fallen off the bus.\n"
+        b"[ 8813.431050] NVRM: GPU 0000:b7:00.0: GPU has fallen off the bus.\n"
+        b"[ 8820.000000] NVRM: Xid (PCI:0000:b7:00): 45, pid=22190, name=python3, Ch 00000008\n")
+    diag = diagnose(str(d))
+    top = diag.findings[0]
+    assert top.category == "driver_or_hardware"
+    xid = next(f for f in diag.findings if f.rule == "gpu_xid")
+    assert "Xid 79: the GPU has fallen off the bus" in xid.title
+    cleanup = next(f for f in diag.findings if f.rule == "gpu_xid_cleanup")
+    assert diag.findings.index(cleanup) > diag.findings.index(xid)
+
+
+def test_an_xid_of_the_program_is_not_blamed_on_the_hardware():
+    diag = diagnose(
+        "[rank2]: RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        "[ 5210.118273] NVRM: Xid (PCI:0000:3b:00): 31, pid=4121, name=python, Ch 00000008, intr 00000000. "
+        "MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f1b_c0000000\n")
+    fault = next(f for f in diag.findings if f.rule == "gpu_xid_program_fault")
+    assert fault.category != "driver_or_hardware" and "Xid 31: GPU memory page fault" in fault.title
+    assert "gpu_xid" not in {f.rule for f in diag.findings}
