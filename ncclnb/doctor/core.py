@@ -17,7 +17,7 @@ from .normalize import MAX_DIGITS, clean, num
 from .priors import CANDIDATE_KIND_TITLES, LogContext, preferred_category, rank_candidates, warn_prior
 from .reason import (BANNER, COMM, PG_ID, PLAN, PROGRESS, VERSION, WATCHDOG, WORK, CommRecord, ProgressRecord, ReasonState,
                      WatchdogRecord,
-                     out_of_range_findings, plan_findings, version_findings, watchdog_findings,
+                     duplicate_claims, out_of_range_findings, plan_findings, version_findings, watchdog_findings,
                      world_size_findings)
 from .scan import MAX_NO_NEWLINE, LineScanner, ParallelScan, looks_binary, workers_for
 from .sources import (EMPTY, DoctorInputError, Source, changed_while_read, expand, nothing_readable, rank_from_name,
@@ -292,13 +292,16 @@ class _Collector:
             if m and msg[m.end("ver"):m.end("ver") + 1].isdigit():
                 m = None   # a version part longer than VERSION reads: not a version
             if m:
-                # one entry per process: two processes on one host may load different libraries
-                where = (host or ctx.host or ctx.name, ln.pid if ln.pid is not None else rank)
+                # one entry per process: two processes on one host may load different libraries. A line
+                # with no host is kept hostless (never the host of the line before it, which in a log of
+                # many hosts is anyone's), by its rank or else its source and pid
+                where = ((host, ln.pid if ln.pid is not None else rank) if host else
+                         (None, rank if rank is not None else f"{ctx.name}:{ln.pid}"))
                 self.state.add_version(where, m.group("ver"), m.group("cuda"), ev)
-                row = self._row(self._key(rank, host or ctx.host, ln.pid))
+                row = self._row(self._key(rank, host, ln.pid))
                 if row is not None:
                     row.nccl_version = row.nccl_version or m.group("ver") + (f"+cuda{m.group('cuda')}" if m.group("cuda") else "")
-                    self._fill(row, host or ctx.host, ln.pid, ctx.name)
+                    self._fill(row, host, ln.pid, ctx.name)
         if "nRanks" in msg:
             m = COMM.search(msg)
             if m:
@@ -308,6 +311,8 @@ class _Collector:
             if m:
                 self.state.add_comm(CommRecord(host, r, n, nodes, ev))
                 self.world_size = max(self.world_size or 0, n)
+                if host is not None and ln.pid is not None:
+                    self.state.add_claim(n, r, (host, ln.pid), ev)
                 if ln.pid is not None:
                     old = self.pid_rank.get((host, ln.pid))
                     if old is None or n > old[0]:
@@ -326,9 +331,12 @@ class _Collector:
                     r = size = None
                 elif r >= size:
                     self.state.add_out_of_range(r, size, ev)
+                if r is not None:
+                    # the process: its log (stdout and stderr of one process share a stem), host, pid, local rank
+                    self.state.add_claim(size, r, (_log_stem(ctx.name), host, ln.pid, ln.local_rank), ev)
                 row = self._row(r)
                 if row is not None:
-                    self._fill(row, host or ctx.host, ln.pid, ctx.name)
+                    self._fill(row, host, ln.pid, ctx.name)
         if "WorkNCCL(" in msg or "NCCL work:" in msg or "enqueued work" in msg:
             self._watchdog(msg, rank, host, ln.pid, ev, ctx.name)
         if "p2p plan" in msg and PLAN.search(msg):
@@ -602,6 +610,12 @@ class _Collector:
                 findings.append((tier, f.confidence, (-1,), f))
         for f in self._claimed_twice():
             findings.append((_TIER_ROOT_ERROR, f.confidence, (-1,), f))
+            # two processes on one rank: the store port taken twice, the store waiting for the rank nobody
+            # runs and the connections it breaks are what it causes
+            for i, (tier, conf, first, g) in enumerate(findings):
+                if g.category == "rendezvous_unreachable" and tier < _TIER_CONSEQUENCE:
+                    findings[i] = (_TIER_CONSEQUENCE, conf, first,
+                                   replace(g, title=g.title + f" (after rank {_span(f.ranks)} was claimed twice)"))
 
         findings.sort(key=lambda t: (t[0], -t[1], t[2]))
         ordered, seen = [], set()
@@ -849,13 +863,17 @@ class _Collector:
 
     def _claimed_twice(self) -> list:
         """Ranks that two different log files claim (``rank2.log`` beside
-        ``rank2.proc3.log``; ``rank2.out``/``rank2.err`` are one process)."""
+        ``rank2.proc3.log``; ``rank2.out``/``rank2.err`` are one process), or
+        that two processes claim in their lines (reason.duplicate_claims:
+        framework banners, NCCL's communicator lines)."""
         doubled = {r: names for r, names in self.rank_files.items() if len(names) > 1}
-        if not doubled:
+        lines = duplicate_claims(self.state, self.world_size)
+        if not doubled and not lines:
             return []
-        ranks = tuple(sorted(doubled))[:MAX_BLAMED]
+        ranks = tuple(sorted(set(doubled) | set(lines)))[:MAX_BLAMED]
         evidence = tuple(Evidence(name, None, f"log of a process claiming rank {r}")
-                         for r in ranks[:4] for name in sorted(doubled[r].values())[:2])
+                         for r in ranks[:4] if r in doubled for name in sorted(doubled[r].values())[:2])
+        evidence += tuple(ev for r in ranks[:4] for ev in lines.get(r, ()))
         return [Finding(
             rule="rank_claimed_twice", category="rank_world_size_mismatch", severity="error", confidence=0.85,
             title=f"Rank {_span(ranks)} was claimed by more than one process",

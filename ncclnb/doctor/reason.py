@@ -93,7 +93,19 @@ class ReasonState:
     out_of_range: dict = field(default_factory=dict)   # rank -> (size, Evidence)
     plans: dict = field(default_factory=dict)          # rank -> its last P2PPlan (ncclnb guard: p2p plan)
     progress: dict = field(default_factory=dict)       # (rank, process group) -> its latest ProgressRecord
+    claims: dict = field(default_factory=dict)         # (world size, rank) -> {process: Evidence} claiming it
     limit: int = 8192
+
+    def add_claim(self, size: int, rank: int, process: tuple, ev: Evidence) -> None:
+        """A process (its log, host, pid, local rank) says it is ``rank`` of ``size``: a framework
+        banner, or NCCL's communicator line of the world's size."""
+        procs = self.claims.get((size, rank))
+        if procs is None:
+            if len(self.claims) >= self.limit:
+                return
+            procs = self.claims[(size, rank)] = {}
+        if len(procs) < 4:
+            procs.setdefault(process, ev)
 
     def add_progress(self, rec: ProgressRecord) -> None:
         key = (rec.rank, rec.pg)
@@ -283,7 +295,9 @@ def watchdog_findings(state: ReasonState, world_size: Optional[int], present=fro
 
 
 def version_findings(state: ReasonState, rank_hosts: dict) -> list[Finding]:
-    """Different NCCL versions across hosts (or per-rank files)."""
+    """Different NCCL versions across hosts or processes. A version line
+    that names no host (key ``(None, rank or source)``) counts as its own
+    process and blames no host."""
     if len(state.versions) < 2:
         return []
     counts = Counter(v for v, _, _ in state.versions.values())
@@ -295,18 +309,24 @@ def version_findings(state: ReasonState, rank_hosts: dict) -> list[Finding]:
     for key, (ver, cuda, ev) in state.versions.items():
         shown.setdefault(ver, ev)
     evidence = tuple(shown.values())[:8]
-    blamed_hosts = tuple(sorted({str(k[0]) for k in odd}))
+    blamed_hosts = tuple(sorted({str(k[0]) for k in odd if k[0] is not None}))
     odd_procs = set(odd)
-    ranks = tuple(sorted(r for r, (h, pid) in rank_hosts.items() if (h, pid) in odd_procs or (h, r) in odd_procs))
-    hosts_per_version = {}
+    ranks = tuple(sorted(r for r, (h, pid) in rank_hosts.items()
+                         if (h, pid) in odd_procs or (h, r) in odd_procs or (None, r) in odd_procs))
+    hosts_per_version, procs_per_version = {}, Counter()
     for (h, _), (ver, _, _) in state.versions.items():
-        hosts_per_version.setdefault(ver, set()).add(h)
-    listing = "; ".join(f"{ver} on {len(hosts_per_version[ver])} host(s)" for ver, _ in counts.most_common())
+        procs_per_version[ver] += 1
+        if h is not None:
+            hosts_per_version.setdefault(ver, set()).add(h)
+    listing = "; ".join(f"{ver} on {len(hosts_per_version[ver])} host(s)" if ver in hosts_per_version
+                        else f"{ver} in {procs_per_version[ver]} process(es) of unnamed hosts"
+                        for ver, _ in counts.most_common())
+    where = ", ".join(blamed_hosts[:8]) or "processes whose lines name no host"
     return [Finding(
         rule="nccl_version_differs_across_hosts", category="version_mismatch", severity="error", confidence=0.9,
         title=f"Hosts run different NCCL versions ({listing})",
         evidence=evidence,
-        cause=f"NCCL {', '.join(sorted(set(odd.values())))} on {', '.join(blamed_hosts[:8])} ({len(odd)} process(es)) "
+        cause=f"NCCL {', '.join(sorted(set(odd.values())))} on {where} ({len(odd)} process(es)) "
               f"against {common} elsewhere. "
               "NCCL's bootstrap and wire formats differ between versions, so ranks fail to connect with errors that "
               "do not name the version (ncclSocketInit ... family 0, internal error, hangs).",
@@ -360,6 +380,27 @@ def out_of_range_findings(state: ReasonState) -> list[Finding]:
         fix="Make WORLD_SIZE = nodes x processes per node on every node and let the launcher derive RANK "
             "(torchrun --nnodes N --nproc-per-node G; in Lightning, Trainer(num_nodes=N) matching the launch).",
         docs=RANKS_DOC, ranks=ranks)]
+
+
+def duplicate_claims(state: ReasonState, world_size: Optional[int]) -> dict:
+    """{rank: [Evidence]} of the ranks that two processes claim in one world
+    (banners, or NCCL communicator lines of the world size) while another
+    rank of that world has no process at all: two processes answer for one
+    rank and nobody for another. A rank claimed twice with every rank
+    claimed is left alone: a restart that numbered the ranks anew looks
+    like that."""
+    by_size: dict = {}
+    for (size, rank), procs in state.claims.items():
+        by_size.setdefault(size, {})[rank] = procs
+    out: dict = {}
+    for size, ranks in by_size.items():
+        if size > state.limit or (world_size and size != world_size and any(s == world_size for s in by_size)):
+            continue   # the world's own communicator decides when NCCL printed it
+        doubled = {r: procs for r, procs in ranks.items() if len(procs) > 1}
+        if doubled and len(ranks) < size:
+            for r, procs in doubled.items():
+                out.setdefault(r, []).extend(list(procs.values())[:2])
+    return out
 
 
 def plan_findings(state: ReasonState) -> list[Finding]:

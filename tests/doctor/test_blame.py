@@ -127,3 +127,51 @@ def test_timeouts_blame_the_ranks_that_did_not_time_out(tmp_path):
     (tmp_path / "rank0.log").write_text((tmp_path / "rank1.log").read_text())
     f = next(f for f in diagnose(str(tmp_path)).findings if f.rule == "gloo_op_timeout")
     assert f.ranks == ()
+
+
+# ---- two processes claiming one rank -------------------------------------------------------------
+
+def test_two_processes_on_rank_0_the_port_in_use_is_a_consequence():
+    # real gloo run (duplicate_rank with process 1 told RANK=0): the second rank 0 cannot bind the store's port
+    diag = diagnose(str(HERE / "duplicate_rank0"))
+    top = diag.findings[0]
+    assert (top.rule, top.category, top.ranks) == ("rank_claimed_twice", "rank_world_size_mismatch", (0,))
+    port = next(f for f in diag.findings if f.rule == "master_port_in_use")
+    assert "after rank 0 was claimed twice" in port.title
+
+
+def test_framework_banners_of_two_nodes_both_started_as_node_0():
+    diag = diagnose(str(HERE / "lightning_two_node_zero"))
+    top = diag.findings[0]
+    assert (top.rule, top.ranks) == ("rank_claimed_twice", (0, 1, 2, 3))
+    assert all("GLOBAL_RANK" in e.text for e in top.evidence)
+    store = next(f for f in diag.findings if f.rule == "store_clients_timeout")
+    assert store.ranks == (4, 5, 6, 7) and "claimed twice" in store.title
+
+
+def _comm(host, pid, rank, n):
+    return (f"{host}:{pid}:{pid + 9} [{rank % 4}] NCCL INFO comm 0x5{pid:07d} rank {rank} nRanks {n} nNodes 1 "
+            f"localRanks {n} localRank {rank % 4} MNNVL 0\n")
+
+
+def test_a_restart_that_numbers_every_rank_again_is_no_duplicate():
+    attempts = "".join(_comm("node-a", 100 + r, r, 4) for r in range(4))
+    attempts += "".join(_comm("node-a", 200 + r, r, 4) for r in range(4))
+    assert not any(f.rule == "rank_claimed_twice" for f in diagnose(attempts).findings)
+    # ranks 0, 1, 2, 2 of 4: rank 2 has two processes and rank 3 none
+    doubled = "".join(_comm("node-a", 100 + i, r, 4) for i, r in enumerate((0, 1, 2, 2)))
+    f = next(f for f in diagnose(doubled).findings if f.rule == "rank_claimed_twice")
+    assert f.ranks == (2,)
+
+
+# ---- a line with no host -------------------------------------------------------------------------
+
+def test_a_hostless_version_line_does_not_borrow_the_host_before_it():
+    log = ("node-a:100:100 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+           "node-b:200:200 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+           "node-c:300:300 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+           "node-a:100:110 [0] NCCL INFO Channel 00/02 : 0 1 2 3 failed to connect\n"
+           "[rank3]: NCCL version 2.18.1\n")
+    f = next(f for f in diagnose(log).findings if f.category == "version_mismatch")
+    assert f.hosts == () and f.ranks == (3,)
+    assert "node-a" not in f.title + f.cause
