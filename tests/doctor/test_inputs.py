@@ -284,3 +284,54 @@ def test_an_xid_of_the_program_is_not_blamed_on_the_hardware():
     fault = next(f for f in diag.findings if f.rule == "gpu_xid_program_fault")
     assert fault.category != "driver_or_hardware" and "Xid 31: GPU memory page fault" in fault.title
     assert "gpu_xid" not in {f.rule for f in diag.findings}
+
+
+# ----------------------------------------------------------------- NCCL RAS and nccl-tests beside the logs
+
+_RAS_REPORT = b"""Job summary
+===========
+
+  Nodes  Processes         GPUs  Processes     GPUs
+(total)   per node  per process    (total)  (total)
+      4          8            1         32       32
+
+Errors
+======
+
+#0-0 (cf264af53edbe986) INCOMPLETE
+  Missing communicator data from 2 ranks
+  The missing ranks: 5, 21
+"""
+
+
+def test_ras_report_names_the_ranks_it_could_not_reach(tmp_path):
+    d = tmp_path / "job"
+    d.mkdir()
+    for r in (0, 1):   # ranks that print the timeout are not the ones RAS names
+        (d / f"rank{r}.log").write_bytes(
+            f"[rank{r}]:[E ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=812, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) "
+            "ran for 600012 milliseconds before timing out.\n".encode())
+    (d / "ncclras.txt").write_bytes(_RAS_REPORT)
+    ras = next(f for f in diagnose(str(d)).findings if f.rule == "ras_missing_ranks")
+    assert ras.ranks == (5, 21) and ras.category == "slow_rank_timeout"
+
+
+def test_ras_dead_process_leads_the_ranks_it_left_missing():
+    dead = _RAS_REPORT.replace(b"Errors\n======\n", b"Errors\n======\n\nDEAD\n"
+                               b"  1 job process is considered dead (unreachable via the RAS network)\n"
+                               b"  Process 3487984 on node 172.16.64.213 managing GPU 5\n")
+    rules = [f.rule for f in diagnose(dead).findings]
+    assert rules.index("ras_dead_process") < rules.index("ras_missing_ranks")
+    assert diagnose(dead).findings[0].category == "driver_or_hardware"
+
+
+def test_nccl_tests_output_is_evidence_only_when_it_failed():
+    run = (b"#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
+           b"     1048576        262144     float     sum      -1    55.81   18.79   35.23    {wrong}\n"
+           b"# Out of bounds values : {oob}\n"
+           b"# Avg bus bandwidth    : 35.2345 \n")
+    good = diagnose(run.replace(b"{wrong}", b"0").replace(b"{oob}", b"0 OK"))
+    assert [f for f in good.findings if f.severity in ("error", "warning")] == []
+    bad = diagnose(run.replace(b"{wrong}", b"2944").replace(b"{oob}", b"2944 FAILED"))
+    assert bad.findings[0].rule == "nccl_tests_wrong_results" and "2944 values" in bad.findings[0].cause
