@@ -58,7 +58,9 @@ still has entries):
 - ranks at the same sequence id ran different ops: ``fr.desync_op``;
   same ops but other sizes: ``fr.size_mismatch``; other dtypes:
   ``fr.dtype_mismatch`` (all ``collective_desync``). The majority is taken as
-  right and the others are blamed; on a tie every rank involved is blamed.
+  right and the others are blamed; on a tie of ops the ranks that repeat the
+  op every rank ran at the collective before (one more loop iteration) are
+  blamed, else every rank involved.
 - some members have no entry at a sequence id the others reached. If those
   that reached it are fewer than those that did not, the few ran collectives
   the rest never ran: ``fr.extra_collective`` (``collective_desync``, blames
@@ -604,10 +606,34 @@ def _blame_groups(by_key: dict) -> tuple[list, bool]:
     return sorted(r for k, v in by_key.items() if k != majority for r in v), True
 
 
+def _repeats_previous(groups: dict, before: dict) -> Optional[tuple]:
+    """With two groups of ranks and no majority, the group whose ops at the
+    divergent sequence id are the ops every rank ran at the collective
+    before it (the loop's collective once more, where the others moved on to
+    another): it ran an extra iteration. None when neither or both do."""
+    if not before or len(groups) != 2:
+        return None
+    previous = {tuple(e.op for e in es) for es in before.values()}
+    if len(previous) != 1:
+        return None
+    (last,) = previous
+    repeating = [k for k in groups if k == last]
+    return repeating[0] if len(repeating) == 1 else None
+
+
 def _mismatch_finding(kind: str, pg: str, desc: str, seq: int, groups: dict,
-                      at: dict) -> Finding:
+                      at: dict, before: Optional[dict] = None) -> Finding:
     blamed, clear = _blame_groups(groups)
     majority_key = max(groups, key=lambda k: len(groups[k])) if clear else None
+    history = ""
+    if not clear and kind == "op":
+        extra = _repeats_previous(groups, before or {})
+        if extra is not None:
+            blamed, clear = sorted(groups[extra]), True
+            majority_key = next(k for k in groups if k != extra)
+            history = (f" No majority decides, but {_ranks_text(blamed)} repeated the "
+                       f"{' + '.join(extra)} every rank ran at the collective before: it ran one "
+                       "more iteration than the others (a loop whose length depends on the rank's data).")
     evidence = []
     for key, ranks in sorted(groups.items(), key=lambda kv: (-len(kv[1]), min(kv[1]))):
         shown = sorted(ranks)
@@ -642,7 +668,7 @@ def _mismatch_finding(kind: str, pg: str, desc: str, seq: int, groups: dict,
     cause = (f"At {where} the ranks issued {what}. A collective only completes when every rank "
              "of the group calls the same one with matching tensors, so each side waits for the "
              "other until the timeout (NCCL may also corrupt data or crash instead of waiting)."
-             + ("" if clear else " No majority tells which side is wrong, so every rank involved "
+             + (history if clear else " No majority tells which side is wrong, so every rank involved "
                 "is named."))
     fix = ("Make every rank of the group call the same collectives, in the same order, with the "
            "same shapes and dtypes: look for a collective under a rank-dependent branch "
@@ -650,7 +676,7 @@ def _mismatch_finding(kind: str, pg: str, desc: str, seq: int, groups: dict,
            "loop whose length depends on the rank's data, or a tensor shaped by local data. "
            "TORCH_DISTRIBUTED_DEBUG=DETAIL checks every call and names the first mismatch.")
     return Finding(rule=rule, category="collective_desync", severity="error",
-                   confidence=0.9 if clear else 0.6, title=title,
+                   confidence=(0.75 if history else 0.9) if clear else 0.6, title=title,
                    evidence=tuple(evidence[:_MAX_EVIDENCE]), cause=cause, fix=fix, docs=_DOCS,
                    ranks=tuple(blamed))
 
@@ -822,7 +848,8 @@ def _collective_findings(dumps: dict, members: dict, desc: dict, where: Optional
             mismatch = next(((kind, groups) for kind, groups in (("op", by_op), ("size", by_size),
                                                                   ("dtype", by_dtype)) if len(groups) > 1), None)
             if mismatch is not None:
-                found = _mismatch_finding(mismatch[0], pg, desc[pg], seq, mismatch[1], at)
+                before = {r: per_rank[r][prev] for r in at if prev in per_rank.get(r, {})} if prev is not None else {}
+                found = _mismatch_finding(mismatch[0], pg, desc[pg], seq, mismatch[1], at, before)
                 findings.append(found)
                 found_at[id(found)] = (pg, seq, mismatch[0])
                 break

@@ -175,3 +175,46 @@ def test_a_hostless_version_line_does_not_borrow_the_host_before_it():
     f = next(f for f in diagnose(log).findings if f.category == "version_mismatch")
     assert f.hosts == () and f.ranks == (3,)
     assert "node-a" not in f.title + f.cause
+
+
+# ---- a desync with no majority --------------------------------------------------------------------
+
+def _factory():
+    import importlib.util
+    import sys
+
+    name = "ncclnb_test_fr_factory"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent / "fr" / "factory.py")
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+def test_two_ranks_the_one_that_repeats_the_loop_collective_ran_an_extra_iteration():
+    # a real gloo run of unseeded_split_desync with 2 ranks: rank 1 has 13 batches, rank 0 has 12
+    diag = diagnose(str(HERE / "desync_two_ranks"))
+    top = diag.findings[0]
+    assert (top.rule, top.category, top.ranks) == ("fr.desync_op", "collective_desync", (1,))
+    assert "one more iteration" in top.cause
+
+
+def test_history_breaks_a_tie_only_when_one_side_repeats_the_op_before():
+    from ncclnb.doctor.flight_recorder import analyze_dumps
+
+    f = _factory()
+    ts = f.world(2)
+    for t in ts:
+        t.collective("all_reduce")
+    ts[0].collective("all_gather_into_tensor", ((4,),), out_sizes=((8,),))
+    ts[1].collective("all_reduce")
+    top = next(x for x in analyze_dumps(f.dumps(ts)) if x.severity == "error")
+    assert (top.rule, top.ranks) == ("fr.desync_op", (1,))
+    # the collective before was a broadcast: neither side repeats it, nothing breaks the tie
+    ts = f.world(2)
+    for t in ts:
+        t.collective("broadcast")
+    ts[0].collective("all_gather_into_tensor", ((4,),), out_sizes=((8,),))
+    ts[1].collective("all_reduce")
+    top = next(x for x in analyze_dumps(f.dumps(ts)) if x.severity == "error")
+    assert (top.rule, top.ranks) == ("fr.desync_op", (0, 1))
