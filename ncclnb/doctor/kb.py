@@ -67,8 +67,8 @@ TRIGGERS = (
     "--nnodes", "nNodes", " Pid  ", "heckpoint", "reprocess", "okeniz", "Clustering", "fit` stopped",
     "raining completed", "Out of bounds values", "Avg bus bandwidth", "Destroy COMPLETE", "Setting affinity", "Launch mode", "out-of-place", "Trees [", "SOCKET_IFNAME", "NCCL_IB_",
     "mlx5_",
-    # NCCL RAS (ncclras) naming the ranks it could not reach
-    "missing rank",
+    # NCCL RAS (ncclras) naming the ranks it could not reach; the NVSwitch driver's errors in the kernel log
+    "missing rank", "SXid (",
     # wordings of the failure families (arch/build, NVLS/fabric, verbs, RoCE GIDs, memlock, name resolution, ports,
     # the store, device mapping, shm, P2P/ACS/IOMMU, bootstrap checks, topology)
     "kernel image", "not compatible", "NOT_READY", "fabricmanager", "Fabric State", "cuMulticast", "NVLink SHARP",

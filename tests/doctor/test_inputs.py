@@ -335,3 +335,12 @@ def test_nccl_tests_output_is_evidence_only_when_it_failed():
     assert [f for f in good.findings if f.severity in ("error", "warning")] == []
     bad = diagnose(run.replace(b"{wrong}", b"2944").replace(b"{oob}", b"2944 FAILED"))
     assert bad.findings[0].rule == "nccl_tests_wrong_results" and "2944 values" in bad.findings[0].cause
+
+
+def test_fatal_nvswitch_sxid_in_a_kernel_log_is_hardware():
+    diag = diagnose(b"[ 6512.203411] nvidia-nvswitch2: SXid (PCI:0000:87:00.0): 20034, Fatal, Link 30 LTSSM Fault Up\n"
+                    b"[ 6512.300000] nvidia-nvswitch2: SXid (PCI:0000:87:00.0): 12028, Non-fatal, Link 31 egress "
+                    b"non-posted PRIV error (First)\n")
+    assert [(f.rule, f.category) for f in diag.findings if f.severity == "error"] == \
+        [("nvswitch_sxid_fatal", "driver_or_hardware")]
+    assert "20034" in diag.findings[0].cause
