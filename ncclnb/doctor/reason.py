@@ -222,10 +222,14 @@ def watchdog_findings(state: ReasonState, world_size: Optional[int], present=fro
     missing = (known | {r for r in present if isinstance(r, int)}) - timed_out
 
     def minority(key):
+        """The ranks outside the one most common value; with no single most common value (a tie),
+        every rank: nothing says which side is wrong."""
         counts = Counter(key(r) for r in recs.values())
         if len(counts) < 2:
             return set()
-        common = counts.most_common(1)[0][0]
+        (common, n), (_, runner_up) = counts.most_common(2)
+        if n == runner_up:
+            return set(recs)
         return {r.rank for r in recs.values() if key(r) != common}
 
     if len(ops) > 1 or len(by_shape) > 1:

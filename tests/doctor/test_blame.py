@@ -218,3 +218,19 @@ def test_history_breaks_a_tie_only_when_one_side_repeats_the_op_before():
     ts[1].collective("all_reduce")
     top = next(x for x in analyze_dumps(f.dumps(ts)) if x.severity == "error")
     assert (top.rule, top.ranks) == ("fr.desync_op", (0, 1))
+
+
+def test_watchdog_desync_of_two_ranks_blames_both_not_an_arbitrary_one():
+    log = _wd(0, 25, 24).replace("ALLREDUCE", "_ALLGATHER_BASE") + _wd(1, 25, 24)
+    top = diagnose(log).findings[0]
+    assert (top.rule, top.ranks) == ("watchdog_desync", (0, 1))
+    # three ranks: the majority decides
+    top = diagnose(log + _wd(2, 25, 24)).findings[0]
+    assert (top.rule, top.ranks) == ("watchdog_desync", (0,))
+
+
+def test_gloo_timeouts_of_the_waiting_ranks_are_the_recorders_incident():
+    for case in (HERE / "desync_two_ranks", HERE.parent / "repro_logs" / "unseeded_split_desync"):
+        diag = diagnose(str(case))
+        assert [f.rule for f in _errors(diag)] == ["fr.desync_op"], case.name
+        assert any("Timed out waiting" in e.text for e in diag.findings[0].evidence)
