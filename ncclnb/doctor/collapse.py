@@ -19,11 +19,15 @@ different made-up prefixes, and a rest that does not give back each one's
 own host and pid is not collapsed (nor is one holding the made-up hosts'
 ``\\x01``, or nothing but blanks). ``Template.inert`` is filled in by the
 collector once it has read the message (see ``_Collector.line``).
+
+:func:`skip_inert` goes one step further, between the scanner and the
+collector: lines with a rest known inert never reach the collector at all,
+but for the few that stand in for what they would have done.
 """
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Iterator, Optional
 
 from .normalize import Line, normalize
 
@@ -36,9 +40,10 @@ _PROBES = (("\x01a", 1), ("\x01b", 2))   # made-up (host, pid) the rest is tried
 class Template:
     """What ``normalize`` reads from the rest of a line after NCCL's prefix."""
 
-    __slots__ = ("text", "rank", "local_rank", "level", "ts", "where", "inert")
+    __slots__ = ("text", "rank", "local_rank", "level", "ts", "where", "inert", "rest")
 
-    def __init__(self, ln: Line):
+    def __init__(self, ln: Line, rest: bytes = b""):
+        self.rest = rest   # the bytes it was made from (what skip_inert knows a line by)
         self.text, self.rank, self.local_rank = ln.text, ln.rank, ln.local_rank
         self.level, self.ts, self.where = ln.level, ln.ts, ln.where
         self.inert: Optional[bool] = None   # set by the collector: a message no gate, signature or WARN rule reads
@@ -62,7 +67,7 @@ def template_of(rest: bytes) -> Optional[Template]:
     a, b = got
     if (a.text, a.rank, a.local_rank, a.level, a.ts, a.where) != (b.text, b.rank, b.local_rank, b.level, b.ts, b.where):
         return None
-    return Template(a)
+    return Template(a, rest)
 
 
 class Normalizer:
@@ -98,3 +103,58 @@ class Normalizer:
                 self.hosts.clear()
             host = self.hosts[hb] = hb.decode("ascii")
         return tpl.line(host, int(m.group(2))), tpl
+
+
+class InertRests:
+    """The rests (bytes after NCCL's prefix) whose message the collector has
+    read, found inert, and still holds in its match cache. ``generation``
+    counts the times it was emptied (with that cache): a snapshot taken for a
+    worker holds only while the generation is the same."""
+
+    def __init__(self, limit: int = MAX_TEMPLATES):
+        self.rests: set = set()
+        self.generation = 0
+        self.limit = limit
+
+    def add(self, rest: bytes) -> None:
+        if len(self.rests) >= self.limit:
+            self.clear()
+        self.rests.add(rest)
+
+    def clear(self) -> None:
+        self.rests.clear()   # in place: skip_inert holds the set itself
+        self.generation += 1
+
+
+def skip_inert(lines: Iterator[tuple[int, bytes]], inert) -> Iterator[tuple[int, bytes]]:
+    """``lines`` (``(line number, raw)`` of one source) without the lines the
+    collector needs no more: NCCL-prefixed lines whose rest is in ``inert``
+    (rests whose message the collector has read and found inert, while its
+    match cache still holds it) and whose host this source already showed.
+    What such a line would do is redone by the lines kept: a host is kept the
+    first time it shows, and before each line kept comes the last line
+    skipped since the one before (a line's source state, its host and the
+    message a hard-wrapped next line joins, is the last such line's). The
+    iterator given is closed however this one ends."""
+    hosts: set = set()
+    pending = None
+    match = PREFIX.match
+    try:
+        for item in lines:
+            m = match(item[1])
+            if m is not None and item[1][m.end():] in inert:
+                host = m.group(1)
+                if host in hosts:
+                    pending = item
+                    continue
+                hosts.add(host)
+            if pending is not None:
+                yield pending
+                pending = None
+            yield item
+        if pending is not None:
+            yield pending
+    finally:
+        close = getattr(lines, "close", None)
+        if close is not None:
+            close()

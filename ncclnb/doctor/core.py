@@ -11,7 +11,7 @@ from typing import Optional
 
 from ..model import Diagnosis, Evidence, Finding, RankStatus
 from ..model.redact import scrub_cut
-from .collapse import Normalizer
+from .collapse import InertRests, Normalizer, skip_inert
 from .kb import Signature, load_signatures
 from .normalize import MAX_DIGITS, clean, num
 from .priors import CANDIDATE_KIND_TITLES, LogContext, preferred_category, rank_candidates, warn_prior
@@ -31,7 +31,7 @@ MAX_BLAMED = 1024
 MAX_DUMP = 48 << 20       # bytes of a flight-recorder dump read (torch's 2000-entry buffer is a few MB)
 MAX_DUMP_ITEMS = 2_000_000  # JSON values a dump may hold (bounds the memory json.loads needs)
 MAX_DUMPS_KEPT = 512 << 20  # estimated bytes kept of all dumps (what the analysis reads: ~2.6M entries of the usual size)
-MATCH_CACHE = 4096        # distinct messages whose signature matches are remembered
+MATCH_CACHE = 1 << 16     # distinct messages whose signature matches are remembered (a 1024-rank log has thousands)
 _NCCLNB_JSON = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"schema"\s*:\s*"ncclnb\.[a-z]+/')
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -140,6 +140,7 @@ class _Collector:
         self._matchers = [(sig, lit, rx) for sig in sigs for lit, rx in sig.compiled]
         self._match_cache: dict = {}     # message -> [(signature, match)], bounded
         self._normalize = Normalizer(enabled=collapse)   # raw line -> (Line, template); see collapse.py
+        self._inert = InertRests()       # rests of inert messages still in the match cache (collapse.skip_inert)
         self.hits: dict[str, _Hits] = {}
         self.state = ReasonState()
         self.rows: dict = {}             # rank (int) or ("pid", host, pid) -> _RankRow
@@ -244,12 +245,13 @@ class _Collector:
                 self.source_ranks.add(ctx.rank_hint)
                 self.rank_files.setdefault(ctx.rank_hint, {}).setdefault(_log_stem(src.name), src.name)
             if workers:   # the workers read the file opened here, whatever the path names meanwhile
-                scanner = ParallelScan(src.path, workers, fd=stream.fileno())
+                scanner = ParallelScan(src.path, workers, fd=stream.fileno(),
+                                       skip=self._inert if self._normalize.enabled else None)
                 self.workers = max(self.workers, workers)
             else:   # a pipe or a device may never end: a stretch with no line break stops it
                 scanner = LineScanner(stream, binary=binary,
                                       max_no_newline=MAX_NO_NEWLINE if before is None and not src.text else None)
-            lines = iter(scanner)
+            lines = skip_inert(iter(scanner), self._inert.rests) if self._normalize.enabled else iter(scanner)
             try:
                 for line_no, raw in lines:
                     self.line(ctx, line_no, raw)
@@ -276,7 +278,7 @@ class _Collector:
         if ln is None:
             return
         if tpl is not None and tpl.inert:
-            self._inert_line(ctx, line_no, ln)
+            self._inert_line(ctx, line_no, ln, tpl)
             return
         text = raw.decode("utf-8", "replace")
         msg = ln.text
@@ -371,7 +373,7 @@ class _Collector:
         if ln.level == "WARN" and not hits:
             self._unrecognised_warn(ln.where, msg, rank, host, ln.pid, ev, order)
 
-    def _inert_line(self, ctx: _SourceContext, line_no: int, ln) -> None:
+    def _inert_line(self, ctx: _SourceContext, line_no: int, ln, tpl) -> None:
         """What :meth:`line` does with a line whose message no gate, signature or
         WARN rule reads (its template says so): the host is seen, the message is
         the one a hard-wrapped next line would be joined to. Nothing else."""
@@ -379,6 +381,7 @@ class _Collector:
         self.context.observe_host(ln.host)
         self._matches(ln.text)   # the same lookups as line(): a message the bounded cache dropped feeds the context again
         ctx.prev_no, ctx.prev_text, ctx.prev_ids = line_no, ln.text[:2000], frozenset()
+        self._inert.add(tpl.rest)   # later lines with it need not reach here at all
 
     def _matches(self, msg: str) -> list:
         """[(signature, match)] for ``msg``; a message seen for the first time also feeds the context."""
@@ -398,6 +401,7 @@ class _Collector:
                     hits.append((sig, m))
             if len(self._match_cache) >= MATCH_CACHE:
                 self._match_cache.clear()
+                self._inert.clear()   # skip_inert may skip only lines whose message is in the cache
             self._match_cache[msg] = hits
         return hits
 
@@ -608,7 +612,6 @@ class _Collector:
             fr_findings, statuses = _flight_recorder(dumps)
             for f, tier in self._reconcile(fr_findings, findings):
                 findings.append((tier, f.confidence, (-1,), f))
-            self._fold_into_recorder(findings)
         for f in self._claimed_twice():
             findings.append((_TIER_ROOT_ERROR, f.confidence, (-1,), f))
             # two processes on one rank: the store port taken twice, the store waiting for the rank nobody
@@ -677,21 +680,6 @@ class _Collector:
                                    replace(g, ranks=blamed, title=g.title + f"; rank {_span(blamed)} failed first"))
             findings[i] = (_TIER_CONSEQUENCE, conf, first,
                            replace(f, title=f.title + f" (after rank {_span(crashed)} failed)"))
-
-    def _fold_into_recorder(self, findings: list) -> None:
-        """gloo's send/recv timeouts are the waiting side of the incident the
-        flight recorder explains (a desync, a rank that never arrived or came
-        late, a send/recv without its partner): one card, the recorder's,
-        with their lines as its evidence. In place."""
-        h = self.hits.get("gloo_op_timeout")
-        card = next((i for i, (tier, _, _, g) in enumerate(findings)
-                     if g.rule.startswith("fr.") and tier <= _TIER_ROOT_WARNING and g.severity == "error"
-                     and g.category in ("collective_desync", "slow_rank_timeout", "p2p_pairing")), None)
-        if h is None or card is None:
-            return
-        tier, conf, first, g = findings[card]
-        findings[card] = (tier, conf, first, self._fold(g, [h]))
-        findings[:] = [t for t in findings if t[3].rule.split("~")[0] != h.sig.id]
 
     def _fold(self, card: Finding, folded: list) -> Finding:
         """``card`` with the evidence of the hits ``folded`` into it, its title naming the ranks that printed them."""

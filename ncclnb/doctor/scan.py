@@ -43,13 +43,14 @@ from collections import deque
 from contextlib import contextmanager
 from typing import BinaryIO, Iterator, Optional
 
+from .collapse import skip_inert
 from .kb import TRIGGERS
 from .sources import BINARY
 
 CHUNK = 8 << 20          # bytes read at a time
 MAX_LINE = 64 << 10      # longer lines are cut here; the rest of the line is skipped
 PIECE = 1 << 20          # bytes per read call
-NUMPY_MIN = 1 << 20      # regions at least this large use the numpy filter (when numpy imports)
+NUMPY_MIN = 16 << 10     # regions at least this large use the numpy filter (when numpy imports): a per-rank file too
 PARALLEL_MIN = 64 << 20  # regular files at least this large are scanned by a process pool
 RANGE = 16 << 20         # bytes per parallel task
 WORKER_CHUNK = 4 << 20   # bytes a worker reads at a time (smaller: several workers stay within memory)
@@ -449,14 +450,16 @@ class NotTheFile(OSError):
 
 
 def scan_range(path: str, start: int, stop: int, chunk: Optional[int] = None, max_line: Optional[int] = None,
-               max_candidates: Optional[int] = None,
-               identity: Optional[tuple[int, int]] = None) -> tuple[list, int, str, Optional[int]]:
+               max_candidates: Optional[int] = None, identity: Optional[tuple[int, int]] = None,
+               skip: Optional[frozenset] = None) -> tuple[list, int, str, Optional[int]]:
     """The worker: candidates of bytes [start, stop) of ``path`` (a range that
     begins at a line start) as ``[(range-relative line number, bytes)]``, the
     number of lines in the range, a truncation message ("" when none), and the
     byte offset where it stopped early because it reached ``max_candidates``
     (None when it read the whole range). ``identity`` (device, inode): raise
-    :class:`NotTheFile` unless ``path`` opens that very file."""
+    :class:`NotTheFile` unless ``path`` opens that very file. ``skip``: rests
+    the caller knows inert (:func:`ncclnb.doctor.collapse.skip_inert` drops
+    their lines here, so they are neither shipped nor read again)."""
     with open(path, "rb") as fh:
         if identity is not None:
             st = os.fstat(fh.fileno())
@@ -467,7 +470,7 @@ def scan_range(path: str, start: int, stop: int, chunk: Optional[int] = None, ma
         chunk = chunk or WORKER_CHUNK
         scanner = LineScanner(_Range(fh, stop), chunk=chunk, max_line=max_line,
                               max_candidates=max_candidates or MAX_TASK_CANDIDATES, piece=chunk)
-        found = list(scanner)
+        found = list(skip_inert(iter(scanner), skip) if skip else scanner)
     stopped = None if scanner.stopped_at is None else start + scanner.stopped_at
     return found, scanner.lines_read, scanner.truncated, stopped
 
@@ -598,8 +601,10 @@ class ParallelScan:
     not_a_log = ""
 
     def __init__(self, path: str, workers: int, chunk: Optional[int] = None, max_line: Optional[int] = None,
-                 step: Optional[int] = None, max_candidates: Optional[int] = None, fd: Optional[int] = None):
+                 step: Optional[int] = None, max_candidates: Optional[int] = None, fd: Optional[int] = None,
+                 skip=None):
         self.path, self.workers, self.fd = path, workers, fd
+        self.skip = skip   # collapse.InertRests of the caller: each task takes a snapshot
         self.chunk, self.max_line = chunk, max_line or MAX_LINE
         self.step, self.max_candidates = step or RANGE, max_candidates or MAX_TASK_CANDIDATES
         self.lines_read = 0
@@ -631,6 +636,7 @@ class ParallelScan:
             self.lines_read, self.truncated = scanner.lines_read, scanner.truncated
             return
         where, identity = _fd_path(fd, self.path), (st.st_dev, st.st_ino)
+        skip = self.skip
         try:
             pending: deque = deque()
             todo = iter(ranges)
@@ -640,20 +646,22 @@ class ParallelScan:
                 nonlocal broken
                 for rng in todo:
                     fut = None
+                    gen = skip.generation if skip is not None else 0
                     if not broken:
                         try:
                             fut = pool.submit(scan_range, where, rng[0], rng[1], self.chunk, self.max_line,
-                                              self.max_candidates, identity)
+                                              self.max_candidates, identity,
+                                              frozenset(skip.rests) if skip is not None else None)
                         except Exception:  # a broken pool takes no more work: the rest is read here
                             broken = True
-                    pending.append((rng, fut))
+                    pending.append((rng, fut, gen))
                     return
 
             with _signals_held():   # the first submit forks the workers
                 for _ in range(2 * self.workers):
                     submit()
             while pending:
-                (start, stop), fut = pending.popleft()
+                (start, stop), fut, gen = pending.popleft()
                 submit()
                 try:
                     if fut is None:
@@ -661,8 +669,22 @@ class ParallelScan:
                     found, lines, truncated, stopped = fut.result()
                 except Exception:  # a worker died, could not read, or saw another file: read this range here
                     found, lines, truncated, stopped = [], 0, "", start
+                last = 0
                 for no, line in found:
+                    if skip is not None and skip.generation != gen:
+                        break
                     yield base + no, line
+                    last = no
+                else:
+                    last = None
+                if last is not None:
+                    # the caller's match cache was emptied since the snapshot: the lines the worker dropped
+                    # may matter again, so the rest of the range is read here, every candidate
+                    again = self._here(fd, start, stop)
+                    for no, line in again:
+                        if no > last:
+                            yield base + no, line
+                    lines, truncated, stopped = again.lines_read, again.truncated, None
                 base += lines
                 if stopped is not None and stopped < stop:
                     # too many candidates to ship at once: stream the rest of the range here

@@ -174,3 +174,37 @@ def test_memoised_trigger_test_says_what_the_plain_one_says():
         raw = line.encode()
         assert scan.has_trigger(raw) == scan._has_trigger(raw), line
         assert scan.has_trigger(raw) == any(t.encode() in raw for t in TRIGGERS), line
+
+
+@pytest.mark.parametrize("match_cache", [None, 40])
+def test_parallel_scan_with_worker_skipping_same_as_plain(tmp_path, monkeypatch, match_cache):
+    # workers drop lines whose rest the caller knows inert (a snapshot per task); a small match cache empties
+    # often, so snapshots go stale and ranges are read again here: the same Diagnosis all the same
+    from ncclnb.doctor import core
+
+    log = tmp_path / "ranks.log"
+    log.write_text(_many_ranks_log(4) * 4, encoding="utf-8")
+    if match_cache:
+        monkeypatch.setattr(core, "MATCH_CACHE", match_cache)
+    monkeypatch.setattr(scan, "NUMPY_MIN", 1024)
+    monkeypatch.setattr(scan, "RANGE", 60_000)
+    monkeypatch.setattr(scan, "PARALLEL_MIN", 1 << 40)
+    plain = diagnose(str(log), collapse=False).to_dict()
+    monkeypatch.setattr(scan, "PARALLEL_MIN", 1024)
+    monkeypatch.setenv("NCCLNB_DOCTOR_WORKERS", "2")
+    found = []
+    orig = scan.ParallelScan.__iter__
+
+    def counting(self):
+        for item in orig(self):
+            found.append(item[0])
+            yield item
+
+    monkeypatch.setattr(scan.ParallelScan, "__iter__", counting)
+    parallel = diagnose(str(log)).to_dict()
+    assert parallel == plain
+    assert found == sorted(found) and len(found) == len(set(found))   # file order, no line twice
+    if match_cache is None:
+        # the workers did drop lines: fewer came back than the file has candidates
+        candidates = sum(1 for line in log.read_bytes().splitlines() if scan.has_trigger(line))
+        assert len(found) < candidates / 2
