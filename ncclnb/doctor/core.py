@@ -612,6 +612,7 @@ class _Collector:
             fr_findings, statuses = _flight_recorder(dumps)
             for f, tier in self._reconcile(fr_findings, findings):
                 findings.append((tier, f.confidence, (-1,), f))
+            self._fold_into_recorder(findings)
         for f in self._claimed_twice():
             findings.append((_TIER_ROOT_ERROR, f.confidence, (-1,), f))
             # two processes on one rank: the store port taken twice, the store waiting for the rank nobody
@@ -680,6 +681,21 @@ class _Collector:
                                    replace(g, ranks=blamed, title=g.title + f"; rank {_span(blamed)} failed first"))
             findings[i] = (_TIER_CONSEQUENCE, conf, first,
                            replace(f, title=f.title + f" (after rank {_span(crashed)} failed)"))
+
+    def _fold_into_recorder(self, findings: list) -> None:
+        """gloo's send/recv timeouts are the waiting side of the incident the
+        flight recorder explains (a desync, a rank that never arrived or came
+        late, a send/recv without its partner): one card, the recorder's,
+        with their lines as its evidence. In place."""
+        h = self.hits.get("gloo_op_timeout")
+        card = next((i for i, (tier, _, _, g) in enumerate(findings)
+                     if g.rule.startswith("fr.") and tier <= _TIER_ROOT_WARNING and g.severity == "error"
+                     and g.category in ("collective_desync", "slow_rank_timeout", "p2p_pairing")), None)
+        if h is None or card is None:
+            return
+        tier, conf, first, g = findings[card]
+        findings[card] = (tier, conf, first, self._fold(g, [h]))
+        findings[:] = [t for t in findings if t[3].rule.split("~")[0] != h.sig.id]
 
     def _fold(self, card: Finding, folded: list) -> Finding:
         """``card`` with the evidence of the hits ``folded`` into it, its title naming the ranks that printed them."""
