@@ -20,8 +20,8 @@ from .reason import (BANNER, COMM, PG_ID, PLAN, PROGRESS, VERSION, WATCHDOG, WOR
                      duplicate_claims, out_of_range_findings, plan_findings, version_findings, watchdog_findings,
                      world_size_findings)
 from .scan import MAX_NO_NEWLINE, LineScanner, ParallelScan, looks_binary, workers_for
-from .sources import (EMPTY, DoctorInputError, Source, changed_while_read, expand, nothing_readable, rank_from_name,
-                      regular_stat)
+from .sources import (EMPTY, NCCLNB_JSON, DoctorInputError, Source, changed_while_read, expand, nothing_readable,
+                      rank_from_name, regular_stat)
 
 MAX_EVIDENCE = 5          # evidence lines kept per finding
 MAX_TEXT = 500            # characters of a line kept as evidence
@@ -154,7 +154,7 @@ class _Collector:
         self.dumps_kept = 0              # estimated bytes of the dumps kept so far
         self.rank_files: dict = {}       # rank -> {file stem: file name} of the logs named after it
         self.skipped: list = []          # (index, source, why) of inputs not read: binary, unlistable, ...
-        self.blank: list = []            # (index, source) of inputs holding nothing but white space
+        self.blank: list = []            # (index, source, why) of inputs with no log text: white space, ncclnb's JSON
         self.changed: list = []          # (source, how) of files that changed while they were read
         self.rows_extra: set = set()     # row keys past MAX_RANKS (ranks that printed an error)
         self.ranks_cut: set = set()      # row keys refused once the table was full (at most MAX_CUT_COUNTED)
@@ -211,10 +211,12 @@ class _Collector:
             head = b""
         else:
             if not src.text and len(head) < 65536 and not head.strip():   # a short read is the whole input
-                self.blank.append((index, src.name))
+                self.blank.append((index, src.name, EMPTY))
         workers, binary = 0, False
         if _NCCLNB_JSON.match(head[:256]):
-            return  # a snapshot, report, diagnosis or repro result ncclnb wrote: facts, not log lines
+            # a snapshot, report, diagnosis or repro result ncclnb wrote: facts, not log lines
+            self.blank.append((index, src.name, NCCLNB_JSON))
+            return
         try:
             if head[:1] in (b"{", b" ", b"\n", b"\t", b"\xef") and _looks_like_dump(head):
                 # read at most MAX_DUMP bytes, parse only what stays small in memory, and keep
@@ -1170,9 +1172,9 @@ def diagnose(*sources, top: Optional[int] = None, signatures: Optional[tuple[Sig
         names.append(src.name)
         col.read(src, index, dumps)
     if col.blank and not dumps and not col.skipped_dumps \
-            and len({i for i, _ in col.blank} | {i for i, _, _ in col.skipped}) == len(names):
+            and len({i for i, _, _ in col.blank} | {i for i, _, _ in col.skipped}) == len(names):
         # every input was empty or unreadable: "no known failure" would claim a log was read
-        unread = sorted([(i, n, EMPTY) for i, n in col.blank] + col.skipped)
+        unread = sorted(col.blank + col.skipped)
         raise nothing_readable(sources, [(n, why) for _, n, why in unread])
     if col.skipped:   # inputs not read are not sources of the diagnosis; with none read, nothing to say
         unread = {i for i, _, _ in col.skipped}

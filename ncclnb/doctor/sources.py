@@ -18,6 +18,7 @@ _PATHLIKE = re.compile(r"^[^\s]*(?:/[^\s]*|\.(?:log|txt|gz|json|out|err))$")
 _GZIP_MAGIC = b"\x1f\x8b"
 BINARY = "binary data, not a log"   # why a stream whose bytes are not text is not read
 EMPTY = "empty, no log text"        # why a file or stream of nothing but white space gives no diagnosis
+NCCLNB_JSON = "ncclnb's own JSON (a snapshot, report or result), not a log: ncclnb check or ncclnb show reads it"
 
 
 class DoctorInputError(OSError):
@@ -277,11 +278,13 @@ def nothing_readable(sources: tuple, skipped: list) -> DoctorInputError:
         return DoctorInputError(errno.EINVAL, why, name)
     args = [os.fspath(s) for s in sources if isinstance(s, (str, os.PathLike))]
     if len(sources) == 1 and args and "\n" not in args[0] and os.path.isdir(args[0]):
-        binary, empty = (sum(w == kind for _, w in skipped) for kind in (BINARY, EMPTY))
-        if binary == len(skipped) or empty == len(skipped):
-            text = f"no log text in it ({len(skipped)} files, all {'binary data' if binary else 'empty'})"
-        elif binary + empty == len(skipped):
-            text = f"no log text in it ({len(skipped)} files: {empty} empty, {binary} binary data)"
+        labels = {EMPTY: "empty", BINARY: "binary data", NCCLNB_JSON: "ncclnb's own JSON"}
+        counts = {label: sum(why == reason for _, why in skipped) for reason, label in labels.items()}
+        counts = {label: n for label, n in counts.items() if n}
+        if len(counts) == 1 and sum(counts.values()) == len(skipped):
+            text = f"no log text in it ({len(skipped)} files, all {next(iter(counts))})"
+        elif sum(counts.values()) == len(skipped):
+            text = f"no log text in it ({len(skipped)} files: {', '.join(f'{n} {k}' for k, n in counts.items())})"
         else:
             text = f"no log text in it ({len(skipped)} entries skipped; the first: {name}: {why})"
         return DoctorInputError(errno.EINVAL, text, args[0])

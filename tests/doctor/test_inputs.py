@@ -344,3 +344,20 @@ def test_fatal_nvswitch_sxid_in_a_kernel_log_is_hardware():
     assert [(f.rule, f.category) for f in diag.findings if f.severity == "error"] == \
         [("nvswitch_sxid_fatal", "driver_or_hardware")]
     assert "20034" in diag.findings[0].cause
+
+
+def test_ncclnb_json_alone_is_no_log_but_beside_logs_changes_nothing(tmp_path):
+    import ncclnb
+
+    snap = sorted((Path(ncclnb.__file__).parent / "recorded" / "data").glob("*.json"))[0]   # a bundled snapshot
+    d = tmp_path / "run"
+    d.mkdir()
+    shutil.copy(snap, d / "node0.json")
+    shutil.copy(snap, d / "node1.json")
+    assert _one_line_exit_2(run_cli("doctor", str(d))).endswith("no log text in it (2 files, all ncclnb's own JSON)")
+    with pytest.raises(DoctorInputError, match="ncclnb check or ncclnb show reads it"):
+        diagnose(str(d / "node0.json"))
+    (d / "rank1.log").write_bytes(ERROR_LINE)
+    diag = diagnose(str(d))
+    assert diag.findings[0].category == "oom_or_resource"
+    assert "input_skipped" not in {f.rule for f in diag.findings}
