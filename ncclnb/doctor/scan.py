@@ -55,6 +55,7 @@ PARALLEL_MIN = 64 << 20  # regular files at least this large are scanned by a pr
 RANGE = 16 << 20         # bytes per parallel task
 WORKER_CHUNK = 4 << 20   # bytes a worker reads at a time (smaller: several workers stay within memory)
 MAX_WORKERS = 4
+MANY_HITS = 64           # flagged windows in a region past which lines are numbered at once (numpy), not one by one
 MAX_TASK_CANDIDATES = 50_000   # a worker stops collecting here; the caller scans the rest itself
 TEXT_BLOCK = 64 << 10    # bytes judged text or binary at once
 BINARY_BUDGET = 32 << 20  # bytes of binary data read, with no text and no candidate line, before giving up
@@ -224,7 +225,7 @@ class _QuadTable:
             return [], total
         pos = np.unique(np.concatenate(found)) if len(found) > 1 else found[0]
         out = []
-        if pos.size > 2048:
+        if pos.size > MANY_HITS:
             # many hits: number them all at once from the newline positions
             newlines = np.flatnonzero(is_nl) + start
             for idx in np.unique(np.searchsorted(newlines, pos)).tolist():

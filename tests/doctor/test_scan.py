@@ -59,8 +59,10 @@ def _scan(data: bytes, **kw) -> tuple[list, int]:
     return found, s.lines_read
 
 
+@pytest.mark.parametrize("many_hits", [0, 1 << 30])   # hits numbered at once, or one by one
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_both_filters_give_the_rule(seed):
+def test_both_filters_give_the_rule(seed, many_hits, monkeypatch):
+    monkeypatch.setattr(scan, "MANY_HITS", many_hits)
     data = _log(3000, seed)
     end = data.rfind(b"\n") + 1
     table = scan._QuadTable(np, data)
@@ -73,10 +75,12 @@ def test_both_filters_give_the_rule(seed):
     assert scan._py_filter(data, start, end, 400) == other.filter(data, start, end, 400)
 
 
+@pytest.mark.parametrize("many_hits", [0, 1 << 30])
 @pytest.mark.parametrize("chunk", [7, 64, 1000, 4096, 1 << 20])
 @pytest.mark.parametrize("seed", [1, 2])
-def test_chunk_size_does_not_change_the_lines(chunk, seed, monkeypatch):
+def test_chunk_size_does_not_change_the_lines(chunk, seed, many_hits, monkeypatch):
     monkeypatch.setattr(scan, "NUMPY_MIN", 512)  # the numpy filter on most chunks
+    monkeypatch.setattr(scan, "MANY_HITS", many_hits)
     data = _log(2000, seed)
     assert _scan(data, chunk=chunk, max_line=400) == _reference(data, 400)
 
