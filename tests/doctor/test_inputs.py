@@ -139,6 +139,20 @@ def test_planted_pickle_is_refused_and_runs_nothing(tmp_path, protocol):
     assert not marker.exists()
 
 
+def test_a_text_protocol_pickle_is_never_unpickled(tmp_path):
+    # protocols 0 and 1 have no b"\x80" header: such a file is read as (odd) log text, never loaded
+    marker = tmp_path / "ran"
+    payload = _planted(marker, 0)
+    assert not looks_like_pickle(payload)
+    pickle.loads(payload)   # the control: this payload runs too when loaded plainly
+    assert marker.is_dir()
+    marker.rmdir()
+    planted = tmp_path / "rank0.pkl"
+    planted.write_bytes(payload)
+    diag = diagnose(str(planted))
+    assert diag.lines_read > 0 and not marker.exists()
+
+
 def test_planted_pickle_among_real_dumps_is_skipped_and_named(tmp_path):
     marker = tmp_path / "ran"
     d = _copy(".pkl", tmp_path / "dumps")
