@@ -228,10 +228,12 @@ class _QuadTable:
         if pos.size > MANY_HITS:
             # many hits: number them all at once from the newline positions
             newlines = np.flatnonzero(is_nl) + start
-            for idx in np.unique(np.searchsorted(newlines, pos)).tolist():
-                st = int(newlines[idx - 1]) + 1 if idx else start
-                stop = int(newlines[idx]) if idx < total else end
-                line = data[st:min(stop, st + max_line)]
+            idxs = np.unique(np.searchsorted(newlines, pos))
+            bounds = np.concatenate(([start - 1], newlines, [end]))   # line i runs from bounds[i] + 1 to bounds[i + 1]
+            starts = bounds[idxs] + 1
+            stops = np.minimum(bounds[idxs + 1], starts + max_line)
+            for idx, st, stop in zip(idxs.tolist(), starts.tolist(), stops.tolist()):
+                line = data[st:stop]
                 if has_trigger(line):
                     out.append((idx, line))
             return out, total
