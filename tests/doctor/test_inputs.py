@@ -375,3 +375,14 @@ def test_ncclnb_json_alone_is_no_log_but_beside_logs_changes_nothing(tmp_path):
     diag = diagnose(str(d))
     assert diag.findings[0].category == "oom_or_resource"
     assert "input_skipped" not in {f.rule for f in diag.findings}
+
+
+def test_a_repro_run_whose_ranks_wrote_nothing_gets_an_empty_diagnosis(tmp_path):
+    from ncclnb.repro.runner import diagnose_run_dir
+
+    for r in range(2):
+        (tmp_path / f"rank{r}.log").write_bytes(b"")
+    with pytest.raises(DoctorInputError):
+        diagnose(str(tmp_path))
+    diag = diagnose_run_dir(tmp_path)
+    assert diag.findings == () and diag.lines_read == 0
