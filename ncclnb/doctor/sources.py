@@ -126,10 +126,11 @@ def sniff_pickle(fh, name: str):
     except OSError as exc:
         raise DoctorInputError(exc.errno or errno.EIO, exc.strerror or "cannot read", name) from None
     finally:
-        try:
-            fh.close()
-        except Exception:   # a half-read gzip can raise again on close
-            pass
+        if name != "<stdin>":   # stdin stays open, as the doctor leaves it (it may be named twice)
+            try:
+                fh.close()
+            except Exception:   # a half-read gzip can raise again on close
+                pass
     return io.BytesIO(data)
 
 
