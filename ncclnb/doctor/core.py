@@ -15,10 +15,9 @@ from .collapse import InertRests, Normalizer, skip_inert
 from .kb import Signature, load_signatures
 from .normalize import MAX_DIGITS, clean, num
 from .priors import CANDIDATE_KIND_TITLES, LogContext, preferred_category, rank_candidates, warn_prior
-from .reason import (BANNER, COMM, PG_ID, PLAN, PROGRESS, VERSION, WATCHDOG, WORK, CommRecord, ProgressRecord, ReasonState,
-                     WatchdogRecord,
-                     duplicate_claims, out_of_range_findings, plan_findings, version_findings, watchdog_findings,
-                     world_size_findings)
+from .reason import (BANNER, C10D_FRAME, COMM, PG_ID, PLAN, PROGRESS, VERSION, WATCHDOG, WORK, CommRecord,
+                     ProgressRecord, ReasonState, WatchdogRecord, duplicate_claims, out_of_range_findings,
+                     plan_findings, version_findings, wait_findings, watchdog_findings, world_size_findings)
 from .scan import MAX_NO_NEWLINE, LineScanner, ParallelScan, looks_binary, workers_for
 from .sources import (EMPTY, NCCLNB_JSON, DoctorInputError, Source, changed_while_read, expand, nothing_readable,
                       rank_from_name, regular_stat)
@@ -69,15 +68,14 @@ _INCIDENT_RULES = ("watchdog_timeout", "timeout_at_nccl_work", "nccl_ops_failed_
 _INCIDENT_SPAN = 8
 # cross-rank findings that explain a watchdog timeout (the incident's card when there is one)
 _INCIDENT_CARDS = ("watchdog_rank_behind", "watchdog_desync", "watchdog_seq_differs", "watchdog_rank_missing",
-                   "watchdog_all_waiting")
+                   "watchdog_all_waiting", "traceback_rank_missing")
+# cross-rank findings from where the ranks' tracebacks say they waited (reason.wait_findings)
+_TRACEBACK_CARDS = ("p2p_wait_beside_collective", "traceback_desync", "traceback_rank_missing")
 # the substrings on which line() reads a message beyond its signatures (versions, comm lines, banners, watchdog
 # and progress lines, p2p plans): a message holding none of them, with no signature hit and not a WARN, is inert
 # (collapse.Template.inert) and later lines with it take the short way (_inert_line). A new gate goes here too.
-_LINE_GATES = ("NCCL version", "nRanks", "GLOBAL_RANK", "WorkNCCL(", "NCCL work:", "enqueued work", "p2p plan")
-# the substrings on which line() reads a message beyond its signatures (versions, comm lines, banners, watchdog
-# and progress lines, p2p plans): a message holding none of them, with no signature hit and not a WARN, is inert
-# (collapse.Template.inert) and later lines with it take the short way (_inert_line). A new gate goes here too.
-_LINE_GATES = ("NCCL version", "nRanks", "GLOBAL_RANK", "WorkNCCL(", "NCCL work:", "enqueued work", "p2p plan")
+_LINE_GATES = ("NCCL version", "nRanks", "GLOBAL_RANK", "WorkNCCL(", "NCCL work:", "enqueued work", "p2p plan",
+               "distributed_c10d.py")
 # ranking tiers, most likely root cause first (a rank's own error that came first leads all)
 _TIER_FIRST_FAILURE = -1
 _TIER_ROOT_ERROR, _TIER_ROOT_WARNING, _TIER_ALTERNATIVE, _TIER_CONSEQUENCE, _TIER_INFO, _TIER_BENIGN = range(6)
@@ -120,6 +118,7 @@ class _SourceContext:
     prev_text: str = ""
     prev_ids: frozenset = frozenset()
     last_watchdog: int = -(1 << 30)   # number of the last line of a watchdog timeout in this source
+    c10d_calls: dict = field(default_factory=dict)   # rank -> torch.distributed call of its traceback's last frame
 
 
 # the generic wrappers that say something failed, not why: the candidate causes they get when nothing else is known
@@ -343,6 +342,10 @@ class _Collector:
                     self._fill(row, host, ln.pid, ctx.name)
         if "WorkNCCL(" in msg or "NCCL work:" in msg or "enqueued work" in msg:
             self._watchdog(msg, rank, host, ln.pid, ev, ctx.name)
+        if "distributed_c10d.py" in msg and rank is not None:
+            m = C10D_FRAME.search(msg)
+            if m and (rank in ctx.c10d_calls or len(ctx.c10d_calls) < MAX_RANKS):
+                ctx.c10d_calls[rank] = m.group("fn")
         if "p2p plan" in msg and PLAN.search(msg):
             from .pairing import parse_plan_line
 
@@ -372,6 +375,9 @@ class _Collector:
             self._hit(sig, m, rank, host, ln.pid, ln.ts, ev, order, msg, ctx.name)
             if in_incident:
                 self.hits[sig.id].in_incident += 1
+            if sig.id in _P2P_WAIT_RULES and rank is not None:
+                # the traceback that ends here says which call the rank waited in
+                self.state.add_wait(rank, ctx.c10d_calls.pop(rank, None), ev)
         if ln.level == "WARN" and not hits:
             self._unrecognised_warn(ln.where, msg, rank, host, ln.pid, ev, order)
 
@@ -548,7 +554,8 @@ class _Collector:
                     + version_findings(self.state, {r: (row.host, row.pid) for r, row in self.rows.items() if isinstance(r, int)})
                     + world_size_findings(self.state, known_ranks)
                     + out_of_range_findings(self.state)
-                    + plan_findings(self.state))
+                    + plan_findings(self.state)
+                    + wait_findings(self.state, self._present_ranks()))
         reasoned_categories = {f.category for f in reasoned}
         for f in reasoned:
             findings.append((_TIER_ROOT_ERROR, f.confidence, (-1,), f))
@@ -614,7 +621,7 @@ class _Collector:
             fr_findings, statuses = _flight_recorder(dumps)
             for f, tier in self._reconcile(fr_findings, findings):
                 findings.append((tier, f.confidence, (-1,), f))
-            self._fold_into_recorder(findings)
+        self._fold_into_recorder(findings)
         for f in self._claimed_twice():
             findings.append((_TIER_ROOT_ERROR, f.confidence, (-1,), f))
             # two processes on one rank: the store port taken twice, the store waiting for the rank nobody
@@ -685,14 +692,21 @@ class _Collector:
                            replace(f, title=f.title + f" (after rank {_span(crashed)} failed)"))
 
     def _fold_into_recorder(self, findings: list) -> None:
-        """gloo's send/recv timeouts are the waiting side of the incident the
-        flight recorder explains (a desync, a rank that never arrived or came
-        late, a send/recv without its partner): one card, the recorder's,
-        with their lines as its evidence. In place."""
+        """gloo's send/recv timeouts are the waiting side of the incident that
+        the flight recorder explains (a desync, a rank that never arrived or
+        came late, a send/recv without its partner), or else by where the
+        ranks' tracebacks say they waited (reason.wait_findings; dropped when
+        the recorder speaks: it says the same with more): one card, with
+        their lines as its evidence. In place."""
+        def explains(t, rules=("fr.",)) -> bool:   # a card that explains why the others waited
+            tier, _, _, g = t
+            return (g.rule.startswith(rules) and tier <= _TIER_ROOT_WARNING and g.severity == "error"
+                    and g.category in ("collective_desync", "slow_rank_timeout", "p2p_pairing"))
+
+        if any(explains(t) for t in findings):
+            findings[:] = [t for t in findings if t[3].rule not in _TRACEBACK_CARDS]
         h = self.hits.get("gloo_op_timeout")
-        card = next((i for i, (tier, _, _, g) in enumerate(findings)
-                     if g.rule.startswith("fr.") and tier <= _TIER_ROOT_WARNING and g.severity == "error"
-                     and g.category in ("collective_desync", "slow_rank_timeout", "p2p_pairing")), None)
+        card = next((i for i, t in enumerate(findings) if explains(t, ("fr.",) + _TRACEBACK_CARDS)), None)
         if h is None or card is None:
             return
         tier, conf, first, g = findings[card]

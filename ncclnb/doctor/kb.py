@@ -44,6 +44,7 @@ TRIGGERS = (
     "Abort", "abort", "nvalid", "ismatch", "inconsisten",
     # cross-rank reasoning
     "NCCL version", "localRanks", "WorkNCCL(", "GLOBAL_RANK", "ncclnb guard:", "ncclnb preflight", "enqueued ",
+    "distributed_c10d.py",
     # sockets, store, rendezvous
     "reset by peer", "closed by", "refused", "servname", "ADDRINUSE", "already in use", "family 0",
     "not receive type", "ncclUniqueId",

@@ -41,12 +41,17 @@ WORLD_SIZE = re.compile(r"nRanks (?P<n>[0-9]+)", re.ASCII)
 # (PyTorch Lightning: "Initializing distributed: GLOBAL_RANK: 7, MEMBER: 8/4")
 BANNER = re.compile(r"GLOBAL_RANK: (?P<rank>[0-9]+), MEMBER: (?P<member>[0-9]+)/(?P<size>[0-9]+)", re.ASCII)
 
+# a Python traceback's frame in torch.distributed's collective API: the call a rank waited in when it timed out
+C10D_FRAME = re.compile(r'distributed_c10d\.py", line [0-9]+, in (?P<fn>[A-Za-z_][A-Za-z0-9_]{0,63})', re.ASCII)
+# its point-to-point calls (a blocking send/recv, or the requests of isend/irecv and batch_isend_irecv)
+P2P_CALLS = frozenset({"send", "recv", "isend", "irecv", "batch_isend_irecv"})
+
 # a rank's point-to-point plan, printed by ncclnb.guard.p2p.log_p2p_plan (read by ncclnb.doctor.pairing)
 PLAN = re.compile(r"ncclnb guard: p2p plan \{", re.ASCII)
 
 # exported with the knowledge base for the grep comparison
 REASONING_PATTERNS = (VERSION.pattern, COMM.pattern, WATCHDOG.pattern, WORK.pattern, PROGRESS.pattern, BANNER.pattern,
-                      PLAN.pattern)
+                      PLAN.pattern, C10D_FRAME.pattern)
 
 # upstream pages until the guided notebooks exist
 DESYNC_DOC = "https://pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications"
@@ -94,7 +99,14 @@ class ReasonState:
     plans: dict = field(default_factory=dict)          # rank -> its last P2PPlan (ncclnb guard: p2p plan)
     progress: dict = field(default_factory=dict)       # (rank, process group) -> its latest ProgressRecord
     claims: dict = field(default_factory=dict)         # (world size, rank) -> {process: Evidence} claiming it
+    waits: dict = field(default_factory=dict)          # rank -> (c10d call or None, Evidence) of its first timeout
     limit: int = 8192
+
+    def add_wait(self, rank: int, call: Optional[str], ev: Evidence) -> None:
+        """Where ``rank`` timed out: the torch.distributed call its traceback passed through last,
+        or None when it waited outside any (a ``Work.wait()`` of its own)."""
+        if rank not in self.waits and len(self.waits) < self.limit:
+            self.waits[rank] = (call, ev)
 
     def add_claim(self, size: int, rank: int, process: tuple, ev: Evidence) -> None:
         """A process (its log, host, pid, local rank) says it is ``rank`` of ``size``: a framework
@@ -405,6 +417,77 @@ def duplicate_claims(state: ReasonState, world_size: Optional[int]) -> dict:
             for r, procs in doubled.items():
                 out.setdefault(r, []).extend(list(procs.values())[:2])
     return out
+
+
+def wait_findings(state: ReasonState, present=frozenset()) -> list[Finding]:
+    """What the ranks' tracebacks say about where each timed out (gloo
+    prints no sequence numbers): ranks in a point-to-point wait beside ranks
+    in a collective (``p2p_wait_beside_collective``: the point-to-point
+    ranks' send or receive had no partner; the others finished their part
+    of the exchange and wait in the next collective); ranks in different
+    collectives (``traceback_desync``: the fewer are blamed, every rank on a
+    tie); all in one collective while a rank of ``present`` (its log is
+    here) reported no timeout (``traceback_rank_missing``: it never got
+    there)."""
+    collective = {r: call for r, (call, _) in state.waits.items() if call and call not in P2P_CALLS}
+    p2p = {r: call for r, (call, _) in state.waits.items() if r not in collective}
+    if not collective:
+        return []
+    order = sorted(state.waits, key=lambda r: (r not in p2p, r))
+    if not p2p:
+        return _collective_waits(state, collective, {r for r in present if isinstance(r, int)} - set(state.waits))
+    named = all(call in P2P_CALLS for call in p2p.values())
+    calls = sorted(set(collective.values()))
+    return [Finding(
+        rule="p2p_wait_beside_collective", category="p2p_pairing", severity="error",
+        confidence=0.7 if named else 0.6,
+        title=f"Rank {_ranks_text(p2p)} timed out in a point-to-point wait while rank {_ranks_text(collective)} "
+              f"waited in {', '.join(calls)}",
+        evidence=tuple(state.waits[r][1] for r in order[:8]),
+        cause=f"The tracebacks show rank {_ranks_text(p2p)} timing out "
+              + ("in " + ", ".join(sorted(set(p2p.values()))) if named else
+                 "in a wait() of its own, outside any torch.distributed collective (an isend/irecv request)")
+              + f", and rank {_ranks_text(collective)} in {', '.join(calls)}. The others got through the "
+              "point-to-point exchange and went on to the next collective; the stuck ranks posted a send or "
+              "receive that no peer matched, so they never reach it and everyone times out.",
+        fix="Pair every isend with exactly one irecv on the peer (same size, same order): exchange the counts "
+            "first and post only the pairs both sides know, in one batch_isend_irecv, or use all_to_all_single; "
+            "ncclnb.guard.check_p2p_plan(sends, recvs) checks the plan before anything is posted.",
+        docs=DESYNC_DOC, ranks=tuple(sorted(p2p)))]
+
+
+def _collective_waits(state: ReasonState, calls: dict, silent: set) -> list[Finding]:
+    evidence = tuple(ev for _, ev in (state.waits[r] for r in sorted(calls)))[:8]
+    counts = Counter(calls.values())
+    if len(counts) > 1:
+        (common, n), (_, runner_up) = counts.most_common(2)
+        blamed = set(calls) if n == runner_up else {r for r, c in calls.items() if c != common}
+        listing = ", ".join(f"{c} on rank {_ranks_text(r for r in calls if calls[r] == c)}" for c, _ in counts.most_common())
+        return [Finding(
+            rule="traceback_desync", category="collective_desync", severity="error", confidence=0.75,
+            title=f"Ranks timed out in different collectives ({listing})",
+            evidence=evidence,
+            cause=f"Each rank's traceback ends in the collective it waited in: {listing}. Ranks that call different "
+                  "collectives wait for each other until the timeout: a data split or batch count that differs per "
+                  "rank (one rank runs another iteration), or rank-dependent control flow. "
+                  + ("" if n != runner_up else "No majority tells which side is wrong, so every rank is named."),
+            fix="Make every rank issue the same collectives: seed every random split, pad or drop_last uneven "
+                "batches, keep collectives out of rank-dependent branches; TORCH_DISTRIBUTED_DEBUG=DETAIL names "
+                "the mismatch at once.",
+            docs=DESYNC_DOC, ranks=tuple(sorted(blamed)))]
+    if not silent:
+        return []
+    (call,) = counts
+    return [Finding(
+        rule="traceback_rank_missing", category="slow_rank_timeout", severity="error", confidence=0.7,
+        title=f"Rank {_ranks_text(silent)} never reached the {call} that rank {_ranks_text(calls)} timed out in",
+        evidence=evidence,
+        cause=f"Rank {_ranks_text(calls)} timed out in the same {call}; the log of rank {_ranks_text(silent)} shows "
+              "no timeout: it was still busy elsewhere (checkpointing, evaluation, a slow disk or data loader) "
+              "when the others gave up waiting.",
+        fix="Find what the missing rank was doing (its own log, py-spy dump); keep rank-0-only work such as saving "
+            "out of the collective path or shorter than the timeout, or raise the process-group timeout for it.",
+        docs=SLOW_DOC, ranks=tuple(sorted(silent)))]
 
 
 def plan_findings(state: ReasonState) -> list[Finding]:

@@ -234,3 +234,47 @@ def test_gloo_timeouts_of_the_waiting_ranks_are_the_recorders_incident():
         diag = diagnose(str(case))
         assert [f.rule for f in _errors(diag)] == ["fr.desync_op"], case.name
         assert any("Timed out waiting" in e.text for e in diag.findings[0].evidence)
+
+
+# ---- where the tracebacks say each rank waited (real gloo logs, without their flight-recorder dumps) ----
+
+REPRO = HERE.parent / "repro_logs"
+
+
+def _logs_only(case: str, tmp_path, drop=()):
+    import shutil
+
+    for p in (REPRO / case).glob("rank*.log"):
+        if p.name not in drop:
+            shutil.copyfile(p, tmp_path / p.name)
+    return diagnose(str(tmp_path))
+
+
+@pytest.mark.parametrize("case, rule, category, culprits", [
+    ("alltoall_unpaired", "p2p_wait_beside_collective", "p2p_pairing", (2,)),
+    ("unseeded_split_desync", "traceback_desync", "collective_desync", (1,)),
+    ("slow_rank_checkpoint", "traceback_rank_missing", "slow_rank_timeout", (0,)),
+])
+def test_tracebacks_name_the_culprit_without_dumps(case, rule, category, culprits, tmp_path):
+    diag = _logs_only(case, tmp_path)
+    top = diag.findings[0]
+    assert (top.rule, top.category, top.ranks) == (rule, category, culprits)
+    assert "gloo_op_timeout" not in {f.rule.split("~")[0] for f in diag.findings}   # folded into the card
+
+
+def test_with_dumps_the_recorder_speaks_and_the_traceback_card_is_dropped():
+    diag = diagnose(str(REPRO / "alltoall_unpaired"))
+    rules = [f.rule for f in diag.findings]
+    assert rules[0] == "fr.missing_rank_p2p" and "p2p_wait_beside_collective" not in rules
+
+
+def test_ranks_all_in_one_collective_with_no_silent_rank_blame_nobody(tmp_path):
+    # rank 2's log (the one stuck in its recv) is absent: the others all wait in all_reduce, nobody is known silent
+    diag = _logs_only("alltoall_unpaired", tmp_path, drop=("rank2.log",))
+    assert not any(f.rule.startswith(("traceback_", "p2p_wait")) for f in diag.findings)
+
+
+def test_two_ranks_in_two_collectives_blame_both(tmp_path):
+    diag = _logs_only("unseeded_split_desync", tmp_path, drop=("rank2.log", "rank3.log"))
+    top = diag.findings[0]
+    assert (top.rule, top.ranks) == ("traceback_desync", (0, 1))
