@@ -1,10 +1,14 @@
 """Cross-rank reasoning: what no single line says.
 
-The collector keeps bounded per-rank state (the last watchdog record, the
-NCCL version, the communicator table) from the lines the scanner hands it;
-the functions below turn that state into findings: ranks that diverged
-(``collective_desync``) or lagged (``slow_rank_timeout``), hosts on different
-NCCL versions (``version_mismatch``) and ranks outside the world size
+The collector keeps bounded per-rank state (the last watchdog record, each
+rank's last enqueued and completed work, the call its traceback waited in,
+the NCCL version, the communicator table, the ranks each process claims)
+from the lines the scanner hands it; the functions below turn that state
+into findings that blame the ranks that are wrong, not those that printed
+the error: ranks that diverged (``collective_desync``), lagged or never
+arrived (``slow_rank_timeout``), or waited in a send/recv no peer matched
+(``p2p_pairing``), hosts on different NCCL versions (``version_mismatch``),
+ranks outside the world size or claimed by two processes
 (``rank_world_size_mismatch``).
 """
 from __future__ import annotations
