@@ -13,8 +13,8 @@ Three inputs of about ``--size-mb`` MiB each, generated deterministically
 For each, ``ncclnb doctor --json`` runs in a subprocess as shipped (a process
 pool on large files; the JSON says how many workers) and, for the two files,
 once more in a single process (NCCLNB_DOCTOR_WORKERS=0); peak RSS is the
-largest process (getrusage of the children) and the sum over the doctor and
-its workers (psutil, when installed). grep runs on the same bytes:
+largest process (wait4's rusage of the doctor, which waits for its workers)
+and the sum over the doctor and its workers (psutil, when installed). grep runs on the same bytes:
 ``grep -E -i -c 'warn|error|...'`` (``-r`` on the directory). Prints JSON:
 MB/s, the ratio to grep's MB/s, RSS, and whether the first finding names the
 planted failure. Targets: ratio >= 0.5 on all three, peak RSS < 256 MB.
