@@ -23,6 +23,8 @@ Large regular files are scanned in parallel by :class:`ParallelScan`:
 newline-aligned byte ranges go to a small process pool; each worker returns
 only its candidate lines (range-relative line numbers) and its line count,
 and the caller adds the counts up to number lines globally, in file order.
+Given the caller's inert rests (``skip``), workers also leave out the lines
+the caller needs no more (:func:`ncclnb.doctor.collapse.skip_inert`).
 Workers read the file the caller opened (through ``/proc/<pid>/fd/<n>``,
 checked by device and inode), never whatever the path names by then, and die
 with the caller (``PR_SET_PDEATHSIG``).
