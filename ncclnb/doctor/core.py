@@ -836,6 +836,8 @@ class _Collector:
             size = self.world_size if self.world_size and self.world_size <= MAX_RANKS else 0
             job = {r for r in self._present_ranks() if isinstance(r, int)} | set(range(size))
             blamed = job - printers if printers & job else set()
+            if len(blamed) > len(printers):
+                blamed = set()   # the fewer are the late ones; most ranks silent says too little
             if blamed:
                 title += f"; rank {_span(blamed)} did not time out"
         elif sig.blame == "store_host":

@@ -235,7 +235,12 @@ def watchdog_findings(state: ReasonState, world_size: Optional[int], present=fro
     evidence = tuple(r.evidence for r in sorted(recs.values(), key=lambda r: r.rank)[:8])
     timed_out = set(recs)
     known = set(range(world_size)) if world_size and world_size > len(timed_out) and world_size <= 1 << 20 else set()
-    missing = (known | {r for r in present if isinstance(r, int)}) - timed_out
+    missing = known - timed_out
+    silent = {r for r in present if isinstance(r, int)} - timed_out - missing
+    if len(missing | silent) <= len(timed_out):
+        # a rank whose log is here but shows no timeout is late for those that waited: said when it is
+        # among the fewer (when most logs show no timeout, they were cut before it, or the waiting rank is odd)
+        missing |= silent
 
     def minority(key):
         """The ranks outside the one most common value; with no single most common value (a tie),
@@ -479,7 +484,7 @@ def _collective_waits(state: ReasonState, calls: dict, silent: set) -> list[Find
                 "batches, keep collectives out of rank-dependent branches; TORCH_DISTRIBUTED_DEBUG=DETAIL names "
                 "the mismatch at once.",
             docs=DESYNC_DOC, ranks=tuple(sorted(blamed)))]
-    if not silent:
+    if not silent or len(silent) > len(calls):   # the fewer are late; most ranks silent says too little
         return []
     (call,) = counts
     return [Finding(

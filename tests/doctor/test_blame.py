@@ -278,3 +278,13 @@ def test_two_ranks_in_two_collectives_blame_both(tmp_path):
     diag = _logs_only("unseeded_split_desync", tmp_path, drop=("rank2.log", "rank3.log"))
     top = diag.findings[0]
     assert (top.rule, top.ranks) == ("traceback_desync", (0, 1))
+
+
+def test_when_most_logs_show_no_timeout_the_silent_ranks_are_not_blamed(tmp_path):
+    # one rank of four timed out; the other three logs end before any timeout (cut, or that rank is the odd one)
+    (tmp_path / "rank0.log").write_text((HERE / "torch21_silent_rank" / "rank0.log").read_text())
+    for r in (1, 2, 3):
+        (tmp_path / f"rank{r}.log").write_text("epoch 3 step 811 loss 2.113 failed to improve\n")
+    diag = diagnose(str(tmp_path))
+    assert not any(f.rule in ("watchdog_rank_missing", "traceback_rank_missing") for f in diag.findings)
+    assert all(f.ranks == () for f in diag.findings if f.rule == "watchdog_timeout")
