@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Optional
 
 from ..model import Diagnosis, ReproResult
 from .core import _NCCLNB_JSON, MAX_DUMP, MAX_DUMPS_KEPT, _Chained, _parse_dump_bytes, _read_upto

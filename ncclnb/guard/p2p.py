@@ -56,7 +56,6 @@ def check_p2p_plan(sends: Mapping, recvs: Mapping, group=None) -> None:
     ranks = group_ranks(dist, group)
     if ranks is None:
         return
-    me = dist.get_rank()
     plan = {"s": _norm_plan(sends, "sends"), "r": _norm_plan(recvs, "recvs")}
     payload = json.dumps(plan, sort_keys=True).encode("utf-8")
     device = device_for(torch, dist, group)

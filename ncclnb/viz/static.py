@@ -733,7 +733,7 @@ class _Figure:
         tsize = _num(_get(t, "textfont", "size")) or self.font_size
         tcolour = _get(t, "textfont", "color")
         cell_tpl = texttemplate if stride == 1 else ""
-        out = [f'<g class="heatmap">']
+        out = ['<g class="heatmap">']
         for i in range(0, rows, stride):
             if ypos[i] is None:
                 continue

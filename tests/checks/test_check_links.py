@@ -11,7 +11,7 @@ from ncclnb.checks import check
 from ncclnb.collectors.parsers import peer_transports
 from ncclnb.collectors.parsers.nccl_tests import parse_nccl_tests
 from ncclnb.model import (ClusterReport, Gpu, Host, LinkMeasurement, LinkTest, Nic, NodeSnapshot, PairMeasurement,
-                          PeerTransport, RankEntry)
+                          RankEntry)
 
 REPO = Path(__file__).resolve().parents[2]
 LINKS = REPO / "ncclnb" / "recorded" / "links"

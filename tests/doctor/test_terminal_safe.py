@@ -44,8 +44,8 @@ def nasty_log() -> str:
     # host names with controls, in NCCL's prefix: they reach the hosts, the
     # rank table and (two NCCL versions) the version finding's title and cause
     lines += [
-        f"ho\x1b]0;h\x07st-a:101:101 [0] NCCL INFO NCCL version 2.18.1+cuda12.1",
-        f"ho\x9bst-b:202:202 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+        "ho\x1b]0;h\x07st-a:101:101 [0] NCCL INFO NCCL version 2.18.1+cuda12.1",
+        "ho\x9bst-b:202:202 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
         f"ho\x1b]0;h\x07st-a:101:101 [0] misc/socket.cc:538 NCCL WARN Net : Connection closed by remote peer "
         f"10.0.0.2<42164> {OSC_TITLE}",
     ]
