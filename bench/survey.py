@@ -23,10 +23,10 @@ For each rank count N, on 127.0.0.1, each the best of ``--repeat`` launches:
 Bytes, from the report that survey run wrote: ``entry_bytes`` (each rank
 entry as ``gather_json`` sends it, compact JSON, summed), ``snapshot_bytes``
 (the node snapshots, same), ``report_bytes`` (report.json on disk, indented as
-the survey writes it) and ``rank0_received_bytes``: what rank 0 takes in,
-padding included (``gather_json`` pads every rank's buffer to the longest:
-N x the longest entry, plus N x the snapshot, since every rank sends one
-buffer to the snapshot gather).
+the survey writes it) and ``rank0_received_bytes``: what rank 0 takes in:
+N x the longest entry (the entries' all_gather pads every rank's buffer to
+the longest), plus each node's snapshot and a 4-byte ``null`` from every
+other rank (the snapshot gather sends each rank's bytes as they are).
 
 ``estimate_1024x8``: 1024 nodes x 8 ranks. ``payload_bytes`` is 8192 x the
 largest entry plus 1024 x the largest node snapshot, taking the larger of
@@ -35,7 +35,7 @@ this machine's (no GPU) and a GPU node's (a node of the bundled survey-demo:
 ``report_bytes`` is measured, not extrapolated: a report of 1024 copies of
 that GPU node and 8192 such ranks, with the demo's link test and the
 findings ``ncclnb.check`` gives it, written as the survey writes it.
-``rank0_received_bytes`` is the padded total at that size. Target: the
+``rank0_received_bytes`` is the same sum at that size. Target: the
 report under 50 MB.
 """
 from __future__ import annotations
@@ -165,7 +165,7 @@ def measure(n: int, repeat: int, timeout: float) -> dict:
         "gather_s": round(gather_s, 5), "gather_fraction": round(gather_s / best, 5),
         "entry_bytes": sum(entries), "entry_bytes_max": max(entries), "snapshot_bytes": sum(snapshots),
         "snapshots": len(snapshots), "report_bytes": report_bytes,
-        "rank0_received_bytes": n * max(entries) + n * max(snapshots),
+        "rank0_received_bytes": n * max(entries) + sum(snapshots) + (n - len(snapshots)) * len(b"null"),
     }
 
 
@@ -195,7 +195,7 @@ def estimate(rows: list) -> dict:
     return {
         "nodes": nodes, "ranks": nodes * per, "bytes_per_rank": per_rank, "bytes_per_node": per_node,
         "payload_bytes": nodes * per * per_rank + nodes * per_node,
-        "rank0_received_bytes": nodes * per * per_rank + nodes * per * per_node,
+        "rank0_received_bytes": nodes * per * per_rank + nodes * per_node + nodes * (per - 1) * len(b"null"),
         "report_bytes": report_bytes, "report_findings": len(big.findings), "check_s": round(check_s, 2),
         "target_report_bytes": TARGET_REPORT_BYTES, "report_under_target": report_bytes < TARGET_REPORT_BYTES,
     }
