@@ -481,7 +481,7 @@ def show_job_map(target, findings: Optional[Sequence[Finding]] = None, page_size
     import ipywidgets as w
 
     from ._common import resolve
-    from .widgets import DETAIL_HINT, View, _clicked, _detail_pane, _FigureSlot, report_findings
+    from .widgets import DETAIL_HINT, View, _detail_pane, _FigureSlot, _show_hover_on_click, report_findings
 
     target = resolve(target)
     report = target if isinstance(target, ClusterReport) else ClusterReport(snapshots=(target,))
@@ -492,19 +492,7 @@ def show_job_map(target, findings: Optional[Sequence[Finding]] = None, page_size
     state = {"page": 0, "only": False}
     fig = job_map_figure(report, page=0, page_size=page_size, job_map=jm)
     detail = _detail_pane()
-
-    def on_click(trace, points, _state):
-        hit = _clicked(points)
-        if hit is None or trace.hovertext is None:
-            return
-        x, y, k = hit
-        try:
-            detail.value = (trace.hovertext[list(trace.y).index(y)][list(trace.x).index(x)]
-                            if trace.type == "heatmap" else trace.hovertext[k])
-        except (ValueError, IndexError, TypeError):
-            return
-
-    slot = _FigureSlot(fig, on_click)
+    slot = _FigureSlot(fig, _show_hover_on_click(detail))
     pages = jm.pages(page_size)
     pager = w.BoundedIntText(value=1, min=1, max=pages, description=f"page (of {pages})",
                              style={"description_width": "initial"}, layout=w.Layout(width="180px"))

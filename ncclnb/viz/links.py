@@ -280,7 +280,7 @@ def show_links(target, findings: Optional[Sequence[Finding]] = None):
     import ipywidgets as w
 
     from ._common import resolve
-    from .widgets import View, _clicked, _detail_pane, _FigureSlot, report_findings
+    from .widgets import View, _detail_pane, _FigureSlot, _show_hover_on_click, report_findings
 
     target = resolve(target)
     if not isinstance(target, ClusterReport) or not target.links:
@@ -295,16 +295,7 @@ def show_links(target, findings: Optional[Sequence[Finding]] = None):
     findings = list(findings)
     detail = _detail_pane()
     detail.value = "<i>Click a point or a bar for details.</i>"
-
-    def on_click(trace, points, _state):
-        hit = _clicked(points)
-        if hit is None or trace.hovertext is None:
-            return
-        try:
-            detail.value = trace.hovertext[hit[2]]
-        except (IndexError, TypeError):
-            return
-
+    on_click = _show_hover_on_click(detail)
     first, first_pairs = busbw_figure(report, findings, 0), pairs_figure(report, findings, 0)
     busbw = _FigureSlot(first, on_click)
     pairs = _FigureSlot(first_pairs, on_click)

@@ -176,16 +176,18 @@ def _clicked(points):
 
 
 def _show_hover_on_click(detail):
-    """A heatmap click handler that shows the clicked cell's hover text
-    (escaped by the figure builder) in the ``detail`` pane."""
+    """A click handler that shows the clicked element's hover text (escaped
+    by the figure builder) in the ``detail`` pane: a heatmap's cell, or the
+    clicked point or bar of any other trace."""
     def on_click(trace, points, _state):
         hit = _clicked(points)
         if hit is None or trace.hovertext is None:
             return
-        x, y, _ = hit
+        x, y, k = hit
         try:
-            detail.value = trace.hovertext[list(trace.y).index(y)][list(trace.x).index(x)]
-        except (ValueError, IndexError):
+            detail.value = (trace.hovertext[list(trace.y).index(y)][list(trace.x).index(x)]
+                            if trace.type == "heatmap" else trace.hovertext[k])
+        except (ValueError, IndexError, TypeError):
             return
     return on_click
 
@@ -353,14 +355,7 @@ def show_numa(target, host: Optional[str] = None) -> View:
     fig = numa_figure(state["snap"], ranks)
     detail = _detail_pane()
     detail.value = "<i>Click a GPU, NIC or rank for details.</i>"
-
-    def on_click(trace, points, _state):
-        hit = _clicked(points)
-        if hit is None or trace.hovertext is None:
-            return
-        detail.value = trace.hovertext[hit[2]]  # already escaped by the builder
-
-    slot = _FigureSlot(fig, on_click)
+    slot = _FigureSlot(fig, _show_hover_on_click(detail))
     children = [slot.widget, detail]
     if len(snaps) > 1:
         picker = _host_picker(snaps, state["snap"].hostname)
