@@ -26,26 +26,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _timing import best_of  # noqa: E402
 from synthetic import big_report  # noqa: E402
 
 import ncclnb  # noqa: E402
 from ncclnb.viz.jobmap import PAGE_SIZE, analyse_job, job_map_figure, show_job_map  # noqa: E402
 from ncclnb.viz.static import figure_svg  # noqa: E402
-
-
-def _best(fn, repeat):
-    best, value = None, None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        value = fn()
-        dt = time.perf_counter() - t
-        best = dt if best is None else min(best, dt)
-    return best, value
 
 
 def naive_figure(report, findings):
@@ -72,12 +62,12 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     report = big_report(args.nodes, args.per_node)
     show_job_map(big_report(2, 2), ())  # first use: plotly and ipywidgets imports, not counted below
-    check_s, findings = _best(lambda: ncclnb.check(report), 1)
-    analyse_s, jm = _best(lambda: analyse_job(report, findings), args.repeat)
-    page_s, fig = _best(lambda: job_map_figure(report, page_size=PAGE_SIZE, job_map=jm), args.repeat)
-    last_s, _ = _best(lambda: job_map_figure(report, page=jm.pages() - 1, job_map=jm), args.repeat)
-    show_s, view = _best(lambda: show_job_map(report, findings), args.repeat)
-    naive_s, naive = _best(lambda: naive_figure(report, findings), 1)
+    check_s, findings = best_of(lambda: ncclnb.check(report), 1)
+    analyse_s, jm = best_of(lambda: analyse_job(report, findings), args.repeat)
+    page_s, fig = best_of(lambda: job_map_figure(report, page_size=PAGE_SIZE, job_map=jm), args.repeat)
+    last_s, _ = best_of(lambda: job_map_figure(report, page=jm.pages() - 1, job_map=jm), args.repeat)
+    show_s, view = best_of(lambda: show_job_map(report, findings), args.repeat)
+    naive_s, naive = best_of(lambda: naive_figure(report, findings), 1)
     out = {
         "nodes": args.nodes, "ranks": len(report.ranks), "findings": len(findings),
         "nodes_named": sum(1 for h in jm.hosts if h in jm.host_marks), "pages": jm.pages(),

@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _timing import best_of  # noqa: E402
 from synthetic import big_report, nvl72_report  # noqa: E402
 
 import ncclnb.viz.widgets as widgets  # noqa: E402
@@ -34,16 +35,6 @@ from ncclnb.viz import (  # noqa: E402
 )
 
 LIMIT_S, LIMIT_BYTES = 1.0, 5 * 1024 * 1024
-
-
-def _best(fn, repeat):
-    best, value = None, None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        value = fn()
-        dt = time.perf_counter() - t
-        best = dt if best is None else min(best, dt)
-    return best, value
 
 
 def _diagnosis(report) -> Diagnosis:
@@ -64,8 +55,8 @@ def bench(name, report, repeat):
     rows = []
 
     def row(view, build, show, size_of):
-        build_s, value = _best(build, repeat)
-        widget_s, shown = _best(show, repeat)
+        build_s, value = best_of(build, repeat)
+        widget_s, shown = best_of(show, repeat)
         static = shown.static_html()
         rows.append({
             "scenario": name, "view": view, "build_s": round(build_s, 4), "widget_s": round(widget_s, 4),
@@ -81,7 +72,7 @@ def bench(name, report, repeat):
     row("diagnosis", lambda: diagnosis_html(diag), lambda: show_diagnosis(diag), html_size)
     # the dashboard also runs ncclnb.checks.check over the whole report
     row("dashboard", lambda: dashboard(report, diag).static_html(), lambda: dashboard(report, diag), html_size)
-    checks_s, _ = _best(lambda: run_checks(report), 1)
+    checks_s, _ = best_of(lambda: run_checks(report), 1)
     rows[-1]["of_which_checks_s"] = round(checks_s, 4)
     return rows
 
