@@ -16,16 +16,6 @@ from ncclnb import magics
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
 
-@pytest.fixture
-def ip():
-    shell = InteractiveShell.instance()
-    shell.run_line_magic("load_ext", "ncclnb")
-    magics.STATE.__init__()
-    yield shell
-    shell.run_line_magic("unload_ext", "ncclnb")
-    magics.STATE.__init__()
-
-
 def _bundles(captured):
     return [out.data for out in captured.outputs]
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 from ncclnb import magics
@@ -16,16 +15,6 @@ from ncclnb.guard.p2p import p2p_plan_line
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
 FR = Path(__file__).resolve().parents[1] / "doctor" / "fr"
-
-
-@pytest.fixture
-def ip():
-    shell = InteractiveShell.instance()
-    shell.run_line_magic("load_ext", "ncclnb")
-    magics.STATE.__init__()
-    yield shell
-    shell.run_line_magic("unload_ext", "ncclnb")
-    magics.STATE.__init__()
 
 
 def _run(ip, line):
