@@ -9,6 +9,7 @@ text. Screenshots go to artifacts/screenshots/.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -37,6 +38,25 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def _lab_page(playwright, failure_shot):
+    """A headless Chromium page sized for JupyterLab; on failure the page is
+    saved as SHOTS/``failure_shot`` before the error goes on; the browser is
+    closed either way."""
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(30_000)
+            try:
+                yield page
+            except BaseException:
+                page.screenshot(path=str(SHOTS / failure_shot))
+                raise
+        finally:
+            browser.close()
 
 
 def _write_settings(settings: Path) -> None:
@@ -186,100 +206,91 @@ def test_views_render_and_respond_in_jupyterlab(lab):
     playwright = pytest.importorskip("playwright.sync_api")
     base, token, tmp = lab
     SHOTS.mkdir(parents=True, exist_ok=True)
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(30_000)
-            page.goto(f"{base}/lab/tree/{NOTEBOOK.name}?token={token}")
-            page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=90_000)
-            page.wait_for_function("() => window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=30_000)
-            _wait_for_kernel(page)
-            # the committed notebook carries outputs: clear them so every prompt must be re-earned
-            page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
-            # fire and forget: the command's promise settles only when all cells ran
-            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-            page.wait_for_function(JS_ALL_RAN, timeout=240_000, polling=500)
+    with _lab_page(playwright, "failure.png") as page:
+        page.goto(f"{base}/lab/tree/{NOTEBOOK.name}?token={token}")
+        page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=90_000)
+        page.wait_for_function("() => window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=30_000)
+        _wait_for_kernel(page)
+        # the committed notebook carries outputs: clear them so every prompt must be re-earned
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+        # fire and forget: the command's promise settles only when all cells ran
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        page.wait_for_function(JS_ALL_RAN, timeout=240_000, polling=500)
 
-            errors = page.eval_on_selector_all(
-                ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']",
-                "els => els.map(e => e.textContent)")
-            tracebacks = [e for e in errors if "Traceback" in e or "Error" in e]
-            assert not tracebacks, "cells failed:\n" + "\n---\n".join(t[-1500:] for t in tracebacks)
+        errors = page.eval_on_selector_all(
+            ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']",
+            "els => els.map(e => e.textContent)")
+        tracebacks = [e for e in errors if "Traceback" in e or "Error" in e]
+        assert not tracebacks, "cells failed:\n" + "\n---\n".join(t[-1500:] for t in tracebacks)
 
-            # every view rendered in its output area
-            for cls in ("ncclnb-topology", "ncclnb-numa", "ncclnb-ranks"):
-                page.wait_for_selector(f".jp-OutputArea-output .{cls} .js-plotly-plot .main-svg", timeout=60_000)
-            page.wait_for_selector(".jp-OutputArea-output .ncclnb-versions table", timeout=30_000)
-            page.wait_for_selector(".jp-OutputArea-output .ncclnb-diagnosis-view .ncclnb-finding", timeout=30_000)
-            page.wait_for_selector(".jp-OutputArea-output .ncclnb-dashboard .lm-TabBar-tab", timeout=30_000)
-            assert page.locator(".jp-OutputArea-output .ncclnb-topology").count() >= 3  # node, magic, hostile
+        # every view rendered in its output area
+        for cls in ("ncclnb-topology", "ncclnb-numa", "ncclnb-ranks"):
+            page.wait_for_selector(f".jp-OutputArea-output .{cls} .js-plotly-plot .main-svg", timeout=60_000)
+        page.wait_for_selector(".jp-OutputArea-output .ncclnb-versions table", timeout=30_000)
+        page.wait_for_selector(".jp-OutputArea-output .ncclnb-diagnosis-view .ncclnb-finding", timeout=30_000)
+        page.wait_for_selector(".jp-OutputArea-output .ncclnb-dashboard .lm-TabBar-tab", timeout=30_000)
+        assert page.locator(".jp-OutputArea-output .ncclnb-topology").count() >= 3  # node, magic, hostile
 
-            # topology: hover shows a label, click fills the detail pane
-            topo = page.locator(".jp-OutputArea-output .ncclnb-topology").first
-            text = _click_and_wait_detail(page, topo, 0, 2, "↔")
-            assert "GPU0" in text and "GPU" in text.split("↔")[1]
-            topo.screenshot(path=str(SHOTS / "topology.png"))
+        # topology: hover shows a label, click fills the detail pane
+        topo = page.locator(".jp-OutputArea-output .ncclnb-topology").first
+        text = _click_and_wait_detail(page, topo, 0, 2, "↔")
+        assert "GPU0" in text and "GPU" in text.split("↔")[1]
+        topo.screenshot(path=str(SHOTS / "topology.png"))
 
-            # typing a GPU set redraws the figure in place
-            title_before = topo.locator(".gtitle").first.text_content()
-            topo.locator(".ncclnb-gpus input").fill("2,3")
-            topo.locator(".ncclnb-gpus input").press("Enter")
-            page.wait_for_function(
-                "el => el.querySelector('.gtitle').textContent.includes('GPUs in use: GPU2, GPU3')",
-                arg=topo.element_handle(), timeout=20_000)
-            assert topo.locator(".gtitle").first.text_content() != title_before
-            page.mouse.move(5, 5)  # no hover label over the picture
-            topo.screenshot(path=str(SHOTS / "topology-gpus-2-3.png"))
+        # typing a GPU set redraws the figure in place
+        title_before = topo.locator(".gtitle").first.text_content()
+        topo.locator(".ncclnb-gpus input").fill("2,3")
+        topo.locator(".ncclnb-gpus input").press("Enter")
+        page.wait_for_function(
+            "el => el.querySelector('.gtitle').textContent.includes('GPUs in use: GPU2, GPU3')",
+            arg=topo.element_handle(), timeout=20_000)
+        assert topo.locator(".gtitle").first.text_content() != title_before
+        page.mouse.move(5, 5)  # no hover label over the picture
+        topo.screenshot(path=str(SHOTS / "topology-gpus-2-3.png"))
 
-            numa = page.locator(".jp-OutputArea-output .ncclnb-numa").first
-            numa.scroll_into_view_if_needed()
-            assert numa.locator(".scatterlayer .point").count() >= 4
-            numa.screenshot(path=str(SHOTS / "numa.png"))
+        numa = page.locator(".jp-OutputArea-output .ncclnb-numa").first
+        numa.scroll_into_view_if_needed()
+        assert numa.locator(".scatterlayer .point").count() >= 4
+        numa.screenshot(path=str(SHOTS / "numa.png"))
 
-            ranks = page.locator(".jp-OutputArea-output .ncclnb-ranks").first
-            text = _click_and_wait_detail(page, ranks, 0, 0, "rank")
-            assert "WORLD_SIZE" in text or "missing" in text
-            page.mouse.move(5, 5)
-            ranks.screenshot(path=str(SHOTS / "ranks.png"))
+        ranks = page.locator(".jp-OutputArea-output .ncclnb-ranks").first
+        text = _click_and_wait_detail(page, ranks, 0, 0, "rank")
+        assert "WORLD_SIZE" in text or "missing" in text
+        page.mouse.move(5, 5)
+        ranks.screenshot(path=str(SHOTS / "ranks.png"))
 
-            versions = page.locator(".jp-OutputArea-output .ncclnb-versions").first
-            versions.scroll_into_view_if_needed()
-            red = versions.evaluate(
-                "el => [...el.querySelectorAll('td')].filter(td => ['rgb(248, 215, 218)', 'rgb(255, 243, 205)'].includes(getComputedStyle(td).backgroundColor)).length")
-            assert red >= 1, "no version cell is highlighted as differing"
-            cols_all = versions.locator("thead th").count()
-            versions.screenshot(path=str(SHOTS / "versions.png"))
-            versions.locator("input[type=checkbox]").check()
-            page.wait_for_function("([el, n]) => el.querySelectorAll('thead th').length < n",
-                                   arg=[versions.element_handle(), cols_all], timeout=20_000)
+        versions = page.locator(".jp-OutputArea-output .ncclnb-versions").first
+        versions.scroll_into_view_if_needed()
+        red = versions.evaluate(
+            "el => [...el.querySelectorAll('td')].filter(td => ['rgb(248, 215, 218)', 'rgb(255, 243, 205)'].includes(getComputedStyle(td).backgroundColor)).length")
+        assert red >= 1, "no version cell is highlighted as differing"
+        cols_all = versions.locator("thead th").count()
+        versions.screenshot(path=str(SHOTS / "versions.png"))
+        versions.locator("input[type=checkbox]").check()
+        page.wait_for_function("([el, n]) => el.querySelectorAll('thead th').length < n",
+                               arg=[versions.element_handle(), cols_all], timeout=20_000)
 
-            diag = page.locator(".jp-OutputArea-output .ncclnb-diagnosis-view").first
-            diag.scroll_into_view_if_needed()
-            diag.screenshot(path=str(SHOTS / "diagnosis.png"))
+        diag = page.locator(".jp-OutputArea-output .ncclnb-diagnosis-view").first
+        diag.scroll_into_view_if_needed()
+        diag.screenshot(path=str(SHOTS / "diagnosis.png"))
 
-            dash = page.locator(".jp-OutputArea-output .ncclnb-dashboard").first
-            dash.scroll_into_view_if_needed()
-            dash.screenshot(path=str(SHOTS / "dashboard-findings.png"))
-            dash.locator(".lm-TabBar-tab", has_text="Ranks").click()
-            dash.locator(".ncclnb-ranks .js-plotly-plot .main-svg").first.wait_for(timeout=20_000)
-            dash.screenshot(path=str(SHOTS / "dashboard-ranks.png"))
+        dash = page.locator(".jp-OutputArea-output .ncclnb-dashboard").first
+        dash.scroll_into_view_if_needed()
+        dash.screenshot(path=str(SHOTS / "dashboard-findings.png"))
+        dash.locator(".lm-TabBar-tab", has_text="Ranks").click()
+        dash.locator(".ncclnb-ranks .js-plotly-plot .main-svg").first.wait_for(timeout=20_000)
+        dash.screenshot(path=str(SHOTS / "dashboard-ranks.png"))
 
-            # the planted markup never ran, and reads as text
-            assert page.evaluate("() => window.__pwned") is None
-            assert page.evaluate("() => document.querySelectorAll('img[src=\"x\"]').length") == 0
-            hostile = page.locator(".jp-OutputArea-output .ncclnb-topology").last
-            hostile.scroll_into_view_if_needed()
-            shown = hostile.text_content()
-            assert '<script>window.__pwned=1</script>' in shown
-            assert '<img src=x onerror="window.__pwned=2">' in shown
-            hostile.screenshot(path=str(SHOTS / "hostile-hostname.png"))
-            page.screenshot(path=str(SHOTS / "notebook.png"))
-        except BaseException:
-            page.screenshot(path=str(SHOTS / "failure.png"))
-            raise
-        finally:
-            browser.close()
+        # the planted markup never ran, and reads as text
+        assert page.evaluate("() => window.__pwned") is None
+        assert page.evaluate("() => document.querySelectorAll('img[src=\"x\"]').length") == 0
+        hostile = page.locator(".jp-OutputArea-output .ncclnb-topology").last
+        hostile.scroll_into_view_if_needed()
+        shown = hostile.text_content()
+        assert '<script>window.__pwned=1</script>' in shown
+        assert '<img src=x onerror="window.__pwned=2">' in shown
+        hostile.screenshot(path=str(SHOTS / "hostile-hostname.png"))
+        page.screenshot(path=str(SHOTS / "notebook.png"))
 
 
 JS_PLOTS_DRAWN = """(sel) => [...document.querySelectorAll(sel)].filter(svg => {
@@ -320,28 +331,19 @@ def test_guided_notebook_runs_and_its_views_draw(lab, name, view, seconds):
         pytest.skip(f"notebooks/{name} is not built")
     base, token, tmp = lab
     SHOTS.mkdir(parents=True, exist_ok=True)
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(30_000)
-            _open_and_run_all(page, base, token, name, seconds)
-            scope = page.locator(f".jp-OutputArea-output .{view}:visible").first  # not a hidden tab's copy
-            scope.wait_for(timeout=30_000)
-            scope.scroll_into_view_if_needed()
-            if view == "ncclnb-dashboard":  # the first tab holds findings; the plots sit in the others
-                scope.locator(".lm-TabBar-tab", has_text="Ranks").click()
-            sel = f".jp-OutputArea-output .{view} .js-plotly-plot .main-svg"
-            page.wait_for_function(f"() => ({JS_PLOTS_DRAWN})({json.dumps(sel)}) > 0", timeout=30_000)
-            # the doctor's card of the live reproduction is in the page too
-            assert page.locator(".jp-OutputArea-output .ncclnb-diagnosis-view .ncclnb-finding").count() >= 1
-            page.mouse.move(5, 5)
-            scope.screenshot(path=str(SHOTS / f"{name.split('_')[0]}-{view}.png"))
-        except BaseException:
-            page.screenshot(path=str(SHOTS / f"failure-{name.split('_')[0]}.png"))
-            raise
-        finally:
-            browser.close()
+    with _lab_page(playwright, f"failure-{name.split('_')[0]}.png") as page:
+        _open_and_run_all(page, base, token, name, seconds)
+        scope = page.locator(f".jp-OutputArea-output .{view}:visible").first  # not a hidden tab's copy
+        scope.wait_for(timeout=30_000)
+        scope.scroll_into_view_if_needed()
+        if view == "ncclnb-dashboard":  # the first tab holds findings; the plots sit in the others
+            scope.locator(".lm-TabBar-tab", has_text="Ranks").click()
+        sel = f".jp-OutputArea-output .{view} .js-plotly-plot .main-svg"
+        page.wait_for_function(f"() => ({JS_PLOTS_DRAWN})({json.dumps(sel)}) > 0", timeout=30_000)
+        # the doctor's card of the live reproduction is in the page too
+        assert page.locator(".jp-OutputArea-output .ncclnb-diagnosis-view .ncclnb-finding").count() >= 1
+        page.mouse.move(5, 5)
+        scope.screenshot(path=str(SHOTS / f"{name.split('_')[0]}-{view}.png"))
 
 
 def test_static_fallback_renders_offline_after_nbconvert(tmp_path):
@@ -429,36 +431,27 @@ def test_job_map_and_link_results_draw_in_jupyterlab(lab):
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, tmp / "root" / "survey_views.ipynb")
     SHOTS.mkdir(parents=True, exist_ok=True)
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(30_000)
-            _open_and_run_all(page, base, token, "survey_views.ipynb", 120)
-            for view, plots in (("ncclnb-jobmap", 1), ("ncclnb-links", 2)):
-                sel = f".jp-OutputArea-output .{view} .js-plotly-plot .main-svg"
-                page.wait_for_function(f"() => ({JS_PLOTS_DRAWN})({json.dumps(sel)}) >= {plots}", timeout=60_000)
-            jobmap = page.locator(".jp-OutputArea-output .ncclnb-jobmap").first
-            jobmap.scroll_into_view_if_needed()
-            # the heatmap's cells and one diamond per marked GPU cell: ranks 5 (finding) and 3, 11 (slow pair)
-            assert jobmap.locator(".heatmaplayer image, .heatmaplayer path, .hm image").count() >= 1
-            assert jobmap.locator(".scatterlayer .point").count() == 3
-            text = _click_and_wait_detail(page, jobmap, 0, 1, "rank")
-            assert "GPU" in text
-            page.mouse.move(5, 5)
-            jobmap.screenshot(path=str(SHOTS / "jobmap.png"))
-            links = page.locator(".jp-OutputArea-output .ncclnb-links").first
-            links.scroll_into_view_if_needed()
-            assert links.locator(".scatterlayer .trace").count() >= 2  # all_reduce and all_gather lines
-            red = links.evaluate("el => [...el.querySelectorAll('.barlayer .point path')]"
-                                 ".filter(p => getComputedStyle(p).fill === 'rgb(215, 48, 39)').length")
-            assert red == 1, red
-            links.screenshot(path=str(SHOTS / "links.png"))
-            assert page.evaluate("() => window.__pwned") is None
-            assert page.evaluate("() => document.querySelectorAll('img[src=\"x\"]').length") == 0
-            assert '<script>window.__pwned=1</script>' in jobmap.text_content()
-        except BaseException:
-            page.screenshot(path=str(SHOTS / "failure-survey-views.png"))
-            raise
-        finally:
-            browser.close()
+    with _lab_page(playwright, "failure-survey-views.png") as page:
+        _open_and_run_all(page, base, token, "survey_views.ipynb", 120)
+        for view, plots in (("ncclnb-jobmap", 1), ("ncclnb-links", 2)):
+            sel = f".jp-OutputArea-output .{view} .js-plotly-plot .main-svg"
+            page.wait_for_function(f"() => ({JS_PLOTS_DRAWN})({json.dumps(sel)}) >= {plots}", timeout=60_000)
+        jobmap = page.locator(".jp-OutputArea-output .ncclnb-jobmap").first
+        jobmap.scroll_into_view_if_needed()
+        # the heatmap's cells and one diamond per marked GPU cell: ranks 5 (finding) and 3, 11 (slow pair)
+        assert jobmap.locator(".heatmaplayer image, .heatmaplayer path, .hm image").count() >= 1
+        assert jobmap.locator(".scatterlayer .point").count() == 3
+        text = _click_and_wait_detail(page, jobmap, 0, 1, "rank")
+        assert "GPU" in text
+        page.mouse.move(5, 5)
+        jobmap.screenshot(path=str(SHOTS / "jobmap.png"))
+        links = page.locator(".jp-OutputArea-output .ncclnb-links").first
+        links.scroll_into_view_if_needed()
+        assert links.locator(".scatterlayer .trace").count() >= 2  # all_reduce and all_gather lines
+        red = links.evaluate("el => [...el.querySelectorAll('.barlayer .point path')]"
+                             ".filter(p => getComputedStyle(p).fill === 'rgb(215, 48, 39)').length")
+        assert red == 1, red
+        links.screenshot(path=str(SHOTS / "links.png"))
+        assert page.evaluate("() => window.__pwned") is None
+        assert page.evaluate("() => document.querySelectorAll('img[src=\"x\"]').length") == 0
+        assert '<script>window.__pwned=1</script>' in jobmap.text_content()
