@@ -6,7 +6,7 @@ answer, never re-derived here."""
 from __future__ import annotations
 
 from ..model import ClusterReport, LinkTest
-from ..model.bandwidth import BusbwReference, match_reference
+from ..model.bandwidth import BusbwReference, match_reference, size_text
 from ._facts import rdma_nics
 from ._registry import fact, make, register
 
@@ -26,16 +26,9 @@ def _gb(value: float) -> str:
     return f"{value:.3g}" if value < 100 else f"{value:.0f}"
 
 
-def _bytes(n: int) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:g} {unit}"
-    return f"{n} B"
-
-
 def _row_evidence(row: BusbwReference, why: str) -> list:
     return [fact(f"reference:{row.id}", f"{row.hardware}, {row.scope}, {row.collective} ({row.algo}): "
-                                         f"{row.low_gbps:g}-{row.high_gbps:g} GB/s busbw from {_bytes(row.min_size_bytes)} "
+                                         f"{row.low_gbps:g}-{row.high_gbps:g} GB/s busbw from {size_text(row.min_size_bytes)} "
                                          f"messages; chosen because {why}"),
             fact(f"reference:{row.id}", f"basis {row.basis}: {row.source}"[:1000])]
 
@@ -55,7 +48,7 @@ def link_busbw_low(report: ClusterReport):
             continue   # nothing measured: link_test_incomplete says why
         largest = max(ar, key=lambda m: m.size_bytes)
         measured = fact(SOURCE, f"{_where(link)}: all_reduce busbw {_gb(largest.busbw_gbps)} GB/s at "
-                                f"{_bytes(largest.size_bytes)} ({largest.time_us:g} us, algbw "
+                                f"{size_text(largest.size_bytes)} ({largest.time_us:g} us, algbw "
                                 f"{_gb(largest.algbw_gbps)} GB/s)")
         algo = link.env.get("NCCL_ALGO")
         env_line = [fact(SOURCE, f"NCCL_ALGO={algo}")] if algo else []
@@ -75,18 +68,18 @@ def link_busbw_low(report: ClusterReport):
         if not big:
             found.append(make(
                 "link_busbw_low", "info", 0.6,
-                f"all_reduce busbw cannot be judged yet: the largest message measured ({_bytes(largest.size_bytes)}) "
-                f"is under the {_bytes(row.min_size_bytes)} the {row.hardware} band applies from",
+                f"all_reduce busbw cannot be judged yet: the largest message measured ({size_text(largest.size_bytes)}) "
+                f"is under the {size_text(row.min_size_bytes)} the {row.hardware} band applies from",
                 evidence=evidence,
                 cause=f"busbw climbs with message size until the links are full; the reference band "
                       f"({row.low_gbps:g}-{row.high_gbps:g} GB/s) is the plateau, reached from "
-                      f"{_bytes(row.min_size_bytes)}. {TRAPS}",
+                      f"{size_text(row.min_size_bytes)}. {TRAPS}",
                 fix=f"Run the survey with --sizes 8B:{row.min_size_bytes >> 30 or 1}G or larger (nccl-tests: -e 1G "
                     "or more)."))
             continue
         best = max(big, key=lambda m: m.busbw_gbps)
-        best_line = fact(SOURCE, f"best all_reduce busbw from {_bytes(row.min_size_bytes)} up: "
-                                 f"{_gb(best.busbw_gbps)} GB/s at {_bytes(best.size_bytes)}")
+        best_line = fact(SOURCE, f"best all_reduce busbw from {size_text(row.min_size_bytes)} up: "
+                                 f"{_gb(best.busbw_gbps)} GB/s at {size_text(best.size_bytes)}")
         band = f"{row.low_gbps:g}-{row.high_gbps:g} GB/s"
         if best.busbw_gbps < row.low_gbps:
             short = 1 - best.busbw_gbps / row.low_gbps
@@ -148,7 +141,7 @@ def link_slow_pair(report: ClusterReport):
                 f"rank {p.src_rank} ({p.src_host}) -> rank {p.dst_rank} ({p.dst_host}) runs at "
                 f"{_gb(p.busbw_gbps)} GB/s, {median / max(p.busbw_gbps, 1e-9):.1f}x slower than the other pairs' "
                 f"median {_gb(median)} GB/s",
-                evidence=[fact(SOURCE, f"{_where(link)}: pair {p.src_rank} -> {p.dst_rank}, {_bytes(p.size_bytes)}: "
+                evidence=[fact(SOURCE, f"{_where(link)}: pair {p.src_rank} -> {p.dst_rank}, {size_text(p.size_bytes)}: "
                                        f"{p.time_us:g} us, {_gb(p.busbw_gbps)} GB/s"),
                           fact(SOURCE, f"the other {len(pairs) - 1} pair(s) of the ring: median {_gb(median)} GB/s, "
                                        f"fastest {_gb(pairs[-1].busbw_gbps if k != len(pairs) - 1 else pairs[-2].busbw_gbps)} GB/s")],

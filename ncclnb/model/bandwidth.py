@@ -33,6 +33,16 @@ GiB = 1 << 30
 LINKS_DIR = "ncclnb/recorded/links"
 
 
+
+def size_text(size: float) -> str:
+    """A message size as nccl-tests users read it: 8 -> "8 B", 65536 ->
+    "64 KiB", 1.5 MiB -> "1.5 MiB" (the one spelling of the link test's
+    sizes in checks, the survey's summary and the views)."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.4g} {unit}"
+    return f"{size:g} B"
+
 @dataclass(frozen=True)
 class BusbwReference:
     """One row of the table: the large-message busbw band of ``collective``

@@ -429,6 +429,7 @@ def link_lines(links, findings) -> list:
     not measured; then the bandwidth verdict (the link_busbw_low finding's
     title, as the check wrote it)."""
     from ..checks.ranks import span
+    from ..model.bandwidth import size_text
 
     lines = []
     for link in links:
@@ -440,7 +441,7 @@ def link_lines(links, findings) -> list:
         if largest:
             parts = [f"{c} {bw:.3g}" for c, (_, bw) in largest.items()]
             size = max(sz for sz, _ in largest.values())
-            head += f": busbw at {_human_bytes(size)} (GB/s) " + ", ".join(parts)
+            head += f": busbw at {size_text(size)} (GB/s) " + ", ".join(parts)
         lines.append(head)
         if link.pairs:
             slow = min(link.pairs, key=lambda p: p.busbw_gbps)
@@ -456,13 +457,6 @@ def link_lines(links, findings) -> list:
             lines.append(f"  {f.severity.upper():8} bandwidth: {f.title}"
                          + (f" (ranks {span(f.ranks, 24)})" if f.ranks else ""))
     return lines
-
-
-def _human_bytes(n: int) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size and n % size == 0:
-            return f"{n // size} {unit}"
-    return f"{n} B"
 
 
 def _write_atomically(path: str, text: str) -> None:

@@ -14,6 +14,7 @@ import math
 from typing import Optional, Sequence
 
 from ..model import ClusterReport, Finding
+from ..model.bandwidth import size_text
 from ..model.cluster import LinkTest
 from ._common import esc, shorten
 
@@ -24,15 +25,6 @@ OTHER_COLOURS = ("#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 PAIR_COLOURS = {"named": "#d73027", "measured": "#74add1"}
 PAIRS_SHOWN = 64     # pair bars drawn; past that the named pairs and the slowest, and the title says so
 FINDINGS_SHOWN = 6
-
-
-def size_text(size: float) -> str:
-    """8 -> "8 B", 65536 -> "64 KiB", 1.5 MiB -> "1.5 MiB"."""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size >= scale:
-            v = size / scale
-            return f"{v:.4g} {unit}"
-    return f"{size:g} B"
 
 
 def link_findings(findings: Sequence[Finding]) -> list[Finding]:
