@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..model import ClusterReport, LinkTest
 from ..model.bandwidth import BusbwReference, match_reference, size_text
-from ._facts import rdma_nics
+from ..model.derive import rdma_nics
 from ._registry import fact, make, register
 
 SOURCE = "link test"

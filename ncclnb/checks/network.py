@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Optional
 
 from ..model import NodeSnapshot
-from ._facts import env_flag, is_docker, is_loopback, rdma_nics, socket_interfaces
+from ..model.derive import rdma_nics
+from ._facts import env_flag, is_docker, is_loopback, socket_interfaces
 from ._registry import fact, make, node_source, register
 
 

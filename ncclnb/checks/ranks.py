@@ -8,8 +8,9 @@ from typing import Iterable, Optional
 
 from ..model import ClusterReport, NodeSnapshot, NumaNode, RankEntry
 from ..model.cpulist import covers, overlaps, spans
-from ._facts import (NodeFacts, env_flag, index_list, is_docker, is_loopback, link_distance, majority, rdma_nics,
-                     shorten, socket_interfaces)
+from ..model.derive import rdma_nics
+from ._facts import (NodeFacts, env_flag, index_list, is_docker, is_loopback, link_distance, majority, shorten,
+                     socket_interfaces)
 from ._registry import fact, make, node_source, register
 
 MAX_EVIDENCE = 8  # lines per finding; a 1024-node table must stay readable

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from ..model import UNLIMITED, NodeSnapshot
-from ._facts import NodeFacts, env_flag, is_number, rdma_nics
+from ..model.derive import rdma_nics
+from ._facts import NodeFacts, env_flag, is_number
 from ._registry import fact, make, node_source, register
 
 MIB = 1 << 20

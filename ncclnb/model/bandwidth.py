@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from .cluster import LinkTest
+from .derive import rdma_nics
 from .node import NodeSnapshot
 
 GiB = 1 << 30
@@ -139,7 +140,6 @@ _FAMILIES = (
 )
 _ROW_PREFIX = {"a100": "a100-sxm-8x-", "h100": "h100-sxm-8x-", "h200": "h200-sxm-8x-", "b200": "b200-8x-"}
 _NIC_ROWS = {200_000: "ib-hdr-200g-per-nic", 400_000: "ib-ndr-400g-per-nic"}
-_RDMA_KINDS = ("infiniband", "roce")
 
 
 def gpu_family(name: Optional[str]) -> Optional[str]:
@@ -210,8 +210,7 @@ def match_reference(link: LinkTest, snapshots: Sequence[NodeSnapshot],
     # several nodes: the network is the bottleneck; count each node's fastest RDMA NICs that are up
     counts, speeds = [], set()
     for s in snaps:
-        rdma = [n for n in s.nics if n.kind in _RDMA_KINDS and n.speed_mbps
-                and (n.state or "").lower() not in ("down",) and (n.ib_port_state or "ACTIVE").upper() == "ACTIVE"]
+        rdma = [n for n in rdma_nics(s) if n.speed_mbps and (n.state or "").lower() != "down"]
         if not s.nics:
             return None, f"{s.hostname}: its snapshot records no NICs, so the network's speed is unknown"
         if not rdma:
