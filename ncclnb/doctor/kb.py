@@ -65,7 +65,7 @@ TRIGGERS = (
     "NET/IB : Using", "NET/IB: Using", "Using network", "Bootstrap : ", "Bootstrap: ", "NET/Socket", "set by environment", "NET/OFI",
     "Tesla", "GeForce", " H100", " H200", " H800", "GH200", " B200", "NVSwitch", "NVLS ", "abric manager",
     "abric Manager", "Using devices", "nGpus ", "compiled with NCCL", "NCCL Error ", "--host", "mpirun",
-    "--nnodes", "nNodes", " Pid  ", "heckpoint", "reprocess", "okeniz", "Clustering", "fit` stopped",
+    "--nnodes", "nNodes", " Pid  ", "heckpoint", "reprocess", "okeniz", "Clustering", "ndexing", "Building index", "fit` stopped",
     "raining completed", "Out of bounds values", "Avg bus bandwidth", "Destroy COMPLETE", "Setting affinity", "Launch mode", "out-of-place", "Trees [", "SOCKET_IFNAME", "NCCL_IB_",
     "mlx5_",
     # NCCL RAS (ncclras) naming the ranks it could not reach; the NVSwitch driver's errors in the kernel log

@@ -37,7 +37,7 @@ _NNODES = re.compile(r"(?:--nnodes[= ]|nNodes |num_nodes=)(?P<n>[0-9]{1,5})", re
 _RANKS_ON = re.compile(r"Rank +[0-9]+ (?:Pid +[0-9]+ )?on +(?P<host>[\w.-]+) +device", re.ASCII)   # nccl-tests' device table
 
 # a rank busy on its own work (data preparation, clustering, a checkpoint) in the lines before a timeout
-_BUSY = ("heckpoint", "reprocess", "okeniz", "Clustering")
+_BUSY = ("heckpoint", "reprocess", "okeniz", "Clustering", "ndexing", "Building index")
 # a rank that ended its loop while others may still wait in a collective
 _FINISHED = ("fit` stopped", "raining completed")
 # the communication itself ran to its end (nccl-tests' closing lines, NCCL's communicator torn down in order):

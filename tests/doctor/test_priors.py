@@ -154,6 +154,17 @@ def test_a_stop_after_init_on_one_host_gets_hang_candidates_above_the_benign_plu
 
 
 # ---- context picks between a signature's categories ----------------------------
+def test_a_rank_busy_with_its_own_work_before_a_timeout_points_to_a_slow_rank():
+    line = ("[rank4]:[E ProcessGroupNCCL.cpp:523] [Rank 4] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=812, OpType=ALLREDUCE, NumelIn=4096, NumelOut=4096, Timeout(ms)=1800000) ran for "
+            "1800041 ms")
+    assert _cats(line)[0] == "collective_desync"
+    for busy in ("Saving checkpoint to /ckpt/step_812", "Running tokenizer on dataset: 40%",
+                 "Preprocessing the validation split", "Building index over 12000000 passages",
+                 "Indexing shard 3 of 16", "Clustering 2000000 points in 128D to 65536 clusters"):
+        assert _cats(f"{busy}\n{line}")[0] == "slow_rank_timeout", busy
+
+
 def test_early_barrier_timeout_points_to_a_slow_rank_and_a_finished_rank_to_a_desync():
     line = ("[rank4]:[E ProcessGroupNCCL.cpp:523] [Rank 4] Watchdog caught collective operation timeout: "
             "WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800041 ms")
