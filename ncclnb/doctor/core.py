@@ -515,6 +515,9 @@ class _Collector:
         return key
 
     def finish(self, dumps: list, names: list) -> Diagnosis:
+        # the world the dumps' process-group configs name counts like NCCL's nRanks: ranks of it that
+        # left no log and no dump are the ones a timeout's printers waited for
+        self.world_size = max(self.world_size or 0, _dump_world(dumps) or 0) or None
         # fold pid-keyed rows into rank rows
         for key in [k for k in self.rows if isinstance(k, tuple)]:
             r = self._resolve(key)
@@ -839,7 +842,11 @@ class _Collector:
             if len(blamed) > len(printers):
                 blamed = set()   # the fewer are the late ones; most ranks silent says too little
             if blamed:
-                title += f"; rank {_span(blamed)} did not time out"
+                absent = blamed - self._present_ranks()   # in the world size, yet no log and no dump
+                if blamed - absent:
+                    title += f"; rank {_span(blamed - absent)} did not time out"
+                if absent:
+                    title += f"; rank {_span(absent)} of the {size} ranks left no log"
         elif sig.blame == "store_host":
             blamed = set() if 0 in printers else {0}
             if blamed and 0 not in self._present_ranks():
@@ -1127,6 +1134,16 @@ def _looks_like_dump(head: bytes) -> bool:
     except ImportError:
         return False
     return bool(looks_like_dump(head))
+
+
+def _dump_world(dumps: list) -> Optional[int]:
+    if not dumps:
+        return None
+    try:
+        from .flight_recorder import world_size
+    except ImportError:
+        return None
+    return world_size(dumps)
 
 
 def _flight_recorder(dumps: list) -> tuple[list, list]:

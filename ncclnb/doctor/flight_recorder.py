@@ -26,8 +26,10 @@ version on NCCL), ``pg_config``, ``pg_status``, ``nccl_comm_state``,
 On gloo every ``state`` reads ``scheduled`` and ``pg_config`` is keyed by ""
 with empty name and desc, so it cannot be tied to the groups named in the
 entries: group membership is then rebuilt from the entries (the default group
-holds every rank that gave a dump; another group holds the ranks that
-recorded an entry in it). gloo does not record send/recv at all, so point to
+holds every rank that gave a dump, and every rank below the largest one a
+``pg_config`` group names, gloo's unnamed one too: its ranks are global
+ranks, so they bound the world size from below, :func:`world_size`; another
+group holds the ranks that recorded an entry in it). gloo does not record send/recv at all, so point to
 point pairing only has something to say on NCCL dumps.
 
 Which rank wrote a dump
@@ -100,6 +102,7 @@ from typing import Any, Iterable, Optional, Union
 from ncclnb.model import Evidence, Finding, RankStatus
 
 __all__ = ["looks_like_dump", "analyze_dumps", "dump_rank_status", "prepare_dump", "PreparedDump", "MAX_ENTRIES",
+           "world_size",
            "alignment", "Alignment", "GroupAlignment", "AlignedCall", "Divergence", "match_p2p"]
 
 MAX_ENTRIES = 200_000        # per dump; torch's default ring buffer holds 2000
@@ -168,6 +171,7 @@ class _Dump:
     lib_version: Optional[str]
     wrapped: bool                # the ring buffer dropped older entries
     size: int = 0                # estimated bytes this dump holds in memory
+    world: int = 0               # the largest rank any pg_config group names, plus one (0: none named)
 
 
 class _BadDump(Exception):
@@ -178,9 +182,10 @@ class _NoEntries(_BadDump):
     """A dump with no ``entries`` at all: the recorder was off, or (when other
     ranks' dumps of the same job hold entries) this rank issued no collective."""
 
-    def __init__(self, message: str, rank: Optional[int] = None):
+    def __init__(self, message: str, rank: Optional[int] = None, world: int = 0):
         super().__init__(message)
         self.rank = rank          # from a ``rank`` key or the file name, if either tells
+        self.world = world        # as _Dump.world
 
 
 class _TooLarge(_BadDump):
@@ -402,9 +407,10 @@ def _parse_dump(source: str, data: Any, max_size: Optional[int] = None) -> _Dump
     if not (_is_int(rank) and 0 <= rank < _MAX_RANK):
         rank = _rank_from_name(source)
     raw_entries = data.get("entries")
+    pg_ranks, world, cfg_size = _pg_config(data.get("pg_config"))
     if raw_entries is None and "pg_status" in data:
         raise _NoEntries("it holds no entries: the flight recorder was off "
-                         "(TORCH_FR_BUFFER_SIZE=0 or TORCH_NCCL_TRACE_BUFFER_SIZE=0)", rank)
+                         "(TORCH_FR_BUFFER_SIZE=0 or TORCH_NCCL_TRACE_BUFFER_SIZE=0)", rank, world)
     if not isinstance(raw_entries, list):
         raise _BadDump('it has no "entries" list')
     if len(raw_entries) > MAX_ENTRIES:
@@ -420,24 +426,49 @@ def _parse_dump(source: str, data: Any, max_size: Optional[int] = None) -> _Dump
     share = _Shared()
     entries = tuple(_parse_entry(raw, i, rank, source, share) for i, raw in enumerate(raw_entries))
     entries = tuple(sorted(entries, key=lambda e: e.record_id))
-    pg_ranks = {}
-    cfg = data.get("pg_config")
-    if isinstance(cfg, dict):
-        for key, val in list(cfg.items())[:_MAX_GROUPS]:
-            # gloo writes {"": {"name": "", "desc": "", ...}}: no group name, unusable.
-            if not key or _word(key, _MAX_NAME) is None or not isinstance(val, dict):
-                continue
-            ranks = _parse_ranks_text(val.get("ranks"))
-            if ranks is not None:
-                pg_ranks[key] = ranks
-                share.size += 64 + len(key) + 40 * len(ranks)
+    share.size += cfg_size
     lib = _word(data.get("comm_lib_version", data.get("nccl_version")))
     return _Dump(
         rank=rank, source=source, entries=entries, pg_ranks=pg_ranks,
         lib_version=lib or None,
         wrapped=bool(entries) and entries[0].record_id > 0,
-        size=_size(len(entries), share.size),
+        size=_size(len(entries), share.size), world=world,
     )
+
+
+def _pg_config(cfg: Any) -> tuple[dict, int, int]:
+    """(pg name -> global ranks, world, bytes kept) of a dump's ``pg_config``:
+    ``{name: {"name", "desc", "ranks": "[0, 1, 2, 3]"}}``. ``world`` is the
+    largest rank any group names plus one: a lower bound of the world size
+    (every group's ranks are global ranks), 0 when no group names its ranks.
+    gloo writes ``{"": {"name": "", "desc": "", "ranks": "[0, 1, 2]"}}``: the
+    ranks count for ``world``, but a group without a name cannot be tied to
+    the groups of the entries. A ``ranks`` that is not a list of ranks (text
+    too long, "all", out of range) says nothing."""
+    pg_ranks: dict = {}
+    world = size = 0
+    if not isinstance(cfg, dict):
+        return pg_ranks, world, size
+    for key, val in list(cfg.items())[:_MAX_GROUPS]:
+        if _word(key, _MAX_NAME) is None or not isinstance(val, dict):
+            continue
+        ranks = _parse_ranks_text(val.get("ranks"))
+        if ranks is None:
+            continue
+        world = max(world, max(ranks) + 1)
+        if key:
+            pg_ranks[key] = ranks
+            size += 64 + len(key) + 40 * len(ranks)
+    return pg_ranks, world, size
+
+
+def world_size(dumps: Iterable) -> Optional[int]:
+    """The world size the dumps' process-group configs tell at least (the
+    largest rank a group names, plus one), or None when none names its ranks.
+    ``dumps`` as for :func:`analyze_dumps`; dumps that cannot be read are
+    ignored. Never raises on odd input."""
+    loaded, _ = _load(_items(dumps) or [])
+    return max((d.world for d in loaded.values()), default=0) or None
 
 
 def _size(entries: int, shared: int) -> int:
@@ -498,7 +529,7 @@ def _load(dumps: Iterable) -> tuple[dict, list]:
         rank = exc.rank
         if by_rank and rank is not None and rank not in by_rank:
             by_rank[rank] = _Dump(rank=rank, source=source, entries=(), pg_ranks={}, lib_version=None,
-                                  wrapped=False)
+                                  wrapped=False, world=exc.world)
         else:
             notes.append(_info("fr.bad_dump", f"Skipped flight-recorder dump {source}: {exc}",
                                source, "This file was not analysed; the other dumps were."))
@@ -574,11 +605,13 @@ def _memberships(dumps: dict) -> tuple[dict, dict, list]:
     members: dict[str, frozenset] = {}
     notes: list[Finding] = []
     all_ranks = frozenset(dumps)
+    # the world the groups' configs name (gloo's unnamed one too): the default group's ranks
+    world = frozenset(range(max((d.world for d in dumps.values()), default=0)))
     for pg in seen:
         if pg in config:
             members[pg] = frozenset(config[pg])
         elif desc.get(pg) == "default_pg":
-            members[pg] = all_ranks
+            members[pg] = all_ranks | world
         else:
             members[pg] = frozenset(seen[pg])
         absent = sorted(members[pg] - all_ranks)

@@ -444,3 +444,27 @@ def test_fuzz_random_input_never_raises(pairs, blob):
     assert all(isinstance(f, Finding) for f in analyze_dumps(pairs))
     assert isinstance(dump_rank_status(pairs), list)
     assert looks_like_dump(blob) in (True, False)
+
+
+@pytest.mark.parametrize("config, world", [
+    ({"": {"name": "", "desc": "", "ranks": "[0, 1, 2]"}}, 3),                  # gloo: unnamed
+    ({"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1, 2, 3]"},
+      "5": {"name": "5", "desc": "pp", "ranks": "[1, 7]"}}, 8),              # a subgroup's global ranks
+    ({"0": {"name": "0", "desc": "default_pg", "ranks": [0, 1]}}, 2),         # a list, not text
+    ({"0": {"name": "0", "desc": "default_pg", "ranks": "all"}}, None),       # says no number
+    ({"0": {"ranks": "[]"}}, None),
+    ({}, None),
+    ("nonsense", None),
+])
+def test_world_size_from_pg_config(config, world):
+    d = json.loads((FR_DIR / "healthy" / "rank0.json").read_text())
+    d["pg_config"] = config
+    assert fr.world_size([("rank0.json", d)]) == world
+
+
+def test_real_dumps_name_the_world_so_a_missing_dump_is_noted():
+    # gloo's pg_config has no group name, but its ranks are the world's: rank 2 gave no dump
+    findings = analyze_dumps(real("healthy")[:2])
+    assert errors(findings) == []
+    assert [f.rule for f in findings] == ["fr.missing_dump"] and "rank 2 " in findings[0].title
+    assert fr.world_size(real("healthy")[:2]) == 3

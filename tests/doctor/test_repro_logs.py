@@ -65,3 +65,37 @@ def test_ncclnb_json_files_in_a_log_directory_are_not_read_as_logs(tmp_path):
     after = diagnose(str(tmp_path))
     assert [f.rule for f in after.findings] == [f.rule for f in before.findings]
     assert after.lines_read == before.lines_read
+
+
+# a real run with the culprit's log and dump taken away: the world size the other ranks'
+# flight-recorder dumps name in their process-group config (gloo writes
+# {"": {"ranks": "[0, 1, 2]"}}) says who is missing, as nRanks or "N/M clients joined" would
+@pytest.mark.parametrize("case, gone", [
+    ("slow_rank_checkpoint", 0),
+    ("unseeded_split_desync", 1),
+    ("alltoall_unpaired", 2),
+])
+def test_a_rank_with_no_log_and_no_dump_is_blamed_from_the_dumps_world_size(tmp_path, case, gone):
+    import shutil
+
+    from ncclnb import diagnose
+
+    for p in (HERE / case).iterdir():
+        if p.is_file() and not p.name.startswith(f"rank{gone}."):
+            shutil.copyfile(p, tmp_path / p.name)
+    diag = diagnose(str(tmp_path))
+    top = diag.top
+    assert top.ranks == (gone,), (top.rule, top.title, top.ranks)
+    assert f"rank {gone} of the" in top.title and "left no log" in top.title
+    assert any(f.rule == "fr.missing_dump" and f"rank {gone} " in f.title for f in diag.findings)
+
+
+def test_without_the_dumps_nothing_says_the_world_size(tmp_path):
+    import shutil
+
+    from ncclnb import diagnose
+
+    for p in (HERE / "slow_rank_checkpoint").iterdir():
+        if p.is_file() and p.name.endswith(".log") and not p.name.startswith("rank0."):
+            shutil.copyfile(p, tmp_path / p.name)
+    assert 0 not in diagnose(str(tmp_path)).top.ranks
