@@ -4,13 +4,23 @@ the Python twin of every verb is named in ``VERBS``.
 
 The current target (the last snapshot or report loaded) lives in a small
 state object. Bad arguments raise ``UsageError`` with the usage line; no
-verb exits the process."""
+verb exits the process.
+
+Every verb shows what it made the way this frontend can (:func:`renderer`
+decides: a live widget, a static HTML copy, or the full text a terminal
+prints) and returns it (``d = %ncclnb doctor LOG`` is the Diagnosis,
+``v = %ncclnb topo`` the view); the shell does not echo it a second time."""
 from __future__ import annotations
 
+import html
+import importlib.util
+import os
 import shlex
+import shutil
+import sys
 import traceback
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Optional
 
 from IPython.core.error import UsageError
 from IPython.display import display
@@ -49,9 +59,87 @@ class State:
     target_name: str = ""
     diagnosis: Any = None       # last Diagnosis from doctor
     autodiagnose: bool = False
+    shown: Any = None           # what the running cell's verb showed and returned: not echoed again
 
 
 STATE = State()
+
+
+# --- how to show: widget, static HTML or text ---------------------------------
+
+RENDERERS = ("widget", "static", "text")
+RENDERER_ENV = "NCCLNB_RENDERER"
+
+
+def renderer(ipython=None) -> str:
+    """How the magics show what they make, decided in one place (as plotly
+    picks its renderer):
+
+    - ``text``: the full text form, printed (``ncclnb doctor``'s report,
+      ``ncclnb show``'s summary): a terminal IPython, or no IPython at all;
+    - ``static``: a static HTML copy (escaped summary, the figure as inline
+      SVG) with the full text as text/plain, no widget: where widgets cannot
+      render (Google Colab without its custom widget manager, a kernel with
+      no ipywidgets installed, such as a bare JupyterLite);
+    - ``widget``: the live ipywidgets view, which also carries the static
+      copy (JupyterLab, Notebook 7, VS Code, nbconvert).
+
+    The environment variable ``NCCLNB_RENDERER=text|static|widget``
+    overrides the choice; any other value is ignored."""
+    forced = os.environ.get(RENDERER_ENV, "").strip().lower()
+    if forced in RENDERERS:
+        return forced
+    if ipython is None:
+        try:
+            from IPython import get_ipython
+
+            ipython = get_ipython()
+        except ImportError:
+            ipython = None
+    if ipython is None:
+        return "text"
+    if "TerminalInteractiveShell" in {cls.__name__ for cls in type(ipython).__mro__}:
+        return "text"
+    if "google.colab" in sys.modules:
+        return "static"
+    if importlib.util.find_spec("ipywidgets") is None:
+        return "static"
+    return "widget"
+
+
+def _width() -> int:
+    return max(100, shutil.get_terminal_size((100, 24)).columns)
+
+
+def _pre(text: str) -> str:
+    return f'<pre class="ncclnb-text" style="white-space:pre;overflow-x:auto">{html.escape(text)}</pre>'
+
+
+def _show(value, text: Callable[[], str], view: Optional[Callable[[], Any]] = None, ipython=None):
+    """Show ``value`` as :func:`renderer` says and return what was shown:
+    ``value``, or when it is None the view (in text mode, no view is built
+    and None is returned). ``text`` makes the full text form, ``view`` the
+    live view (``None``: the text is all there is, or HTML made of it)."""
+    mode = renderer(ipython)
+    if mode == "text":
+        print(text())
+    else:
+        built = None
+        if view is not None:
+            try:
+                built = view()
+            except ImportError:
+                if mode == "widget":
+                    raise
+        if mode == "widget" and built is not None:
+            display(built)
+        else:
+            page = built.static_html() if built is not None else _pre(text())
+            display({"text/plain": text(), "text/html": page}, raw=True)
+        if value is None:
+            value = built
+    STATE.shown = value
+    return value
 
 
 def _one_line(exc: BaseException) -> str:
@@ -81,9 +169,11 @@ def _describe(target) -> str:
     return f"node snapshot of {target.hostname}: {len(target.gpus)} GPUs, {len(target.nics)} NICs"
 
 
-def _set_target(target, name: str) -> None:
+def _set_target(target, name: str):
     STATE.target, STATE.target_name = target, name
     print(f"ncclnb: {name} -> {_describe(target)}")
+    STATE.shown = target
+    return target
 
 
 def _verb_snapshot(args):
@@ -91,7 +181,7 @@ def _verb_snapshot(args):
         raise UsageError("Usage: %ncclnb snapshot")
     from .collectors import collect  # ImportError -> UsageError in ncclnb_line
 
-    _set_target(_call(collect), "this machine")
+    return _set_target(_call(collect), "this machine")
 
 
 def _verb_load(args):
@@ -99,7 +189,7 @@ def _verb_load(args):
         raise UsageError("Usage: %ncclnb load PATH|NAME")
     from .viz._common import resolve
 
-    _set_target(_call(resolve, args[0]), args[0])
+    return _set_target(_call(resolve, args[0]), args[0])
 
 
 def _verb_check(args):
@@ -107,7 +197,8 @@ def _verb_check(args):
     from .viz import show_diagnosis
 
     target = _call(_load_one, args) if args else _need_target()
-    display(show_diagnosis(_call(check, target), title="Checks"))
+    findings = _call(check, target)
+    return _show(findings, lambda: _findings_text(findings, target), lambda: show_diagnosis(findings, title="Checks"))
 
 
 def _load_one(args):
@@ -125,7 +216,16 @@ def _verb_doctor(args):
     from .viz import show_diagnosis
 
     STATE.diagnosis = _call(diagnose, *args)
-    display(show_diagnosis(STATE.diagnosis))
+    return _show_diagnosis(STATE.diagnosis)
+
+
+def _show_diagnosis(diag, title: Optional[str] = None):
+    """A Diagnosis shown as cards (widget, static) or as ``ncclnb doctor`` prints it."""
+    from .doctor.report import render_text
+    from .viz import show_diagnosis
+
+    return _show(diag, lambda: render_text(diag).rstrip("\n"),
+                 lambda: show_diagnosis(diag) if title is None else show_diagnosis(diag, title=title))
 
 
 def _view(name):
@@ -133,7 +233,8 @@ def _view(name):
         from . import viz
 
         target = _call(_load_one, args) if args else _need_target()
-        display(_call(getattr(viz, name), target))
+        shown = _show(None, lambda: _call(_VIEW_TEXT[name], target), lambda: _call(getattr(viz, name), target))
+        return target if shown is None else shown
     return verb
 
 
@@ -141,7 +242,9 @@ def _verb_dashboard(args):
     from .viz import dashboard
 
     target = _call(_load_one, args) if args else _need_target()
-    display(_call(dashboard, target, STATE.diagnosis))
+    diag = STATE.diagnosis
+    shown = _show(None, lambda: _call(_dashboard_text, target, diag), lambda: _call(dashboard, target, diag))
+    return target if shown is None else shown
 
 
 def _run_view(name):
@@ -157,7 +260,9 @@ def _run_view(name):
         else:
             raise UsageError(f"no run to show: %ncclnb {name.split('_')[1]} PATH... (a run directory, logs, "
                              "dumps), or run %ncclnb repro NAME or %ncclnb doctor PATH... first")
-        display(_call(getattr(viz, name), source))
+        facts = _call(_RUN_FACTS[name], source)   # read once: the view and the text draw the same facts
+        shown = _show(None, lambda: _RUN_TEXT[name](facts), lambda: _call(getattr(viz, name), facts))
+        return facts if shown is None else shown
     return verb
 
 
@@ -229,11 +334,17 @@ def _verb_repro(args):
     except ScenarioError as exc:
         raise UsageError(str(exc)) from None
     live = _LiveRanks(f"{name} ({opts['variant']})")
-    handle = display(live, display_id=True)
+    text_mode = renderer() == "text"
+    # a terminal cannot redraw a display in place: there, one line per phase
+    handle = None if text_mode else display(live, display_id=True)
     last = [0.0]
+    phases: list = []
 
     def progress(status):
         live.status = status
+        if text_mode and status.get("phase") not in phases:
+            phases.append(status.get("phase"))
+            print(f"{live.title}: {status.get('phase')}, {status.get('elapsed', 0):.1f} s")
         if handle is not None and (time.monotonic() - last[0] > 0.5 or status.get("phase") != "running"):
             last[0] = time.monotonic()
             handle.update(live)
@@ -243,14 +354,14 @@ def _verb_repro(args):
                            keep=opts["keep"], progress=progress)
     except ScenarioError as exc:
         raise UsageError(str(exc)) from None
-    from .viz import show_diagnosis
-
     # the last progress call ("diagnosing") carries no rows: leave the table showing how each rank ended
     live.status = {"phase": "completed" if result.completed else "ended", "elapsed": result.seconds, "ranks": [
         {"rank": "agent" if e.rank is None else e.rank, "state": "killed" if e.exit_code is None else "exited",
          "exit_code": e.exit_code, "last_line": e.last_line} for e in result.exits]}
     if handle is not None:
         handle.update(live)
+    elif text_mode:
+        print(repr(live))
     ok, why = outcome(result, scenario)
     print(f"{name} ({result.variant}) on {result.backend}: "
           f"{'completed' if result.completed else 'failed'} in {result.seconds:g} s; logs in {result.run_dir}")
@@ -258,10 +369,229 @@ def _verb_repro(args):
         print(f"  note: {note}")
     if result.diagnosis is not None and result.diagnosis.findings:
         STATE.diagnosis = result.diagnosis
-        display(show_diagnosis(result.diagnosis, title=f"Doctor: {name} ({result.variant})"))
+        _show_diagnosis(result.diagnosis, title=f"Doctor: {name} ({result.variant})")
     print(f"Lesson: {scenario.lesson}")
     print(f"Verdict: {'as expected' if ok else 'NOT as expected'}: {why}")
+    STATE.shown = result
     return result
+
+
+# --- the text forms a terminal prints -----------------------------------------
+# Made from the model and the existing text renderers (ncclnb.summary,
+# ncclnb.doctor.report, the check CLI's findings text): no widget, no figure.
+
+def _summary(target) -> str:
+    from .model._repr import terminal_text
+    from .summary import summary
+
+    return terminal_text(summary(target, width=_width()))
+
+
+def _sections(text: str, titles: tuple) -> str:
+    """The head of a node summary and its sections whose title starts with one of ``titles``."""
+    blocks = text.split("\n\n")
+    return "\n\n".join(blocks[:1] + [b for b in blocks[1:] if b.split("\n", 1)[0].startswith(titles)])
+
+
+def _node_of(target):
+    """The node a one-node view shows (the first of a report) and a line naming the others."""
+    from .viz._common import pick_snapshot, snapshots_of
+
+    snap, n = pick_snapshot(target), len(snapshots_of(target))
+    note = (f"\n\n(node {snap.hostname} of {n}: ncclnb.show_topology(report, host=NAME), "
+            f"ncclnb.show_numa(report, host=NAME) or `ncclnb show` for the others)") if n > 1 else ""
+    return snap, note
+
+
+def _rank_rows(ranks) -> list:
+    from .model._repr import terminal_text
+
+    def cell(value):
+        return "-" if value is None or value == "" else terminal_text(str(value))
+
+    rows = [["rank", "host", "local", "world", "node", "cuda", "bus id", "NUMA", "CPUs", "NIC", "pid"]]
+    rows += [[cell(e.rank), cell(e.host), cell(e.local_rank), cell(e.world_size), cell(e.node_rank),
+              cell(e.cuda_index), cell(e.bus_id), cell(e.numa_node), cell(e.cpu_affinity), cell(e.nic), cell(e.pid)]
+             for e in ranks]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+
+
+def _topology_text(target) -> str:
+    snap, note = _node_of(target)
+    return f"Topology of {_sections(_summary(snap), ('GPUs', 'Links'))}{note}"
+
+
+def _numa_text(target) -> str:
+    from .viz._common import ranks_of
+
+    snap, note = _node_of(target)
+    text = f"NUMA placement on {_sections(_summary(snap), ('NUMA', 'NICs'))}"
+    ranks = [e for e in ranks_of(target) if e.host == snap.hostname]
+    if ranks:
+        text += "\n\nRanks on this node\n" + "\n".join(_rank_rows(ranks))
+    return text + note
+
+
+def _ranks_text(target) -> str:
+    from .model import ClusterReport
+
+    if not isinstance(target, ClusterReport) or not target.ranks:
+        return "No rank table: the rank map needs a ClusterReport with ranks."
+    hosts = len({e.host for e in target.ranks})
+    return (f"Rank map: {len(target.ranks)} ranks on {hosts} node{'s' if hosts != 1 else ''}\n"
+            + "\n".join(_rank_rows(sorted(target.ranks, key=lambda e: (e.host, e.rank)))))
+
+
+def _versions_text(target, limit: int = 32) -> str:
+    from .viz._common import snapshots_of
+
+    snaps = snapshots_of(target)
+    parts = [f"Versions on {len(snaps)} node{'s' if len(snaps) != 1 else ''}"]
+    for snap in snaps[:limit]:
+        block = _sections(_summary(snap), ("Versions",)).split("\n\n")
+        parts.append(f"{snap.hostname}\n" + "\n".join(block[1].split("\n")[1:]) if len(block) > 1 else snap.hostname)
+    if len(snaps) > limit:
+        parts.append(f"... and {len(snaps) - limit} more nodes (`ncclnb show REPORT`)")
+    from .model._repr import terminal_text
+
+    return terminal_text("\n\n".join(parts))
+
+
+def _findings_text(findings, target=None) -> str:
+    """Findings of the checks as ``ncclnb check`` prints them."""
+    from .model._repr import terminal_text
+
+    try:
+        from .checks import registry
+        from .cli.check_verb import format_text
+        from .viz._common import snapshots_of
+
+        n_nodes = len(snapshots_of(target)) if target is not None else 0
+        return terminal_text(format_text(list(findings), len(registry()), n_nodes))
+    except ImportError:
+        return terminal_text("\n".join(f"{f.severity.upper():8}{f.title}" for f in findings) or "No findings.")
+
+
+def _target_findings(target):
+    from .model import ClusterReport
+    from .viz.widgets import report_findings, run_checks
+
+    return report_findings(target) if isinstance(target, ClusterReport) else run_checks(target)
+
+
+def _jobmap_text(target) -> str:
+    from .model import ClusterReport
+
+    if not isinstance(target, ClusterReport):
+        raise ValueError("the job map needs a ClusterReport (a survey's report.json)")
+    findings, problem = _target_findings(target)
+    text = f"Job map\n{_summary(target)}\n\nWhat the findings name\n{_findings_text(findings, target)}"
+    return text + (f"\n({problem})" if problem else "")
+
+
+def _links_text(target) -> str:
+    from .model import ClusterReport
+    from .model._repr import terminal_text
+
+    if not isinstance(target, ClusterReport):
+        raise ValueError("link results need a ClusterReport (a survey's report.json)")
+    if not target.links:
+        return "Link results: no link test in this report (ran with --no-link-test?)"
+    try:
+        from .model.bandwidth import size_text
+    except ImportError:
+        def size_text(n):
+            return f"{n} B"
+    out = ["Link results"]
+    for test in target.links:
+        out.append(f"\n{test.backend} on {test.device}: {test.world_size} ranks on {test.nodes} "
+                   f"node{'s' if test.nodes != 1 else ''}, {test.iterations} iterations")
+        if test.results:
+            out.append(f"  {'collective':15} {'size':>10} {'time (us)':>12} {'algbw GB/s':>11} {'busbw GB/s':>11}")
+            out += [f"  {m.collective:15} {size_text(m.size_bytes):>10} {m.time_us:12.1f} {m.algbw_gbps:11.2f} "
+                    f"{m.busbw_gbps:11.2f}" for m in test.results]
+        if test.pairs:
+            out.append("  pairs")
+            out += [f"    {p.src_rank} ({p.src_host}) -> {p.dst_rank} ({p.dst_host}): {size_text(p.size_bytes)}, "
+                    f"{p.busbw_gbps:.2f} GB/s" for p in test.pairs]
+        for t in test.transports[:64]:
+            out.append(f"  rank {t.rank} -> {t.peer} via {t.transport}")
+        for part, why in test.missing.items():
+            out.append(f"  not measured: {part}: {why}")
+    findings, problem = _target_findings(target)
+    link = [f for f in findings if f.rule.startswith("link_")]
+    out.append("\n" + _findings_text(link, target) + (f"\n({problem})" if problem else ""))
+    return terminal_text("\n".join(out))
+
+
+def _dashboard_text(target, diag=None, limit: int = 8) -> str:
+    from .model import ClusterReport
+    from .viz._common import snapshots_of
+
+    findings, problem = _target_findings(target)
+    parts = ["Checks\n" + _findings_text(findings, target) + (f"\n({problem})" if problem else "")]
+    if diag is not None:
+        from .doctor.report import render_text
+
+        parts.append(render_text(diag).rstrip("\n"))
+    parts.append(_summary(target))
+    if isinstance(target, ClusterReport):
+        snaps = snapshots_of(target)
+        parts += [_summary(snap) for snap in snaps[:limit]]
+        if len(snaps) > limit:
+            parts.append(f"... and {len(snaps) - limit} more nodes (`ncclnb show REPORT`)")
+    return "\n\n".join(parts)
+
+
+_VIEW_TEXT = {
+    "show_topology": _topology_text,
+    "show_numa": _numa_text,
+    "show_ranks": _ranks_text,
+    "show_job_map": _jobmap_text,
+    "show_links": _links_text,
+    "show_versions": _versions_text,
+}
+
+
+def _alignment_facts(source):
+    from .doctor.facts import run_alignment
+
+    return run_alignment(source)
+
+
+def _pairing_facts(source):
+    from .doctor.facts import run_pairing
+
+    return run_pairing(source)
+
+
+def _alignment_text(facts) -> str:
+    from .model._repr import terminal_text
+
+    first = facts.first_divergence
+    lines = [f"Flight-recorder alignment: {len(facts.ranks)} ranks, {len(facts.groups)} group(s); "
+             + (f"first divergence at #{first[1].seq} of group {first[0].pg}" if first else "no divergence")]
+    for f in getattr(facts, "findings", ())[:8]:
+        lines.append(f"  {f.severity.upper():8}{f.title}")
+    return terminal_text("\n".join(lines))
+
+
+def _pairing_text(facts) -> str:
+    from .model._repr import terminal_text
+
+    n = len(facts.unpaired)
+    lines = [f"Send/recv pairing: {len(facts.ranks)} ranks, {n} unpaired op{'s' if n != 1 else ''}"]
+    lines += [f"  {u.text}: no {'receive' if u.kind == 'send' else 'send'} on the other side" for u in facts.unpaired[:64]]
+    if n > 64:
+        lines.append(f"  ... {n - 64} more")
+    if not n:
+        lines.append("  Every send has its receive.")
+    return terminal_text("\n".join(lines))
+
+
+_RUN_FACTS = {"show_alignment": _alignment_facts, "show_pairing": _pairing_facts}
+_RUN_TEXT = {"show_alignment": _alignment_text, "show_pairing": _pairing_text}
 
 
 HANDLERS = {
@@ -302,18 +632,16 @@ def ncclnb_line(line: str, ipython=None):
         raise UsageError(f"{verb}: not available in this install ({_one_line(exc)}); Python twin: {VERBS[verb]}") from None
 
 
-def ncclnb_doctor_cell(line: str, cell: str) -> None:
-    """``%%ncclnb_doctor``: diagnose the log text pasted into the cell."""
+def ncclnb_doctor_cell(line: str, cell: str):
+    """``%%ncclnb_doctor``: diagnose the log text pasted into the cell; returns the Diagnosis."""
     if not cell.strip():
         raise UsageError("Usage: %%ncclnb_doctor, then paste log lines in the cell body")
     try:
         from .doctor import diagnose
     except ImportError as exc:
         raise UsageError(f"the doctor is not available in this install ({_one_line(exc)})") from None
-    from .viz import show_diagnosis
-
     STATE.diagnosis = _call(diagnose, cell)
-    display(show_diagnosis(STATE.diagnosis))
+    return _show_diagnosis(STATE.diagnosis)
 
 
 # --- autodiagnose -------------------------------------------------------------
@@ -328,30 +656,61 @@ def is_distributed_error(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and ("nccl" in text or "gloo" in text)
 
 
-def _custom_exc(shell, etype, value, tb, tb_offset=None):
-    """Show the normal traceback, then a diagnosis of the error text."""
-    shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
-    if not is_distributed_error(value):
-        return None
-    text = "".join(traceback.format_exception(etype, value, tb))
+def _diagnose_failed_cell(result) -> None:
+    """IPython's ``post_run_cell`` callback: the cell's traceback is already
+    shown; when its error is torch.distributed's, show a diagnosis of it."""
+    exc = getattr(result, "error_in_exec", None)
+    if exc is None or not is_distributed_error(exc):
+        return
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     try:
         from .doctor import diagnose
-        from .viz import show_diagnosis
 
         STATE.diagnosis = diagnose(text)
-        display(show_diagnosis(STATE.diagnosis))
-    except Exception as exc:  # the handler must never hide the user's own error
-        print(f"ncclnb autodiagnose: could not diagnose ({_one_line(exc)})")
-    return None
+        _show_diagnosis(STATE.diagnosis)
+    except Exception as err:  # the callback must never hide the user's own error
+        print(f"ncclnb autodiagnose: could not diagnose ({_one_line(err)})")
 
 
 def autodiagnose(ipython, on: bool) -> None:
-    """Turn the diagnosis under torch.distributed tracebacks on or off."""
-    if on:
-        ipython.set_custom_exc((Exception,), _custom_exc)
-    elif STATE.autodiagnose:
-        ipython.set_custom_exc((), None)
+    """Turn the diagnosis under torch.distributed tracebacks on or off: a
+    ``post_run_cell`` callback, beside other extensions' callbacks and
+    leaving the shell's one custom exception handler (``set_custom_exc``)
+    to whoever set it."""
+    registered = _diagnose_failed_cell in ipython.events.callbacks["post_run_cell"]
+    if on and not registered:
+        ipython.events.register("post_run_cell", _diagnose_failed_cell)
+    elif not on and registered:
+        ipython.events.unregister("post_run_cell", _diagnose_failed_cell)
     STATE.autodiagnose = on
+
+
+def _forget_shown(result=None) -> None:
+    """``post_run_cell``: what a verb showed is echoed normally from the next cell on."""
+    STATE.shown = None
+
+
+class _EchoFilter:
+    """The shell's display hook, except for the value a verb of the running
+    cell already showed: a bare ``%ncclnb doctor LOG`` returns the Diagnosis
+    (``_`` and ``Out`` get it) without showing it twice."""
+
+    def __init__(self, hook):
+        self.hook = hook
+
+    def __call__(self, result=None):
+        if result is None or result is not STATE.shown:
+            return self.hook(result)
+        STATE.shown = None
+        hook = self.hook
+        try:
+            hook.check_for_underscore()
+            if not hook.quiet():
+                hook.update_user_ns(result)
+                hook.fill_exec_result(result)
+        except AttributeError:   # not IPython's DisplayHook: nothing to record
+            pass
+        return None
 
 
 # --- registration ---------------------------------------------------------------
@@ -364,11 +723,22 @@ def register(ipython) -> None:
     line_magic.__doc__ = ncclnb_line.__doc__ + "\n\n" + USAGE
     ipython.register_magic_function(line_magic, "line", "ncclnb")
     ipython.register_magic_function(ncclnb_doctor_cell, "cell", "ncclnb_doctor")
+    trap = getattr(ipython, "display_trap", None)
+    if trap is not None and not isinstance(trap.hook, _EchoFilter):
+        trap.hook = _EchoFilter(trap.hook)
+    if _forget_shown not in ipython.events.callbacks["post_run_cell"]:
+        ipython.events.register("post_run_cell", _forget_shown)
 
 
 def unregister(ipython) -> None:
     """Remove the magics and the autodiagnose handler (``%unload_ext ncclnb``)."""
     autodiagnose(ipython, False)
+    if _forget_shown in ipython.events.callbacks["post_run_cell"]:
+        ipython.events.unregister("post_run_cell", _forget_shown)
+    trap = getattr(ipython, "display_trap", None)
+    if trap is not None and isinstance(trap.hook, _EchoFilter):
+        trap.hook = trap.hook.hook
+    STATE.shown = None
     magics = ipython.magics_manager.magics
     magics["line"].pop("ncclnb", None)
     magics["cell"].pop("ncclnb_doctor", None)

@@ -104,6 +104,18 @@ class ClusterReport:
                 check_schema(snap, "ncclnb.node/1", f"node snapshot (snapshots[{i}])")
         return from_dict(cls, data)
 
+    def _repr_pretty_(self, p, cycle: bool) -> None:
+        """IPython's text form: the report as ``ncclnb show`` prints it, then its findings."""
+        from ._repr import pretty, report_text
+
+        pretty(p, "ClusterReport(...)" if cycle else report_text(self))
+
+    def _repr_html_(self) -> str:
+        """A static HTML form: the same text, escaped."""
+        from ._repr import pre_html, report_text
+
+        return pre_html(report_text(self), "report")
+
     def snapshot(self, host: str) -> Optional[NodeSnapshot]:
         """The snapshot of ``host``, or None."""
         return self._by_host.get(host)

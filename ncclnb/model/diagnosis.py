@@ -45,3 +45,15 @@ class Diagnosis:
     def from_dict(cls, data: object) -> "Diagnosis":
         check_schema(data, DIAGNOSIS_SCHEMA, "diagnosis")
         return from_dict(cls, data)
+
+    def _repr_pretty_(self, p, cycle: bool) -> None:
+        """IPython's text form: the full diagnosis as ``ncclnb doctor`` prints it."""
+        from ._repr import diagnosis_text, pretty
+
+        pretty(p, "Diagnosis(...)" if cycle else diagnosis_text(self))
+
+    def _repr_html_(self) -> str:
+        """A static, escaped HTML form: the findings as cards, then what each rank said."""
+        from ._repr import diagnosis_html
+
+        return diagnosis_html(self)

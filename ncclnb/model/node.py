@@ -162,6 +162,18 @@ class NodeSnapshot:
     def gpu_numa(self) -> dict[int, Optional[int]]:
         return {g.index: g.numa_node for g in self.gpus}
 
+    def _repr_pretty_(self, p, cycle: bool) -> None:
+        """IPython's text form: the snapshot as ``ncclnb show`` prints it."""
+        from ._repr import pretty, summary_text
+
+        pretty(p, "NodeSnapshot(...)" if cycle else summary_text(self))
+
+    def _repr_html_(self) -> str:
+        """A static HTML form: the same text, escaped."""
+        from ._repr import pre_html, summary_text
+
+        return pre_html(summary_text(self), "snapshot")
+
 
 def check_schema(data: object, expected: str, what: str) -> None:
     """Refuse foreign JSON and newer schema versions with one clear line."""

@@ -1,0 +1,66 @@
+"""The text and HTML forms of the model's values (``_repr_pretty_``,
+``_repr_html_``), for IPython: a terminal shows the full text form, a
+notebook the escaped HTML one.
+
+The renderers live in layers above the model (``ncclnb.doctor.report``,
+``ncclnb.summary``, ``ncclnb.viz.diagnosis``): they are imported inside the
+functions the methods call, never when the model is imported, so the model
+still imports nothing else of ncclnb."""
+from __future__ import annotations
+
+import html
+
+
+def terminal_text(text: str) -> str:
+    """``text`` with every control character of each line shown as an escape
+    (a hostname or log line can carry ``ESC ]0;...``): safe on a terminal."""
+    from ..doctor.report import visible
+
+    return "\n".join(visible(line) for line in text.split("\n"))
+
+
+def pre_html(text: str, kind: str) -> str:
+    """``text`` as an escaped ``<pre>`` block: static, no script."""
+    return (f'<pre class="ncclnb-text ncclnb-{kind}" style="white-space:pre;overflow-x:auto">'
+            f"{html.escape(text)}</pre>")
+
+
+def diagnosis_text(diag) -> str:
+    """The diagnosis as ``ncclnb doctor`` prints it (without colour)."""
+    from ..doctor.report import render_text
+
+    return render_text(diag).rstrip("\n")
+
+
+def diagnosis_html(diag) -> str:
+    try:
+        from ..viz.diagnosis import diagnosis_html as cards
+    except ImportError:   # an install without the views: the text, escaped
+        return pre_html(diagnosis_text(diag), "diagnosis")
+    return cards(diag)
+
+
+def summary_text(target) -> str:
+    """A snapshot or report as ``ncclnb show`` prints it, control characters escaped."""
+    from ..summary import summary
+
+    return terminal_text(summary(target, width=160))
+
+
+def report_text(report) -> str:
+    """A cluster report: ``ncclnb show``'s summary, then the findings it carries."""
+    lines = [summary_text(report)]
+    if report.findings:
+        lines.append(f"\nFindings when the report was written ({len(report.findings)})")
+        for f in report.findings:
+            ranks = f"  ranks {', '.join(map(str, f.ranks[:16]))}{' ...' if len(f.ranks) > 16 else ''}" if f.ranks else ""
+            lines.append(terminal_text(f"  {f.severity.upper():8}{f.title}{ranks}"))
+    return "\n".join(lines)
+
+
+def pretty(printer, text: str) -> None:
+    """Write ``text`` through IPython's pretty printer, line by line."""
+    for i, line in enumerate(text.split("\n")):
+        if i:
+            printer.break_()
+        printer.text(line)
