@@ -23,6 +23,8 @@ def shared_dir() -> Path:
 def run_cli(*args: str, input: bytes | None = None, env: dict | None = None, timeout: float = 120):
     """Run the real `ncclnb` command in a subprocess; returns CompletedProcess (text)."""
     full_env = dict(os.environ, PYTHONUNBUFFERED="1")
+    for name in ("NO_COLOR", "FORCE_COLOR", "COLUMNS"):   # the caller's terminal settings are not the test's
+        full_env.pop(name, None)
     if env:
         full_env.update(env)
     proc = subprocess.run(

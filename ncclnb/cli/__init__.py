@@ -1,16 +1,26 @@
 """The ``ncclnb`` command. Each verb is a module of this package with
 ``add_parser(subparsers)`` and ``run(args) -> int``: a few lines around one
-public Python function. Bad input exits 2 with one line on stderr."""
+public Python function. Bad input exits 2 with one line on stderr.
+
+The conventions every verb shares live here: where colour is decided
+(:func:`colour_wanted`), the default ``--width`` (:func:`terminal_width`),
+``--fail-on`` (:func:`add_fail_on`, :func:`fail_status`), and writing to a pipe
+that its reader closed early (``ncclnb show X | head -1``), which ends the
+command quietly with the status it would have had."""
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from ..model import SchemaError
 
 # verb modules, in the order `ncclnb --help` lists them
 VERBS = ("collect", "ingest", "show", "doctor", "check", "survey", "repro", "tour")
+
+# worst first: --fail-on LEVEL fails on a finding of LEVEL or of any level before it
+SEVERITY_ORDER = ("error", "warning", "info")
 
 
 class UsageError(Exception):
@@ -23,6 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ncclnb",
         description="Make NCCL / torch.distributed failures understandable.",
+        epilog="Exit status: 0 done; 1 where a verb says so (doctor and check with --fail-on, repro run --check, "
+               "tour, survey); 2 bad arguments or unreadable input. Colour only on a terminal: NO_COLOR=1 turns "
+               "it off, FORCE_COLOR=1 turns it on anywhere, TERM=dumb turns it off.",
     )
     parser.add_argument("--version", action="version", version=f"ncclnb {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
@@ -34,6 +47,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+    except SystemExit:   # argparse's --help, --version and usage errors
+        _flush_stdout()
+        raise
+    except BrokenPipeError:   # a verb's print() into a pipe its reader closed
+        _discard_stdout()
+        return 0
+    _flush_stdout()
+    return code
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
@@ -41,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         return args._run(args) or 0
+    except BrokenPipeError:
+        raise
     except (UsageError, SchemaError, OSError, UnicodeError, ValueError) as exc:
         print(f"ncclnb {args.verb}: error: {one_line(exc)}", file=sys.stderr)
         return 2
@@ -48,8 +76,6 @@ def main(argv: list[str] | None = None) -> int:
         signum = getattr(exc, "signum", 2)   # SIGTERM / SIGHUP where a verb turned them into interrupts
         print(f"ncclnb {args.verb}: interrupted" + (f" (signal {signum})" if signum != 2 else ""), file=sys.stderr)
         return 128 + signum
-    except BrokenPipeError:
-        return 0
 
 
 def one_line(exc: BaseException) -> str:
@@ -59,12 +85,20 @@ def one_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
+# ---- output -------------------------------------------------------------------------------------
+
 def write_output(text: str, path: str | None) -> None:
-    """Write to ``path`` atomically (never a half-written file), or to stdout."""
+    """Write to ``path`` atomically (never a half-written file), or to stdout.
+    On stdout, a reader that closed the pipe early (``| head -1``) ends the
+    output quietly: the rest is discarded and the verb goes on to its own exit
+    status (``--fail-on`` still gates)."""
     if not path or path == "-":
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        try:
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _discard_stdout()
         return
-    import os
     import tempfile
 
     folder = os.path.dirname(os.path.abspath(path))
@@ -76,3 +110,96 @@ def write_output(text: str, path: str | None) -> None:
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def _flush_stdout() -> None:
+    """What is still buffered goes now, not at interpreter exit, where a
+    closed pipe prints "Exception ignored ... BrokenPipeError"."""
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_stdout()
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null: what is still buffered, and anything printed
+    later, goes nowhere instead of raising again at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError, AttributeError):   # not a real file (pytest's capture): nothing to redirect
+        pass
+
+
+def colour_wanted(output: str | None = None, stream=None) -> bool:
+    """Whether text written to ``output`` (a path; None or '-' for ``stream``,
+    by default stdout) gets ANSI colours: the one place every verb asks.
+
+    A file named with ``-o`` never does. Otherwise, in this order:
+    ``NO_COLOR`` set to anything non-empty turns colour off (no-color.org);
+    ``FORCE_COLOR`` set to anything but '' or '0' turns it on, also in a pipe
+    or a CI log; ``TERM=dumb`` turns it off; else colour exactly when the
+    stream is a terminal."""
+    if output and output != "-":
+        return False
+    env = os.environ
+    if env.get("NO_COLOR"):
+        return False
+    if env.get("FORCE_COLOR", "") not in ("", "0"):
+        return True
+    if env.get("TERM") == "dumb":
+        return False
+    stream = sys.stdout if stream is None else stream
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):   # closed, or not a file
+        return False
+
+
+# ---- shared options ------------------------------------------------------------------------------
+
+DEFAULT_WIDTH = 120   # when stdout is no terminal (a pipe, a file) and COLUMNS is unset
+
+
+def terminal_width() -> int:
+    """The terminal's width (``COLUMNS`` first, as shutil reads it), or
+    :data:`DEFAULT_WIDTH` when there is no terminal."""
+    import shutil
+
+    return shutil.get_terminal_size(fallback=(DEFAULT_WIDTH, 24)).columns
+
+
+def add_width(p) -> None:
+    p.add_argument("--width", metavar="N",
+                   help=f"clip lines to N columns (default: the terminal's width; {DEFAULT_WIDTH} in a pipe or a file)")
+
+
+def width_of(value: str | None) -> int:
+    """``--width``: a positive whole number, or the terminal's width when not given."""
+    if value is None:
+        return terminal_width()
+    try:
+        width = int(value)
+    except ValueError:
+        raise UsageError(f"--width must be a whole number of columns, not {value!r}") from None
+    if width <= 0:
+        raise UsageError(f"--width must be at least 1, not {width}")
+    return width
+
+
+def add_fail_on(p, what: str) -> None:
+    p.add_argument("--fail-on", choices=("error", "warning"), metavar="error|warning",
+                   help=f"exit 1 when {what} has a finding of this severity or worse (warning: errors too), "
+                        "0 otherwise: a gate for a Slurm prolog or a CI step (the output is unchanged)")
+
+
+def fail_status(findings, level: str | None) -> int:
+    """1 when ``level`` is set and a finding is that severe or worse, else 0."""
+    if not level:
+        return 0
+    worst = SEVERITY_ORDER.index(level)
+    return 1 if any(f.severity in SEVERITY_ORDER[:worst + 1] for f in findings) else 0

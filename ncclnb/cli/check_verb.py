@@ -6,9 +6,12 @@ import json
 import os
 import sys
 
-from . import UsageError, write_output
+from . import UsageError, add_fail_on, fail_status, write_output
 
-USAGE = "ncclnb check SNAPSHOT_OR_REPORT_OR_NAME... [--json] [--only ID,...] [--list]"
+FINDINGS_SCHEMA = "ncclnb.findings/1"
+CHECKS_SCHEMA = "ncclnb.checks/1"
+
+USAGE = "ncclnb check SNAPSHOT_OR_REPORT_OR_NAME... [--json] [--only ID,...] [--fail-on error|warning] [--list]"
 
 
 def add_parser(subparsers):
@@ -17,12 +20,14 @@ def add_parser(subparsers):
         usage=USAGE,
         description="Run the checks on node snapshots, cluster reports or bundled machine names. Several "
                     "snapshots are checked together as the nodes of one job. Exit 0 whether or not anything "
-                    "was found; 2 on unreadable input.")
+                    "was found (with --fail-on, 1 when a finding is that severe); 2 on unreadable input.")
     p.add_argument("inputs", nargs="*", metavar="SNAPSHOT_OR_REPORT_OR_NAME",
                    help="a JSON file written by `ncclnb collect` or a report, a bundled name, the output of an "
                         "nccl-tests run (all_reduce_perf ...: its busbw is judged), or - for stdin")
-    p.add_argument("--json", action="store_true", help='print {"findings": [...]} like `ncclnb doctor --json`')
+    p.add_argument("--json", action="store_true", help=f'print {{"schema": "{FINDINGS_SCHEMA}", "findings": [...]}}, each finding as '
+                        '`ncclnb doctor --json` gives it (with --list: {"schema": "' + CHECKS_SCHEMA + '", "checks": [...]})')
     p.add_argument("--only", metavar="ID,...", help="run only these check ids")
+    add_fail_on(p, "the check")
     p.add_argument("--list", action="store_true", help="list the check ids and exit")
     p.add_argument("-o", "--output", metavar="PATH", help="write to PATH instead of stdout")
     return p
@@ -96,7 +101,7 @@ def run(args) -> int:
     if args.list:
         reg = registry()
         if args.json:
-            text = json.dumps({"checks": [{"id": i.id, "category": i.category, "takes": i.takes,
+            text = json.dumps({"schema": CHECKS_SCHEMA, "checks": [{"id": i.id, "category": i.category, "takes": i.takes,
                                            "summary": i.summary} for i in reg.values()]}, indent=2)
         else:
             width = max(len(i) for i in reg)
@@ -108,9 +113,10 @@ def run(args) -> int:
     target = combine([_load(item) for item in args.inputs])
     findings = check(target, only=args.only)
     if args.json:
-        text = json.dumps({"findings": [f.to_dict() for f in findings]}, indent=2, ensure_ascii=False)
+        text = json.dumps({"schema": FINDINGS_SCHEMA, "findings": [f.to_dict() for f in findings]},
+                          indent=2, ensure_ascii=False)
     else:
         n_checks = len(registry()) if not args.only else len([p for p in args.only.split(",") if p.strip()])
         text = format_text(findings, n_checks, len(as_report(target).snapshots))
     write_output(text, args.output)
-    return 0
+    return fail_status(findings, args.fail_on)

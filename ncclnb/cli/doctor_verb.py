@@ -6,9 +6,9 @@ import sys
 from dataclasses import replace
 
 from .._signals import signals_interrupt
-from . import UsageError, write_output
+from . import UsageError, add_fail_on, colour_wanted, fail_status, write_output
 
-USAGE = "ncclnb doctor PATH... [--json] [--top N]"
+USAGE = "ncclnb doctor PATH... [--json] [--top N] [--fail-on error|warning]"
 
 
 def add_parser(subparsers):
@@ -18,12 +18,14 @@ def add_parser(subparsers):
         description="Read logs (files, directories of per-rank logs, .gz files, - for stdin; kernel logs with "
                     "Xid lines; flight-recorder dumps as JSON or as torch's pickle, read as plain data only) and "
                     "print the most likely root cause with its evidence and fix. Exit 0 whether or not anything "
-                    "was found; 2 on unreadable input or input with no log text.")
+                    "was found (with --fail-on, 1 when a finding is that severe); 2 on unreadable input or input "
+                    "with no log text.")
     p.add_argument("paths", nargs="*", metavar="PATH",
                    help="log file, directory, .gz, flight-recorder dump (JSON or pickle), or - for stdin")
     p.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
     p.add_argument("--top", type=int, metavar="N", help="show only the first N findings")
     p.add_argument("-o", "--output", metavar="PATH", help="write to PATH instead of stdout")
+    add_fail_on(p, "the diagnosis (all of it, whatever --top shows)")
     p.add_argument("--no-redact", dest="redact", action="store_false",
                    help="show credentials found in the logs as they are (for local use; by default "
                         "passwords, tokens and keys are replaced with <redacted>)")
@@ -44,15 +46,15 @@ def run(args) -> int:
     for f in diag.findings:
         if f.rule == "input_changed":   # what was read is not what the path holds: say so where a pipeline sees it
             print(f"ncclnb doctor: warning: {f.title}", file=sys.stderr)
+    status = fail_status(diag.findings, args.fail_on)   # before --top: a gate sees every finding
     if args.top is not None:
         diag = replace(diag, findings=diag.findings[:args.top])
     if args.json:
         text = json_text(diag)  # escapes the controls json.dumps leaves raw (C1, DEL, bidi)
     else:
-        colour = not args.output and sys.stdout.isatty()
-        text = render_text(diag, colour=colour)
+        text = render_text(diag, colour=colour_wanted(args.output))
     write_output(text, args.output)
-    return 0
+    return status
 
 
 def _announce_large_input(paths: list[str], threshold: int = 256 << 20) -> None:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import sys
 
-from . import UsageError, write_output
+from . import UsageError, colour_wanted, write_output
+
+SCENARIOS_SCHEMA = "ncclnb.scenarios/1"
 
 USAGE = ("ncclnb repro list [--json] | ncclnb repro run NAME [--fixed | --variant broken|fixed|guarded] "
          "[--nproc N] [--timeout S] [--keep DIR] [--backend auto|gloo|nccl] [--json] [--check]")
@@ -21,7 +23,8 @@ def add_parser(subparsers):
                     "its variant promises; 2 on bad arguments.")
     sub = p.add_subparsers(dest="action", metavar="list|run")
     lp = sub.add_parser("list", help="the scenarios: name, seed, title, expected category, culprit ranks")
-    lp.add_argument("--json", action="store_true", help="print a JSON list")
+    lp.add_argument("--json", action="store_true",
+                    help=f'print {{"schema": "{SCENARIOS_SCHEMA}", "scenarios": [...]}}')
     rp = sub.add_parser("run", help="run one scenario", usage=USAGE)
     rp.add_argument("name", metavar="NAME", help="a scenario name (ncclnb repro list)")
     group = rp.add_mutually_exclusive_group()
@@ -46,11 +49,13 @@ def run(args) -> int:
     if args.action == "list":
         found = scenarios()
         if args.json:
-            print(json.dumps([s.summary() for s in found.values()], indent=2))
+            text = json.dumps({"schema": SCENARIOS_SCHEMA, "scenarios": [s.summary() for s in found.values()]},
+                              indent=2)
         else:
-            for s in found.values():
-                culprits = ",".join(map(str, s.culprit_ranks)) or "-"
-                print(f"{s.name:24s} seed {s.seed or '-':4s} {s.expected_category:25s} culprits {culprits:8s} {s.title}")
+            text = "\n".join(f"{s.name:24s} seed {s.seed or '-':4s} {s.expected_category:25s} "
+                             f"culprits {','.join(map(str, s.culprit_ranks)) or '-':8s} {s.title}"
+                             for s in found.values())
+        write_output(text, None)
         return 0
     if args.action != "run":
         raise UsageError(f"say what to do: usage: {USAGE}")
@@ -75,7 +80,7 @@ def _run(args) -> int:
     if args.json:
         text = json.dumps(result.to_dict(), indent=2, ensure_ascii=False)
     else:
-        text = render_text(result, scenario, colour=not args.output and sys.stdout.isatty())
+        text = render_text(result, scenario, colour=colour_wanted(args.output))
     write_output(text, args.output)
     ok, _ = outcome(result, scenario)
     return 1 if args.check and not ok else 0

@@ -65,6 +65,9 @@ def run(args) -> int:
     except SurveyUsageError as exc:
         raise UsageError(str(exc)) from None
     # a process that was in a gloo group leaves with os._exit: a normal exit after a gloo failure can abort (134)
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BrokenPipeError:   # a reader that stopped early does not change the verdict
+            pass
     os._exit(code)

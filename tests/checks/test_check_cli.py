@@ -13,7 +13,7 @@ FINDING_KEYS = {"rule", "category", "severity", "confidence", "title", "evidence
 def test_json_shape_on_bundled_report(capsys):
     assert main(["check", "seed000-2node-a10g", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert list(data) == ["findings"] and data["findings"]
+    assert list(data) == ["schema", "findings"] and data["schema"] == "ncclnb.findings/1" and data["findings"]
     top = data["findings"][0]
     assert FINDING_KEYS <= set(top)
     assert top["severity"] == "error" and top["category"] == "rank_world_size_mismatch"

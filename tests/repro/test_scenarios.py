@@ -170,7 +170,9 @@ def test_keep_refuses_a_directory_with_files(tmp_path):
 def test_cli_list_json(cli):
     proc = cli("repro", "list", "--json")
     assert proc.returncode == 0, proc.stderr
-    rows = json.loads(proc.stdout)
+    data = json.loads(proc.stdout)
+    assert data["schema"] == "ncclnb.scenarios/1"
+    rows = data["scenarios"]
     assert len(rows) >= 10
     assert {"name", "seed", "title", "expected_category", "culprit_ranks"} <= set(rows[0])
 
