@@ -557,7 +557,7 @@ class _Collector:
                     + version_findings(self.state, {r: (row.host, row.pid) for r, row in self.rows.items() if isinstance(r, int)})
                     + world_size_findings(self.state, known_ranks)
                     + out_of_range_findings(self.state)
-                    + plan_findings(self.state)
+                    + plan_findings(self.state, _dumps_ahead(dumps))
                     + wait_findings(self.state, self._present_ranks()))
         reasoned_categories = {f.category for f in reasoned}
         for f in reasoned:
@@ -1144,6 +1144,17 @@ def _dump_world(dumps: list) -> Optional[int]:
     except ImportError:
         return None
     return world_size(dumps)
+
+
+def _dumps_ahead(dumps: list) -> frozenset:
+    """The ranks the dumps show at the furthest collective of the default group."""
+    if not dumps:
+        return frozenset()
+    try:
+        from .flight_recorder import ranks_ahead
+    except ImportError:
+        return frozenset()
+    return ranks_ahead(dumps)
 
 
 def _flight_recorder(dumps: list) -> tuple[list, list]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ..model import Diagnosis, ReproResult
 from .core import _NCCLNB_JSON, MAX_DUMP, MAX_DUMPS_KEPT, _Chained, _parse_dump_bytes, _read_upto
-from .flight_recorder import Alignment, alignment, looks_like_dump, prepare_dump
+from .flight_recorder import Alignment, alignment, looks_like_dump, prepare_dump, ranks_ahead
 from .normalize import normalize
 from .pairing import MAX_PLAN_RANKS, PLAN_MARK, Pairing, pairing_from_dumps, parse_plan_line, plan_pairing
 from .scan import LineScanner, looks_binary
@@ -136,7 +136,7 @@ def run_pairing(source) -> Pairing:
     if recorded is not None:
         return recorded
     if run.plans:
-        return plan_pairing(run.plans)
+        return plan_pairing(run.plans, ranks_ahead(run.dumps) if run.dumps else ())
     raise ValueError(f"no send/recv in {run.where}: no NCCL flight-recorder send/recv entries and no "
                      f"'{PLAN_MARK.strip()}' lines (gloo records no isend/irecv: call "
                      "ncclnb.guard.p2p.log_p2p_plan(sends, recvs) on every rank before posting)")

@@ -83,10 +83,15 @@ still has entries):
 
 Point to point (per process group, per ordered pair src -> dst, in record
 order): the i-th send a->b pairs with the i-th recv b<-a. Extra sends or
-receives are ``fr.p2p_unmatched``; a pair whose sizes or dtypes differ is
+receives are ``fr.p2p_unmatched``, blaming the end that is out of step
+(:func:`p2p_culprits`: the fewest ranks that account for every unpaired op;
+between the two ends of one, the peer that never posted its half, unless
+most of the job went on to a later collective without the poster; both, and
+said so, when nothing tells); a pair whose sizes or dtypes differ is
 ``fr.p2p_order`` when the pair's sizes agree as a multiset (same messages,
-other order) and ``fr.p2p_size_mismatch`` otherwise (all ``p2p_pairing``,
-blaming both ends, the rank involved most often first).
+other order) and ``fr.p2p_size_mismatch`` otherwise (all ``p2p_pairing``;
+these blame both ends, the rank involved most often first: nothing tells
+which side's size is the wrong one).
 """
 from __future__ import annotations
 
@@ -102,7 +107,7 @@ from typing import Any, Iterable, Optional, Union
 from ncclnb.model import Evidence, Finding, RankStatus
 
 __all__ = ["looks_like_dump", "analyze_dumps", "dump_rank_status", "prepare_dump", "PreparedDump", "MAX_ENTRIES",
-           "world_size",
+           "world_size", "p2p_culprits", "ranks_ahead",
            "alignment", "Alignment", "GroupAlignment", "AlignedCall", "Divergence", "match_p2p"]
 
 MAX_ENTRIES = 200_000        # per dump; torch's default ring buffer holds 2000
@@ -1008,15 +1013,106 @@ def _p2p_match(dumps: dict, members: dict, desc: dict) -> tuple[dict, dict, set,
     return sends, recvs, blind, unmatched, mismatched
 
 
+def p2p_culprits(edges: Iterable[tuple], ahead: Iterable = ()) -> tuple[tuple, bool]:
+    """Whom sends and receives without a partner blame: (ranks, certain).
+
+    ``edges`` holds (poster, peer) for each of them: the rank that posted it
+    waits for the peer, which posted no matching op. ``ahead`` are the ranks
+    known to have gone past the exchange to the furthest collective any rank
+    reached (:func:`ranks_ahead`); it counts only when they outnumber the
+    posters that did not.
+
+    The blamed are the fewest ranks that account for every unpaired op, the
+    rank at an end of most of them first: one rank in the middle of a chain
+    (A sends to B, B waits on a receive from C) or that sent to a wrong peer
+    (its send to C goes unmatched while B waits for the message it meant for
+    B) accounts for several. Between the two ends of one op, the peer, whose
+    matching op never came; unless the peer went on with most of the job to
+    a later collective that the poster never reached: then the poster is the
+    one out of step (it posted an op the rest never planned, and they wait
+    for it). ``certain`` is False when two ends explain the same ops equally
+    (A and B each send to the other and neither receives): both are then
+    blamed, and nothing tells which is wrong."""
+    edges = [(a, b) for a, b in edges if a != b]
+    ahead = _went_on(edges, ahead)
+    left, picked = list(edges), []
+    while left:
+        score: Counter = Counter()
+        waited_on: Counter = Counter()
+        for a, b in left:
+            score[a] += 1
+            score[b] += 1
+            waited_on[b] += 1
+
+        def key(r):
+            return score[r], r not in ahead, waited_on[r]
+
+        best = max(key(r) for r in score)
+        top = sorted(r for r in score if key(r) == best)
+        picked += top
+        left = [(a, b) for a, b in left if a not in top and b not in top]
+    chosen = set(picked)
+    # a rank whose every op has its other end blamed too: the two ends were tied, nothing chose one
+    redundant = any(all((b if a == r else a) in chosen for a, b in edges if r in (a, b)) for r in picked)
+    return tuple(picked), not redundant
+
+
+def _went_on(edges: list, ahead: Iterable) -> frozenset:
+    """``ahead`` when those ranks outnumber the posters of ``edges`` left behind, else nobody."""
+    posters = {a for a, _ in edges}
+    ahead = frozenset(ahead)
+    return ahead if len(ahead - posters) > len(posters - ahead) else frozenset()
+
+
+def _ahead(dumps: dict) -> frozenset:
+    """Ranks whose last collective of the default group is the furthest any rank reached."""
+    last: dict = {}
+    for d in dumps.values():
+        seqs = [e.coll_seq for e in d.entries if not e.is_p2p and e.op != "coalesced" and e.pg_desc == "default_pg"]
+        last[d.rank] = max(seqs, default=-1)
+    top = max(last.values(), default=-1)
+    return frozenset(r for r, s in last.items() if s == top) if top >= 0 else frozenset()
+
+
+def ranks_ahead(dumps: Iterable) -> frozenset:
+    """The ranks whose flight recorder shows them at the furthest collective
+    of the default group any rank reached (where a job waits for a rank still
+    in a send/recv). ``dumps`` as for :func:`analyze_dumps`. Never raises on
+    odd input."""
+    loaded, _ = _load(_items(dumps) or [])
+    return _ahead(loaded)
+
+
+def _p2p_verdict(blamed: tuple, certain: bool, edges: list, ahead: frozenset) -> str:
+    """One sentence on why ``blamed`` are named for unpaired ops (edges: (poster, peer))."""
+    ahead = _went_on(edges, ahead)
+    if not certain:
+        return (f" The records cannot tell which end is wrong: {_ranks_text(blamed)} each posted an op the "
+                "other did not match, so both are named.")
+    parts = []
+    for r in blamed:
+        mine = [(a, b) for a, b in edges if r in (a, b)]
+        if len(mine) > 1 and any(a == r for a, _ in mine) and any(b == r for _, b in mine):
+            parts.append(f"rank {r} is at one end of {len(mine)} of them: it posted an op no peer matched "
+                         "while another rank waits for one from it (a wrong peer)")
+        elif all(a == r for a, _ in mine):
+            parts.append(f"rank {r} posted {'them' if len(mine) > 1 else 'it'}, and the other ranks went on "
+                         "to a later collective that it never reached: its op is the one out of step"
+                         if r not in ahead and ahead else
+                         f"rank {r} posted {'ops' if len(mine) > 1 else 'an op'} that no peer matched")
+        else:
+            parts.append(f"rank {r} never posted the matching op{'s' if len(mine) > 1 else ''} "
+                         f"that {_ranks_text({a for a, _ in mine})} wait{'s' if len({a for a, _ in mine}) == 1 else ''} for")
+    return " Blamed: " + "; ".join(parts) + "."
+
+
 def _p2p_findings(dumps: dict, members: dict, desc: dict, matched: Optional[tuple] = None) -> list:
     _, _, _, unmatched, mismatched = matched if matched is not None else _p2p_match(dumps, members, desc)
     findings = []
     if unmatched:
-        count = Counter()
-        for _, src, dst, _ in unmatched:
-            count[src] += 1
-            count[dst] += 1
-        blamed = tuple(sorted(count, key=lambda r: (-count[r], r)))
+        edges = [(src, dst) if e.op == "send" else (dst, src) for e, src, dst, _ in unmatched]
+        ahead = _ahead(dumps)
+        blamed, certain = p2p_culprits(edges, ahead)
         lines = []
         for e, src, dst, pg in unmatched:
             if e.op == "send":
@@ -1031,13 +1127,14 @@ def _p2p_findings(dumps: dict, members: dict, desc: dict, matched: Optional[tupl
         findings.append(Finding(
             rule="fr.p2p_unmatched", category="p2p_pairing", severity="error", confidence=0.85,
             title=(f"{len(unmatched)} point-to-point op{'s' if len(unmatched) > 1 else ''} without a "
-                   f"partner, first a {what} between rank {first[1]} and rank {first[2]}"),
+                   f"partner, first a {what} between rank {first[1]} and rank {first[2]}"
+                   + ("" if certain else " (nothing tells which end is wrong)")),
             evidence=tuple(lines[:_MAX_EVIDENCE]),
             cause=("Every send from rank a to rank b must meet a receive on b from a, in the same "
                    "order. These sends or receives have none on the other side, so both peers "
                    "wait until the timeout (NCCL then aborts the communicator: 'Abort COMPLETE'). "
                    "A hand-written all-to-all that computes a peer or a message count wrongly on "
-                   "some ranks does exactly this."),
+                   "some ranks does exactly this." + _p2p_verdict(blamed, certain, edges, ahead)),
             fix=("Check the peer arithmetic of the exchange on every rank (send to (rank + k) % "
                  "world, receive from (rank - k) % world), post sends and receives together with "
                  "dist.batch_isend_irecv, or use dist.all_to_all_single instead of a hand-made "
@@ -1068,6 +1165,7 @@ def _p2p_findings(dumps: dict, members: dict, desc: dict, matched: Optional[tupl
             title = f"Rank {src0} sends rank {dst0} a tensor of another size or dtype than it receives"
             cause = ("A send and the receive that pairs with it (the n-th of each between the two "
                      "ranks) disagree on size or dtype, so the transfer fails or hangs.")
+        cause += " The records cannot tell which end is wrong, so both are named."
         findings.append(Finding(
             rule=rule, category="p2p_pairing", severity="error", confidence=0.8, title=title,
             evidence=tuple(lines[:_MAX_EVIDENCE]), cause=cause,

@@ -191,12 +191,17 @@ def _blamed(pairs: Iterable[tuple]) -> tuple:
     return tuple(sorted(count, key=lambda r: (-count[r], r)))
 
 
-def plan_pairing(plans: Iterable[P2PPlan]) -> Pairing:
+def plan_pairing(plans: Iterable[P2PPlan], ahead: Iterable = ()) -> Pairing:
     """Pair the planned sends and receives of every rank (the last plan each
     rank printed). A pair whose other side printed no plan is ``blind``:
     nothing is said about it. Findings: ``plan.p2p_unmatched`` (a send with no
-    receive, a receive with no send), ``plan.p2p_order`` / ``plan.p2p_size_mismatch``
-    (a pair whose shapes or dtypes differ), all ``p2p_pairing``."""
+    receive, a receive with no send: blaming the end that is out of step,
+    :func:`~ncclnb.doctor.flight_recorder.p2p_culprits`; ``ahead`` are the
+    ranks known to have gone past the exchange to a later collective, from
+    the flight recorder, :func:`~ncclnb.doctor.flight_recorder.ranks_ahead`,
+    or the tracebacks), ``plan.p2p_order`` / ``plan.p2p_size_mismatch`` (a
+    pair whose shapes or dtypes differ: both ends), all ``p2p_pairing``."""
+    ahead = frozenset(ahead)
     last: dict = {}
     for p in plans:
         last[p.rank] = p
@@ -220,21 +225,24 @@ def plan_pairing(plans: Iterable[P2PPlan]) -> Pairing:
             lines.append(Evidence(op.source, op.line, f"{op.text}: {other}"))
         first = unmatched[0]
         what = "send" if first[0].kind == "send" else "receive"
+        edges = [(src, dst) if op.kind == "send" else (dst, src) for op, src, dst, _ in unmatched]
+        blamed, certain = fr.p2p_culprits(edges, ahead)
         findings.append(Finding(
             rule="plan.p2p_unmatched", category="p2p_pairing", severity="error", confidence=0.85,
             title=(f"{len(unmatched)} planned point-to-point op{'s' if len(unmatched) > 1 else ''} without a "
-                   f"partner, first a {what} from rank {first[1]} to rank {first[2]}"),
+                   f"partner, first a {what} from rank {first[1]} to rank {first[2]}"
+                   + ("" if certain else " (nothing tells which end is wrong)")),
             evidence=tuple(lines[:_MAX_EVIDENCE]),
             cause=("Each rank printed the sends and receives it was about to post (ncclnb guard: p2p plan). "
                    "Every send from rank a to rank b must meet a receive on b from a, in the same order; "
                    "these have none on the other side, so the rank that posted them waits until the "
                    "timeout while its peers move on and then wait for it in the next collective. A "
                    "hand-written all-to-all that skips a send when it has nothing to send, but still "
-                   "receives from every peer, does exactly this."),
+                   "receives from every peer, does exactly this." + fr._p2p_verdict(blamed, certain, edges, ahead)),
             fix=("Exchange the counts first (all_to_all_single on a counts tensor) and post only the pairs "
                  "both sides know, in one batch_isend_irecv, or use all_to_all_single for the whole "
                  "exchange; ncclnb.guard.check_p2p_plan(sends, recvs) stops the job at the plan."),
-            docs=_DOCS, ranks=_blamed((src, dst) for _, src, dst, _ in unmatched)))
+            docs=_DOCS, ranks=blamed))
     for kind, items in mismatched.items():
         if not items:
             continue
@@ -250,7 +258,8 @@ def plan_pairing(plans: Iterable[P2PPlan]) -> Pairing:
             evidence=tuple(lines[:_MAX_EVIDENCE]),
             cause=("The n-th planned send between the two ranks and the n-th planned receive disagree on "
                    "shape or dtype" + (" (the same messages, in another order)" if order else "")
-                   + ", so the transfer fails or hangs."),
+                   + ", so the transfer fails or hangs. The plans cannot tell which end is wrong, so both "
+                   "are named."),
             fix=("Post sends and receives between each pair of ranks in the same order with the same "
                  "shapes and dtypes; exchange sizes first when they depend on local data."),
             docs=_DOCS, ranks=_blamed((src, dst) for _, _, src, dst, _ in items)))

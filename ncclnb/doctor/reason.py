@@ -499,13 +499,18 @@ def _collective_waits(state: ReasonState, calls: dict, silent: set) -> list[Find
         docs=SLOW_DOC, ranks=tuple(sorted(silent)))]
 
 
-def plan_findings(state: ReasonState) -> list[Finding]:
+def plan_findings(state: ReasonState, ahead=frozenset()) -> list[Finding]:
     """Planned sends and receives without a partner (or of another shape),
     from the ranks' ``ncclnb guard: p2p plan`` lines: gloo records no
     isend/irecv, so these are what pairs them. The matrix behind these
-    findings is :func:`ncclnb.doctor.pairing.plan_pairing` of the same plans."""
+    findings is :func:`ncclnb.doctor.pairing.plan_pairing` of the same plans.
+    ``ahead``: the ranks the flight recorder shows at the furthest collective
+    (they went past the exchange); without them, the ranks whose traceback
+    ends in a collective."""
     if not state.plans:
         return []
     from .pairing import plan_pairing
 
-    return list(plan_pairing(state.plans.values()).findings)
+    if not ahead:
+        ahead = {r for r, (call, _) in state.waits.items() if call and call not in P2P_CALLS}
+    return list(plan_pairing(state.plans.values(), ahead).findings)

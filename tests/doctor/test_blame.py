@@ -288,3 +288,66 @@ def test_when_most_logs_show_no_timeout_the_silent_ranks_are_not_blamed(tmp_path
     diag = diagnose(str(tmp_path))
     assert not any(f.rule in ("watchdog_rank_missing", "traceback_rank_missing") for f in diag.findings)
     assert all(f.ranks == () for f in diag.findings if f.rule == "watchdog_timeout")
+
+
+# ---- point to point: the end that is out of step, not both ends --------------------------------
+# ``seed004_plans/`` is a real gloo run of seed 004 (ncclnb.reproduce("alltoall_unpaired")): each
+# rank printed its plan ("ncclnb guard: p2p plan {...}"); rank 1 has nothing for rank 2 and skips the
+# send, rank 2 still receives from rank 1 and hangs in irecv().wait(); ranks 0, 1 and 3 went on to
+# the all_reduce and time out there waiting for rank 2.
+
+def _copy(tmp_path, case, keep):
+    for p in (HERE / case).iterdir():
+        if keep(p):
+            (tmp_path / p.name).write_bytes(p.read_bytes())
+    return str(tmp_path)
+
+
+def _plan_finding(diag):
+    return next(f for f in diag.findings if f.rule == "plan.p2p_unmatched")
+
+
+def test_unpaired_receive_blames_the_rank_the_others_went_on_without(tmp_path):
+    diag = diagnose(_copy(tmp_path, "seed004_plans", lambda p: True))
+    f = _plan_finding(diag)
+    assert f is diag.findings[0] and f.ranks == (2,)
+    assert "went on to a later collective that it never reached" in f.cause
+
+
+def test_without_dumps_the_tracebacks_say_who_went_on(tmp_path):
+    # gloo dumps left out: the tracebacks of ranks 0, 1 and 3 end in all_reduce, rank 2's in a wait()
+    diag = diagnose(_copy(tmp_path, "seed004_plans", lambda p: p.name.endswith(".log")))
+    assert _plan_finding(diag).ranks == (2,)
+
+
+def test_plans_alone_blame_the_peer_that_never_posted_its_half(tmp_path):
+    # only the plan lines: nothing says where the ranks went, so the rank whose matching send never
+    # came (rank 1) is the one out of step
+    for p in (HERE / "seed004_plans").glob("rank*.log"):
+        plans = [ln for ln in p.read_text().splitlines() if "ncclnb guard: p2p plan" in ln]
+        (tmp_path / p.name).write_text("\n".join(plans) + "\n")
+    f = _plan_finding(diagnose(str(tmp_path)))
+    assert f.ranks == (1,) and "rank 1 never posted the matching op that rank 2 waits for" in f.cause
+
+
+def test_plans_of_a_wrong_peer_blame_that_rank_only(tmp_path):
+    from ncclnb.guard.p2p import p2p_plan_line
+
+    # a ring exchange where rank 2 sends to 0 instead of 3: rank 0 gets a send it never planned to
+    # receive, rank 3 waits for one that never comes; rank 2 is at one end of both
+    n = 4
+    for r in range(n):
+        to = 0 if r == 2 else (r + 1) % n
+        (tmp_path / f"rank{r}.log").write_text(p2p_plan_line(r, {to: (4, 8)}, {(r - 1) % n: (4, 8)}) + "\n")
+    f = _plan_finding(diagnose(str(tmp_path)))
+    assert f.ranks == (2,)
+
+
+def test_plans_that_cannot_tell_blame_both_and_say_so(tmp_path):
+    from ncclnb.guard.p2p import p2p_plan_line
+
+    # each of two ranks plans to send to the other and neither to receive
+    (tmp_path / "rank0.log").write_text(p2p_plan_line(0, {1: (4,)}, {}) + "\n")
+    (tmp_path / "rank1.log").write_text(p2p_plan_line(1, {0: (4,)}, {}) + "\n")
+    f = _plan_finding(diagnose(str(tmp_path)))
+    assert f.ranks == (0, 1) and "nothing tells which end is wrong" in f.title

@@ -280,14 +280,15 @@ def test_balanced_all_to_all_has_no_p2p_finding():
         assert analyze_dumps(factory.dumps(ts)) == []
 
 
-def test_recv_without_send_blames_receiver_and_silent_sender():
+def test_recv_without_send_blames_the_silent_sender_not_the_receiver():
     ts = factory.world(4)
     factory.all_to_all_p2p(ts)
     ts[1].recv(2, ((256,),), state="started")   # rank 1 waits for a message rank 2 never sends
     f = only_error(analyze_dumps(factory.dumps(ts)))
     assert (f.rule, f.category) == ("fr.p2p_unmatched", "p2p_pairing")
-    assert set(f.ranks) == {1, 2}
+    assert f.ranks == (2,)
     assert any("recv 1<-2" in e.text and "rank 2 posted no matching send" in e.text for e in f.evidence)
+    assert "rank 2 never posted the matching op that rank 1 waits for" in f.cause
 
 
 def test_wrong_peer_in_custom_all_to_all_blames_that_rank_first():
@@ -300,8 +301,9 @@ def test_wrong_peer_in_custom_all_to_all_blames_that_rank_first():
     ts = factory.world(4)
     factory.all_to_all_p2p(ts, peer_of=peer_of)
     f = only_error(analyze_dumps(factory.dumps(ts)))
-    assert f.rule == "fr.p2p_unmatched" and f.ranks[0] == 3
-    assert set(f.ranks) == {1, 2, 3}
+    # its send to 2 has no receive and rank 1 waits for the message it meant for 1: one rank explains both
+    assert f.rule == "fr.p2p_unmatched" and f.ranks == (3,)
+    assert "rank 3 is at one end of 2 of them" in f.cause
     texts = " | ".join(e.text for e in f.evidence)
     assert "send 3->2" in texts and "recv 1<-3" in texts
 
@@ -330,7 +332,63 @@ def test_p2p_in_subgroup_maps_group_ranks_to_global():
     assert analyze_dumps(factory.dumps(ts)) == []
     ts[3].recv(0, pg="5", state="started")
     f = only_error(analyze_dumps(factory.dumps(ts)))
-    assert f.rule == "fr.p2p_unmatched" and set(f.ranks) == {1, 3}
+    # global rank 3 waits for a message from group rank 0, global rank 1, which never sends it
+    assert f.rule == "fr.p2p_unmatched" and f.ranks == (1,)
+
+
+def test_send_to_a_rank_that_waits_on_someone_else_blames_that_rank():
+    # rank 0 sends to 1; rank 1 posted a receive from 2 instead (2 never sends to 1): rank 1 is out of step
+    ts = factory.world(3)
+    ts[0].send(1, state="started")
+    ts[1].recv(2, state="started")
+    f = only_error(analyze_dumps(factory.dumps(ts)))
+    assert f.rule == "fr.p2p_unmatched" and f.ranks == (1,)
+    assert "nothing tells" not in f.title
+
+
+def test_send_to_a_rank_in_another_op_blames_that_rank():
+    # two ranks: rank 0 sends to 1, rank 1 went into an all_reduce instead of receiving
+    ts = factory.world(2)
+    ts[0].collective("all_reduce").send(1, state="started")
+    ts[1].collective("all_reduce").collective("all_reduce", state="started")
+    found = [f for f in analyze_dumps(factory.dumps(ts)) if f.rule == "fr.p2p_unmatched"]
+    assert found and found[0].ranks == (1,)
+
+
+def test_a_rank_left_in_the_exchange_while_the_rest_went_on_is_blamed():
+    # seed 004's shape: rank 2 receives from 1, which had nothing for it; ranks 0, 1 and 3 went on to
+    # the next all_reduce and wait there for rank 2: the rank out of step is rank 2
+    ts = factory.world(4)
+    factory.all_to_all_p2p(ts)
+    ts[2].recv(1, state="started")
+    for r in (0, 1, 3):
+        ts[r].collective("all_reduce", state="started")
+    f = next(f for f in analyze_dumps(factory.dumps(ts)) if f.rule == "fr.p2p_unmatched")
+    assert f.ranks == (2,)
+    assert "went on to a later collective that it never reached" in f.cause
+
+
+def test_symmetric_mismatch_blames_both_and_says_so():
+    ts = factory.world(2)
+    ts[0].send(1, state="started")
+    ts[1].send(0, state="started")   # both send, neither receives
+    f = only_error(analyze_dumps(factory.dumps(ts)))
+    assert f.rule == "fr.p2p_unmatched" and f.ranks == (0, 1)
+    assert "nothing tells which end is wrong" in f.title and "cannot tell which end" in f.cause
+
+
+@pytest.mark.parametrize("edges, ahead, blamed, certain", [
+    ([(1, 2)], (), (2,), True),                             # the peer never posted its half
+    ([(2, 1)], (0, 1, 3), (2,), True),                      # ... unless the rest went on without the poster
+    ([(2, 1)], (1,), (1,), True),                           # one rank ahead is no majority
+    ([(0, 1), (1, 2)], (), (1,), True),                     # a chain: the rank in the middle
+    ([(3, 2), (1, 3)], (), (3,), True),                     # a wrong peer
+    ([(0, 1), (1, 0)], (), (0, 1), False),                  # symmetric
+    ([(0, 1), (2, 3)], (), (1, 3), True),                   # two separate ops
+    ([(r, 2) for r in (0, 1, 3)], (), (2,), True),          # everybody waits for one rank
+])
+def test_p2p_culprits(edges, ahead, blamed, certain):
+    assert fr.p2p_culprits(edges, ahead) == (blamed, certain)
 
 
 # ----------------------------------------------------------------- ranks of dumps
