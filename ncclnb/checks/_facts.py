@@ -36,6 +36,12 @@ def parse_version(text: Optional[str]) -> Optional[tuple[int, ...]]:
     return tuple(int(p) for p in m.group(1).split("."))
 
 
+def how_many(n: int, noun: str, plural: Optional[str] = None) -> str:
+    """``how_many(1, "rank")`` -> "1 rank", ``how_many(4, "rank")`` -> "4 ranks": a
+    number and its noun as a reader says them, never "rank(s)"."""
+    return f"{n} {noun if n == 1 else (plural or noun + 's')}"
+
+
 def short_version(text: Optional[str]) -> Optional[str]:
     v = parse_version(text)
     return ".".join(map(str, v)) if v else None

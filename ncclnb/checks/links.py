@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..model import ClusterReport, LinkTest
 from ..model.bandwidth import BusbwReference, match_reference, size_text
 from ..model.derive import rdma_nics
+from ._facts import how_many
 from ._registry import fact, make, register
 
 SOURCE = "link test"
@@ -34,7 +35,7 @@ def _row_evidence(row: BusbwReference, why: str) -> list:
 
 
 def _where(link: LinkTest) -> str:
-    return f"{link.backend} on {link.device}, {link.world_size} rank(s) on {link.nodes} node(s)"
+    return f"{link.backend} on {link.device}, {how_many(link.world_size, 'rank')} on {how_many(link.nodes, 'node')}"
 
 
 @register("link_busbw_low", "p2p_topology", "report")
@@ -143,7 +144,7 @@ def link_slow_pair(report: ClusterReport):
                 f"median {_gb(median)} GB/s",
                 evidence=[fact(SOURCE, f"{_where(link)}: pair {p.src_rank} -> {p.dst_rank}, {size_text(p.size_bytes)}: "
                                        f"{p.time_us:g} us, {_gb(p.busbw_gbps)} GB/s"),
-                          fact(SOURCE, f"the other {len(pairs) - 1} pair(s) of the ring: median {_gb(median)} GB/s, "
+                          fact(SOURCE, f"the other {how_many(len(pairs) - 1, 'pair')} of the ring: median {_gb(median)} GB/s, "
                                        f"fastest {_gb(pairs[-1].busbw_gbps if k != len(pairs) - 1 else pairs[-2].busbw_gbps)} GB/s")],
                 cause="The ring sends the same message between each pair in turn, one pair at a time, so a pair far "
                       "slower than the others points at its link or one of its two nodes: a NIC at a lower speed or "
@@ -182,9 +183,9 @@ def link_socket_fallback(report: ClusterReport):
         nics = sorted({n for h in hosts for n in rdma[h]})
         found.append(make(
             "link_socket_fallback", "warning", 0.8,
-            f"NCCL used sockets (NET/Socket) between {len(hosts)} node(s) that have InfiniBand/RoCE "
+            f"NCCL used sockets (NET/Socket) between {how_many(len(hosts), 'node')} that have InfiniBand/RoCE "
             f"({', '.join(nics[:4])}{', ...' if len(nics) > 4 else ''})",
-            evidence=[*lines, fact(SOURCE, f"{len(culprits)} rank pair(s) over NET/Socket between nodes")],
+            evidence=[*lines, fact(SOURCE, f"{how_many(len(culprits), 'rank pair')} over NET/Socket between nodes")],
             cause="NCCL falls back to TCP sockets when it cannot use the RDMA NICs: NCCL_IB_DISABLE=1, "
                   "NCCL_NET=Socket, NCCL_IB_HCA naming no HCA of the node, libibverbs or the net plugin missing "
                   "in the container, or no /dev/infiniband inside it. Sockets give a few GB/s where IB gives tens.",

@@ -6,7 +6,7 @@ from typing import Optional
 
 from ..model import NodeSnapshot
 from ..model.derive import rdma_nics
-from ._facts import env_flag, is_docker, is_loopback, socket_interfaces
+from ._facts import env_flag, how_many, is_docker, is_loopback, socket_interfaces
 from ._registry import fact, make, node_source, register
 
 
@@ -120,7 +120,7 @@ def ib_disabled(snap: NodeSnapshot, ranks=()):
         ifaces = select_interfaces(ifvalue, ifaces)
     sock = max(ifaces, key=lambda n: n.speed_mbps or 0, default=None)
     ev = [fact(src, f"NCCL_IB_DISABLE={env.get('NCCL_IB_DISABLE')}"),
-          fact(src, f"{len(hcas)} active RDMA port(s): " + ", ".join(f"{n.name} {_speed(n)}" for n in hcas[:8]))]
+          fact(src, f"{how_many(len(hcas), 'active RDMA port')}: " + ", ".join(f"{n.name} {_speed(n)}" for n in hcas[:8]))]
     cost = ""
     if sock is not None:
         ev.append(fact(src, f"socket transport would use {sock.name} ({_speed(sock)})"))
@@ -129,7 +129,7 @@ def ib_disabled(snap: NodeSnapshot, ranks=()):
                     f"{rate / 1000:g} Gb/s ({rate / sock.speed_mbps:.0f}x less), before TCP overhead.")
     return [make(
         "ib_disabled", "warning", 0.8,
-        f"NCCL_IB_DISABLE=1 on {snap.hostname}, which has {len(hcas)} active InfiniBand/RoCE port(s)",
+        f"NCCL_IB_DISABLE=1 on {snap.hostname}, which has {how_many(len(hcas), 'active InfiniBand/RoCE port')}",
         ev,
         cause="With IB disabled NCCL uses its TCP socket transport through the kernel network stack, with no "
               "GPUDirect RDMA." + cost + " Seed 001 set it as part of a workaround on a single node, where it changes "

@@ -9,7 +9,7 @@ from typing import Iterable, Optional
 from ..model import ClusterReport, NodeSnapshot, NumaNode, RankEntry
 from ..model.cpulist import covers, overlaps, spans
 from ..model.derive import rdma_nics
-from ._facts import (NodeFacts, env_flag, index_list, is_docker, is_loopback, link_distance, majority, shorten,
+from ._facts import (NodeFacts, env_flag, how_many, index_list, is_docker, is_loopback, link_distance, majority, shorten,
                      socket_interfaces)
 from ._registry import fact, make, node_source, register
 
@@ -61,6 +61,11 @@ def _by_host(entries: list[RankEntry]) -> dict[str, list[RankEntry]]:
     return out
 
 
+def _agree(items, one: str, many: str) -> str:
+    """The verb or pronoun that agrees with how many ``items``: "1 rank uses", "2 ranks use"."""
+    return one if len(items) == 1 else many
+
+
 _RANK_FIX = ("Launch every node with the same --nnodes and --nproc-per-node and a distinct --node-rank "
              "(torchrun sets RANK, LOCAL_RANK and WORLD_SIZE consistently); with a custom ClusterEnvironment or "
              "launcher, WORLD_SIZE must be nodes x processes per node and RANK = node_rank x per_node + local_rank.")
@@ -79,7 +84,7 @@ def rank_out_of_range(report: ClusterReport):
     worst = max(bad, key=lambda r: r.rank)
     return [make(
         "rank_out_of_range", "error", 0.95,
-        f"{len(bad)} rank(s) outside the world: RANK {span((r.rank for r in bad), SPAN)} >= WORLD_SIZE "
+        f"{how_many(len(bad), 'rank')} outside the world: RANK {span((r.rank for r in bad), SPAN)} >= WORLD_SIZE "
         f"(NCCL would say 'Invalid rank requested : {worst.rank}/{worst.world_size}')",
         _capped(lines),
         cause="Each process's RANK must be below the WORLD_SIZE it was given; here the per-node numbering and the "
@@ -107,7 +112,7 @@ def rank_table_gaps(report: ClusterReport):
         lines = [f"RANK {k} on " + ", ".join(sorted(hosts_of[k])) for k in dup[:MAX_EVIDENCE]]
         out.append(make(
             "rank_table_gaps", "error", 0.9,
-            f"Rank(s) {span(dup, SPAN)} started more than once",
+            f"{'Rank' if len(dup) == 1 else 'Ranks'} {span(dup, SPAN)} started more than once",
             _capped(lines, total=len(dup)),
             cause="Two processes claim the same global rank, so the rendezvous waits for a rank that never comes "
                   "or NCCL pairs the wrong peers.",
@@ -115,7 +120,7 @@ def rank_table_gaps(report: ClusterReport):
     if missing:
         out.append(make(
             "rank_table_gaps", "error", 0.8,
-            f"{len(missing)} of {world} rank(s) never started: {span(missing, SPAN)}",
+            f"{len(missing)} of {how_many(world, 'rank')} never started: {span(missing, SPAN)}",
             [fact("report", f"WORLD_SIZE={world}; ranks present: {span(counts, SPAN)}; missing: {span(missing, SPAN)}")],
             cause="init_process_group waits for all WORLD_SIZE ranks ('Timed out ... waiting for clients. n/m clients "
                   "joined'); the missing ranks were never launched or died before joining.",
@@ -154,10 +159,11 @@ def world_size_vs_nodes(report: ClusterReport):
         if expected != world:
             out.append(make(
                 "world_size_vs_nodes", "error", 0.85,
-                f"WORLD_SIZE={world} but {len(hosts)} node(s) x {n} rank(s) per node = {expected}",
-                [fact("report", f"{h}: {c} rank(s), RANK {span((r.rank for r in hosts[h]), SPAN)}") for h, c in list(per_node.items())[:MAX_EVIDENCE]],
-                cause="The launcher's world size does not count every process it started: with 2 nodes x 4 GPUs "
-                      "(seed 000) WORLD_SIZE must be 8, not 4.",
+                f"WORLD_SIZE={world} but {how_many(len(hosts), 'node')} x {how_many(n, 'rank')} per node = {expected}",
+                [fact("report", f"{h}: {how_many(c, 'rank')}, RANK {span((r.rank for r in hosts[h]), SPAN)}") for h, c in list(per_node.items())[:MAX_EVIDENCE]],
+                cause=f"The launcher's world size does not count every process it started: with "
+                      f"{how_many(len(hosts), 'node')} x {how_many(n, 'rank')} per node, WORLD_SIZE must be {expected}, "
+                      f"not {world}.",
                 fix=_RANK_FIX, ranks=[r.rank for r in entries if r.rank >= world], hosts=list(hosts)))
     return out
 
@@ -181,13 +187,13 @@ def local_rank_table(report: ClusterReport):
                 dup_ranks += holders
             elif complete and not 0 <= local < len(rs):
                 over_lines.append(f"{host}: RANK {holders[0].rank} has LOCAL_RANK {local}, but the node runs "
-                                  f"{len(rs)} rank(s) (LOCAL_RANK 0-{len(rs) - 1})")
+                                  f"{how_many(len(rs), 'rank')} (LOCAL_RANK 0-{len(rs) - 1})")
                 over_ranks += holders
     out = []
     if dup_lines:
         out.append(make(
             "local_rank_table", "error", 0.85,
-            f"{len(dup_ranks)} rank(s) share a LOCAL_RANK with another rank of their node",
+            f"{len(dup_ranks)} ranks share a LOCAL_RANK with another rank of their node",
             _capped(dup_lines),
             cause="Each rank of a node needs its own LOCAL_RANK: scripts pick their GPU as cuda:LOCAL_RANK, so ranks "
                   "with the same LOCAL_RANK drive the same GPU (NCCL: 'Duplicate GPU detected') and leave another "
@@ -199,7 +205,8 @@ def local_rank_table(report: ClusterReport):
     if over_lines:
         out.append(make(
             "local_rank_table", "warning", 0.6,
-            f"{len(over_ranks)} rank(s) have a LOCAL_RANK beyond the ranks on their node",
+            f"{how_many(len(over_ranks), 'rank')} {_agree(over_ranks, 'has', 'have')} a LOCAL_RANK beyond the "
+            f"ranks on {_agree(over_ranks, 'its', 'their')} node",
             _capped(over_lines),
             cause="LOCAL_RANK numbers the ranks of one node from 0; a larger value points cuda:LOCAL_RANK at a GPU "
                   "that another node layout assumed, or at none ('invalid device ordinal').",
@@ -261,7 +268,7 @@ def ranks_share_gpu(report: ClusterReport):
     blamed = [r for rs in shared.values() for r in rs]
     return [make(
         "ranks_share_gpu", "error", min(conf[k] for k in shared),
-        f"{len(blamed)} ranks share {len(shared)} GPU(s)",
+        f"{len(blamed)} ranks share {how_many(len(shared), 'GPU')}",
         _capped(lines, total=len(shared)),
         cause="NCCL needs one GPU per rank within a communicator: it fails with 'Duplicate GPU detected'. Usually every process kept cuda:0 because torch.cuda.set_device was "
               "never called, or CUDA_VISIBLE_DEVICES gave each process the same single GPU.",
@@ -297,7 +304,7 @@ def local_rank_device(report: ClusterReport):
                   and r.cuda_index != r.local_rank]
         out.append(make(
             "local_rank_device", "warning", 0.6,
-            f"{len(blamed)} rank(s) use a GPU other than cuda:LOCAL_RANK",
+            f"{how_many(len(blamed), 'rank')} {_agree(blamed, 'uses', 'use')} a GPU other than cuda:LOCAL_RANK",
             _capped(wrong),
             cause="By convention rank LOCAL_RANK drives cuda:LOCAL_RANK; a rank that picked another device may share "
                   "a GPU with a neighbour or sit on a GPU far from its CPU and NIC.",
@@ -309,12 +316,14 @@ def local_rank_device(report: ClusterReport):
     if guessed_bad:
         out.append(make(
             "local_rank_device", "warning", 0.75,
-            f"{len(guessed_bad)} rank(s) set no GPU, and torch's barrier guess is not their LOCAL_RANK",
+            f"{how_many(len(guessed_bad), 'rank')} {_agree(guessed_bad, 'sets', 'set')} no GPU, and torch's "
+            f"barrier guess is not {_agree(guessed_bad, 'its', 'their')} LOCAL_RANK",
             _capped([line for _, line in guessed_bad]) + [fact(barrier_src, "using GPU N to perform barrier as devices "
                                                                 "used by this process are currently unknown")],
             cause="With no device set, ProcessGroupNCCL runs barrier() on cuda:(global rank % visible GPUs). That is "
                   "not the rank's own GPU here, so barrier() creates a context on a neighbour's GPU and can hang or "
-                  "pair the wrong devices (seed 001's 'using GPU 3 to perform barrier').",
+                  "pair the wrong devices (torch warns 'using GPU N to perform barrier as devices used by this process are "
+                  "currently unknown').",
             fix="Call torch.cuda.set_device(local_rank) before init_process_group, or pass "
                 "init_process_group(..., device_id=torch.device('cuda', local_rank)) (torch >= 2.3), or "
                 "barrier(device_ids=[local_rank]).",
@@ -322,7 +331,8 @@ def local_rank_device(report: ClusterReport):
     if guessed_ok:
         out.append(make(
             "local_rank_device", "info", 0.5,
-            f"{len(guessed_ok)} rank(s) set no GPU; torch's barrier guess happens to be their LOCAL_RANK",
+            f"{how_many(len(guessed_ok), 'rank')} {_agree(guessed_ok, 'sets', 'set')} no GPU; torch's barrier "
+            f"guess happens to be {_agree(guessed_ok, 'its', 'their')} LOCAL_RANK",
             _capped([line for _, line in guessed_ok]),
             cause="torch will warn 'using GPU N to perform barrier as devices used by this process are currently "
                   "unknown'. The guess is right only while ranks per node equals visible GPUs per node.",
@@ -345,7 +355,7 @@ def cuda_visible_devices_invalid(snap: NodeSnapshot, ranks=()):
     named = ",".join(bad[:16]) + (f",... ({len(bad)} entries)" if len(bad) > 16 else "")
     return [make(
         "cuda_visible_devices_invalid", "error" if not chosen else "warning", 0.85,
-        f"CUDA_VISIBLE_DEVICES={raw} names GPU(s) {named} that {snap.hostname} does not have (or repeats one)",
+        f"CUDA_VISIBLE_DEVICES={raw} names {'GPU' if len(bad) == 1 else 'GPUs'} {named} that {snap.hostname} does not have (or repeats one)",
         [fact(node_source(snap.hostname), f"CUDA_VISIBLE_DEVICES={raw}; GPUs present: {have}; "
                                           f"visible to CUDA: {len(chosen or [])}")],
         cause="CUDA stops reading CUDA_VISIBLE_DEVICES at the first entry it cannot resolve, so fewer GPUs are "
@@ -413,7 +423,8 @@ def rank_affinity_numa(report: ClusterReport):
     if off:
         out.append(make(
             "rank_affinity_numa", "warning", 0.8,
-            f"{len(off)} rank(s) run on CPUs of another NUMA node than their GPU's: "
+            f"{how_many(len(off), 'rank')} {_agree(off, 'runs', 'run')} on CPUs of another NUMA node than "
+            f"{_agree(off, 'its', 'their')} GPU's: "
             f"RANK {span((r.rank for r, _ in off), SPAN)}",
             _capped([line for _, line in off]),
             cause="Every host-device copy of these ranks (pinned-memory loads, NCCL's proxy thread, the SHM "
@@ -423,7 +434,8 @@ def rank_affinity_numa(report: ClusterReport):
     if partly:
         out.append(make(
             "rank_affinity_numa", "info", 0.5,
-            f"{len(partly)} rank(s) are pinned to CPUs beyond their GPU's NUMA node: "
+            f"{how_many(len(partly), 'rank')} {_agree(partly, 'is', 'are')} pinned to CPUs beyond "
+            f"{_agree(partly, 'its', 'their')} GPU's NUMA node: "
             f"RANK {span((r.rank for r, _ in partly), SPAN)}",
             _capped([line for _, line in partly]),
             cause="The binding allows CPUs of another socket, so the scheduler may run these ranks' threads there.",
@@ -497,7 +509,7 @@ def rank_nic_far(report: ClusterReport):
              f"{better} is {better_label}" for r, g, (label, better, better_label) in far[:MAX_EVIDENCE]]
     return [make(
         "rank_nic_far", "warning" if multi_node else "info", 0.7,
-        f"{len(far)} rank(s) would send over a NIC on the other socket from their GPU: "
+        f"{how_many(len(far), 'rank')} would send over a NIC on the other socket from {_agree(far, 'its', 'their')} GPU: "
         f"RANK {span((r.rank for r, _, _ in far), SPAN)}",
         _capped(lines, total=len(far)),
         cause="Inter-node traffic of these ranks crosses the inter-socket link between the GPU and the NIC, and "

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..model import UNLIMITED, NodeSnapshot
 from ..model.derive import rdma_nics
-from ._facts import NodeFacts, env_flag, is_number
+from ._facts import NodeFacts, env_flag, how_many, is_number
 from ._registry import fact, make, node_source, register
 
 MIB = 1 << 20
@@ -113,12 +113,12 @@ def nofile_low(snap: NodeSnapshot, ranks=()):
         f"ulimit -n is {soft}; a rank of a {world}-rank job may need about {need} file descriptors",
         [fact(src, f"RLIMIT_NOFILE soft {soft}, hard {'unlimited' if hard == UNLIMITED else hard}"),
          fact("ncclnb", f"rule: {FD_BASELINE} baseline + {world - 1} peers"
-                        + (f" + {world - 1} peers x {P2P_CHANNELS} channels x 2 directions x {per_conn} socket(s) "
+                        + (f" + {world - 1} peers x {P2P_CHANNELS} channels x 2 directions x {how_many(per_conn, 'socket')} "
                            f"per connection (NCCL_NSOCKS_PERTHREAD x NCCL_SOCKET_NTHREADS)" if sockets else "")
                         + f" = {need}")],
         cause="NCCL's bootstrap, proxy and socket transport each hold sockets; past the limit accept()/socket() fail "
-              "and NCCL reports 'Resource temporarily unavailable' or 'Too many open files' from its proxy thread "
-              "(seed 004, an all-to-all over 32 ranks).",
+              "and NCCL reports 'Resource temporarily unavailable' or 'Too many open files' from its proxy thread, "
+              "typically in an all-to-all over many ranks.",
         fix=f"Raise the limit before launching: ulimit -n {hard if isinstance(hard, int) and hard > need else 1048576} "
             "(or LimitNOFILE= in the systemd unit, --ulimit nofile=1048576 for docker, and the Slurm/PAM limits).",
         hosts=(snap.hostname,), ranks=[r.rank for r in ranks or ()])]
@@ -137,7 +137,7 @@ def memlock_low_with_ib(snap: NodeSnapshot, ranks=()):
     tiny = soft < 64 * MIB
     return [make(
         "memlock_low_with_ib", "error" if tiny else "warning", 0.75 if tiny else 0.5,
-        f"ulimit -l is {soft // 1024} KiB on {snap.hostname}, which has {len(hcas)} InfiniBand/RoCE port(s)",
+        f"ulimit -l is {soft // 1024} KiB on {snap.hostname}, which has {how_many(len(hcas), 'InfiniBand/RoCE port')}",
         [fact(src, f"RLIMIT_MEMLOCK soft {soft} B"),
          fact(src, "RDMA: " + ", ".join(n.name for n in hcas[:8]))],
         cause="The IB transport pins (registers) its buffers with ibv_reg_mr, which counts against RLIMIT_MEMLOCK; "

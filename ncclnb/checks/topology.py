@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ..model import NodeSnapshot, nvlink_count
-from ._facts import NodeFacts, env_flag, index_list, link_distance
+from ._facts import NodeFacts, env_flag, how_many, index_list, link_distance
 from ._registry import fact, make, node_source, register
 
 # all_reduce_perf bus bandwidth (busbw, out-of-place, largest size) read from
@@ -27,9 +27,26 @@ def busbw_line(key: str) -> str:
     return f"all_reduce busbw {value:.2f} GB/s on {what} [{source}]"
 
 
+ALL_GPUS = "all GPUs of the node"
+
+
 def _set_or_all(facts: NodeFacts, ranks):
     chosen, how = facts.gpus_in_use(ranks)
-    return (chosen, how) if chosen else (list(facts.gpus), "all GPUs of the node")
+    return (chosen, how) if chosen else (list(facts.gpus), ALL_GPUS)
+
+
+def _some_of(part, chosen, how) -> str:
+    """Which GPUs of a set, as a reader says it: "All 4 GPUs of the node",
+    "GPU 2,3 (2 of the node's 4)", "GPU 5 (1 of the 3 in use, rank table)",
+    "12 of the node's 16 GPUs"."""
+    k, n = len(part), len(chosen)
+    if k == n:
+        return (f"All {n} GPUs of the node" if how == ALL_GPUS else f"All {n} GPUs in use ({how})") if n > 1 \
+            else f"GPU {index_list(part)}"
+    if k > 8:
+        return f"{k} of the node's {n} GPUs" if how == ALL_GPUS else f"{k} of the {n} GPUs in use ({how})"
+    return f"GPU {index_list(part)} ({k} of the node's {n})" if how == ALL_GPUS \
+        else f"GPU {index_list(part)} ({k} of the {n} in use, {how})"
 
 
 def _names(gs) -> str:
@@ -73,7 +90,7 @@ def gpu_set_numa(snap: NodeSnapshot, ranks=()):
     return [make(
         "gpu_set_numa", severity, 0.7 if sys_pairs else 0.5,
         f"The job's GPUs {_names(chosen)} span NUMA nodes {numa_text}"
-        + (f"; {len(sys_pairs)} pair(s) cross the inter-socket link (SYS)" if sys_pairs else ""),
+        + (f"; {how_many(len(sys_pairs), 'pair')} cross{'es' if len(sys_pairs) == 1 else ''} the inter-socket link (SYS)" if sys_pairs else ""),
         ev,
         cause="Traffic between GPUs on different sockets crosses the CPU interconnect (QPI/UPI/Infinity Fabric); "
               "PCIe peer-to-peer across it is slow or unsupported, so NCCL often stages through host memory, and "
@@ -120,7 +137,7 @@ def nic_far_from_gpu(snap: NodeSnapshot, ranks=()):
         ev.append(fact(src, f"... and {len(far) - 8} more GPUs"))
     return [make(
         "nic_far_from_gpu", "warning" if multi_node else "info", 0.6,
-        f"{len(far)} GPU(s) ({how}) have no NIC on their own socket",
+        f"{_some_of([g for g, _ in far], chosen, how)} {'has' if len(far) == 1 else 'have'} no NIC on {'its' if len(far) == 1 else 'their'} own socket",
         ev,
         cause="NCCL uses GPUDirect RDMA only when the NIC is close to the GPU; across SYS the network data is staged "
               "through host memory and the inter-socket link, lowering inter-node bandwidth for these GPUs.",
@@ -149,7 +166,7 @@ def p2p_disabled_on_nvlink(snap: NodeSnapshot, ranks=()):
     setting = "NCCL_P2P_DISABLE=" + env["NCCL_P2P_DISABLE"] if env_flag(env, "NCCL_P2P_DISABLE") else f"NCCL_P2P_LEVEL={level}"
     names = " ".join(sorted({g.name or "" for g in chosen})).upper()
     ev = [fact(src, setting),
-          fact(src, f"{len(pairs)} NVLink pair(s) among GPUs {_names(chosen)} ({how}), e.g. "
+          fact(src, f"{how_many(len(pairs), 'NVLink pair')} among GPUs {_names(chosen)} ({how}), e.g. "
                     f"GPU{pairs[0][0].index}-GPU{pairs[0][1].index}: {pairs[0][2]}")]
     if "H100" in names or "H200" in names or "H800" in names:
         ev.append(fact("fixtures", busbw_line("h100_nvlink")))
@@ -161,7 +178,7 @@ def p2p_disabled_on_nvlink(snap: NodeSnapshot, ranks=()):
     ev.append(fact("fixtures", busbw_line("pcie_no_p2p")))
     return [make(
         "p2p_disabled_on_nvlink", "warning", 0.85,
-        f"{setting} turns off NVLink between {len(pairs)} GPU pair(s)",
+        f"{setting} turns off NVLink between {how_many(len(pairs), 'GPU pair')}",
         ev,
         cause="With P2P disabled NCCL moves intra-node data through host memory (the SHM transport) over PCIe "
               "instead of NVLink. The recorded NVLink machines above reach hundreds of GB/s of all_reduce bus "
@@ -189,7 +206,7 @@ def iommu_with_pcie_p2p(snap: NodeSnapshot, ranks=()):
     src = node_source(snap.hostname)
     return [make(
         "iommu_with_pcie_p2p", "warning", 0.6,
-        f"IOMMU is on and {len(pcie)} GPU pair(s) talk over PCIe",
+        f"IOMMU is on and {how_many(len(pcie), 'GPU pair')} talk{'s' if len(pcie) == 1 else ''} over PCIe",
         [fact(src, "IOMMU: on (not iommu=pt)"),
          fact(src, f"GPUs {_names(chosen)} ({how}): e.g. GPU{pcie[0][0].index}-GPU{pcie[0][1].index} {pcie[0][2]}"),
          fact("NCCL troubleshooting guide, 'PCI Access Control Services (ACS)'",

@@ -211,8 +211,8 @@ def _components(snap: NodeSnapshot) -> dict[str, Optional[str]]:
 
 # component -> (severity, confidence, why it matters)
 _COMPONENT_WEIGHT = {
-    "NCCL (used by torch)": ("error", 0.9, "NCCL does not promise that different versions interoperate: seed 002's "
-                             "2.14.3 vs 2.19.3 failed at connect with 'address with family 0 is neither AF_INET nor AF_INET6'"),
+    "NCCL (used by torch)": ("error", 0.9, "NCCL does not promise that different versions interoperate: for example "
+                             "2.14.3 against 2.19.3 fails at connect with 'address with family 0 is neither AF_INET nor AF_INET6'"),
     "torch": ("warning", 0.7, "different torch versions can disagree on collective order and on the c10d store protocol"),
     "CUDA (torch build)": ("warning", 0.6, "torch builds for different CUDA versions ship different NCCL builds"),
     "NCCL (pip)": ("warning", 0.5, "the NCCL wheels differ, so the NCCL torch loads is likely to differ"),

@@ -231,9 +231,11 @@ def match_reference(link: LinkTest, snapshots: Sequence[NodeSnapshot],
     scaled = dataclasses.replace(
         row, scope="inter-node", low_gbps=round(row.low_gbps * nics, 3), high_gbps=round(row.high_gbps * nics, 3),
         hardware=f"{row.hardware} x {nics} per node",
-        note=f"{row.note} Here: {row.low_gbps:g}-{row.high_gbps:g} GB/s per NIC x {nics} NIC(s) per node "
-             f"({per_node} rank(s) per node, {min(counts)} such NIC(s) on the poorest node).")
-    return scaled, f"{nodes} nodes, {nics} x {speed // 1000} Gb/s RDMA NIC(s) per node in use"
+        note=f"{row.note} Here: {row.low_gbps:g}-{row.high_gbps:g} GB/s per NIC x {nics} NIC{'s' if nics != 1 else ''} "
+             f"per node ({per_node} rank{'s' if per_node != 1 else ''} per node, {min(counts)} such "
+             f"NIC{'s' if min(counts) != 1 else ''} on the poorest node).")
+    return scaled, (f"{nodes} nodes, {nics} x {speed // 1000} Gb/s RDMA NIC{'s' if nics != 1 else ''} "
+                    "per node in use")
 
 
 def reference_for(link: LinkTest, snapshots: Sequence[NodeSnapshot],

@@ -95,7 +95,7 @@ def test_rank_table_gaps():
 
 def test_world_size_vs_nodes():
     found = only(load("seed000-2node-a10g"), "world_size_vs_nodes")
-    assert any("2 node(s) x 4 rank(s) per node = 8" in f.title for f in found)
+    assert any("2 nodes x 4 ranks per node = 8" in f.title for f in found)
     assert only(load("two-node-h100"), "world_size_vs_nodes") == []
     h = load("two-node-h100")
     mixed = dataclasses.replace(h, ranks=tuple(

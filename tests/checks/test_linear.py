@@ -140,7 +140,7 @@ def test_20000_gpus_and_50000_ranks_are_checked_with_readable_findings():
     node = {f["rule"]: f for f in out["node"]}
     # the 64 x 64 matrix: boards of 8 on NVLink, 8 boards, all on NUMA node 0 (2,500 GPUs per node)
     assert "gpu_set_numa" in node and "NUMA nodes" in node["gpu_set_numa"]["title"]
-    assert "p2p_disabled_on_nvlink" in node and f"between {8 * 28} GPU pair(s)" in node["p2p_disabled_on_nvlink"]["title"]
+    assert "p2p_disabled_on_nvlink" in node and f"between {8 * 28} GPU pairs" in node["p2p_disabled_on_nvlink"]["title"]
     assert {"shm_too_small", "ib_disabled", "nofile_low", "nic_far_from_gpu", "nccl_multiple_libraries"} <= set(node)
     ranks = {f["rule"] for f in out["ranks"]}
     assert {"rank_table_gaps", "local_rank_device"} <= ranks
