@@ -168,6 +168,19 @@ def test_text_renderer_prints_the_full_text_and_displays_nothing(ip, monkeypatch
     assert shown is target and isinstance(target, ncclnb.ClusterReport)
 
 
+@pytest.mark.parametrize("line, marker", [
+    ("jobmap hgx-h100", "Job map\nhgx-h100"),
+    ("links hgx-h100", "no link test in this report"),
+    ("ranks hgx-h100", "No rank table"),
+    ("versions seed002-version-mismatch", "Versions on 2 nodes"),
+])
+def test_text_forms_of_views_take_what_the_views_take(ip, monkeypatch, line, marker):
+    monkeypatch.setenv("NCCLNB_RENDERER", "text")
+    with capture_output() as cap:
+        ip.run_line_magic("ncclnb", line)
+    assert marker in cap.stdout and not cap.outputs
+
+
 # --- magics return what they showed, shown once -----------------------------------
 
 def test_magics_return_what_they_showed(ip, tmp_path):
@@ -302,3 +315,27 @@ def test_terminal_ipython_typed_line_by_line_shows_once_and_returns_the_diagnosi
     # the cell magic: the pasted lines, the full report once
     out = _terminal(tmp_path, code="%%ncclnb_doctor\n" + LOG, extra=["--ext=ncclnb"])
     assert out.count("Most likely: Rank 7 started with a world size of 4") == 1 and "ncclnb diagnosis:" not in out
+
+
+def test_terminal_ipython_repro_pairing_snapshot_and_autodiagnose_print_text(tmp_path):
+    from ncclnb.guard.p2p import p2p_plan_line
+
+    plans = tmp_path / "plans"
+    plans.mkdir()
+    for r, (sends, recvs) in enumerate([({1: (2, 8)}, {1: (2, 8)}), ({0: (2, 8)}, {0: (2, 8), 2: (1, 8)}), ({}, {})]):
+        (plans / f"rank{r}.log").write_text(p2p_plan_line(r, sends, recvs) + "\n")
+    code = "\n".join([
+        "%load_ext ncclnb", "%ncclnb snapshot", "%ncclnb repro list", "%ncclnb pairing plans",
+        "%ncclnb repro store_host_missing --timeout 3", "%ncclnb autodiagnose on",
+        "class DistBackendError(RuntimeError): pass",
+        "raise DistBackendError('NCCL error: ncclInvalidUsage: Invalid rank requested : 7/4')"])
+    out = _terminal(tmp_path, code=code)
+    assert "ncclnb: this machine -> node snapshot of" in out
+    assert "unseeded_split_desync" in out
+    assert "Send/recv pairing: 3 ranks, 1 unpaired op" in out and "no send on the other side" in out
+    assert "store_host_missing (broken): ended" in out and "  rank 1: exited 1" in out
+    assert "Most likely: Ranks cannot reach the rendezvous store" in out and "Verdict: as expected" in out
+    # the traceback first, then the diagnosis of it, in text
+    assert out.index("DistBackendError: NCCL error") < out.rindex("Most likely: Rank 7 started with a world size of 4")
+    for widget_repr in ("ncclnb diagnosis:", "ncclnb send/recv pairing", "VBox(", "<IPython.core.display"):
+        assert widget_repr not in out, widget_repr
