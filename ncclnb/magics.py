@@ -115,11 +115,15 @@ def _pre(text: str) -> str:
     return f'<pre class="ncclnb-text" style="white-space:pre;overflow-x:auto">{html.escape(text)}</pre>'
 
 
-def _show(value, text: Callable[[], str], view: Optional[Callable[[], Any]] = None, ipython=None):
+def _show(value, text: Callable[[], str], view: Optional[Callable[[], Any]] = None, ipython=None,
+          full_plain: bool = False):
     """Show ``value`` as :func:`renderer` says and return what was shown:
     ``value``, or when it is None the view (in text mode, no view is built
     and None is returned). ``text`` makes the full text form, ``view`` the
-    live view (``None``: the text is all there is, or HTML made of it)."""
+    live view (``None``: the text is all there is, or HTML made of it).
+    ``full_plain``: the live view's text/plain is the full text too (cheap
+    for a diagnosis or findings), for frontends that show only text such as
+    ``jupyter console``."""
     mode = renderer(ipython)
     if mode == "text":
         print(text())
@@ -131,7 +135,10 @@ def _show(value, text: Callable[[], str], view: Optional[Callable[[], Any]] = No
             except ImportError:
                 if mode == "widget":
                     raise
-        if mode == "widget" and built is not None:
+        if mode == "widget" and built is not None and full_plain:
+            bundle = built._repr_mimebundle_()
+            display({**bundle, "text/plain": text()}, raw=True)
+        elif mode == "widget" and built is not None:
             display(built)
         else:
             page = built.static_html() if built is not None else _pre(text())
@@ -198,7 +205,8 @@ def _verb_check(args):
 
     target = _call(_load_one, args) if args else _need_target()
     findings = _call(check, target)
-    return _show(findings, lambda: _findings_text(findings, target), lambda: show_diagnosis(findings, title="Checks"))
+    return _show(findings, lambda: _findings_text(findings, target), lambda: show_diagnosis(findings, title="Checks"),
+                 full_plain=True)
 
 
 def _load_one(args):
@@ -225,7 +233,7 @@ def _show_diagnosis(diag, title: Optional[str] = None):
     from .viz import show_diagnosis
 
     return _show(diag, lambda: render_text(diag).rstrip("\n"),
-                 lambda: show_diagnosis(diag) if title is None else show_diagnosis(diag, title=title))
+                 lambda: show_diagnosis(diag) if title is None else show_diagnosis(diag, title=title), full_plain=True)
 
 
 def _view(name):

@@ -200,6 +200,9 @@ def test_magics_return_what_they_showed(ip, tmp_path):
     assert topo.text.startswith("ncclnb topology view") and board.text.startswith("ncclnb dashboard")
     bundles = _bundles(cap)
     assert [WIDGET in b for b in bundles] == [True] * 5   # doctor, cell, check, topo, dashboard
+    # a frontend that shows only text (jupyter console) reads the full diagnosis and findings
+    assert bundles[0]["text/plain"] == pretty(diag) and "fix: " in bundles[2]["text/plain"]
+    assert bundles[3]["text/plain"].startswith("ncclnb topology view")
 
 
 def test_a_verb_alone_in_a_cell_is_shown_once_and_still_is_the_result(ip, tmp_path):
