@@ -17,7 +17,8 @@ from .normalize import MAX_DIGITS, clean, num
 from .priors import CANDIDATE_KIND_TITLES, LogContext, preferred_category, rank_candidates, warn_prior
 from .reason import (BANNER, C10D_FRAME, COMM, PG_ID, PLAN, PROGRESS, VERSION, WATCHDOG, WORK, CommRecord,
                      ProgressRecord, ReasonState, WatchdogRecord, duplicate_claims, out_of_range_findings,
-                     plan_findings, version_findings, wait_findings, watchdog_findings, world_size_findings)
+                     plan_findings, value_kind, version_findings, wait_findings, watchdog_findings,
+                     world_size_findings)
 from .scan import MAX_NO_NEWLINE, LineScanner, ParallelScan, looks_binary, workers_for
 from .sources import (EMPTY, NCCLNB_JSON, DoctorInputError, Source, changed_while_read, expand, nothing_readable,
                       rank_from_name, regular_stat)
@@ -494,6 +495,10 @@ class _Collector:
                     h.blamed.add(r)
                     self.state.add_out_of_range(r, size, ev)
         key = self._key(rank, host, pid)
+        if sig.blame == "values" and key is not None:   # a count every rank should share: kept per rank
+            kind, value = value_kind(groups.get("what")), num(groups.get("value"), MAX_DIGITS)
+            if kind is not None and value is not None:
+                self.state.add_value(kind, key, value, ev)
         if key is not None and len(h.printers) < MAX_BLAMED:
             h.printers.add(key)
         if host and len(h.hosts) < 64:
@@ -550,6 +555,13 @@ class _Collector:
                 rec.rank = r
                 progress[(r, pg)] = rec
         self.state.progress = progress
+        for kind, per in self.state.values.items():
+            resolved = {}
+            for key, rec in per.items():
+                r = self._resolve(key)
+                if isinstance(r, int):
+                    resolved.setdefault(r, rec)
+            self.state.values[kind] = resolved
 
         findings: list[tuple[int, float, tuple, Finding]] = []
         known_ranks = {k for k in self.rows if isinstance(k, int)}
@@ -851,6 +863,12 @@ class _Collector:
             blamed = set() if 0 in printers else {0}
             if blamed and 0 not in self._present_ranks():
                 title += "; rank 0, the store host, left no log"
+        elif sig.blame == "values":
+            blamed = set()
+            for kind, per in sorted(self.state.values.items()):
+                if len({v for v, _ in per.values()}) > 1:   # the counts ranks should share differ
+                    title += f"; the {kind} differ across ranks: " + ", ".join(
+                        f"{v} on rank {r}" for r, (v, _) in sorted(per.items())[:8])
         elif sig.consequence or sig.benign:
             blamed = set(h.blamed)
         else:

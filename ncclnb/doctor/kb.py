@@ -80,6 +80,10 @@ TRIGGERS = (
     "find address", "wrong magic", "wrong type", "runcated", "checked in", "store based barrier", "TCPStore(",
     "_create_c10d_store", "_rendezvous_handler", "_create_tcp_store", "currently unknown", "device_id", "Broken pipe", "No space left", "ACSCtl", "Translated", "PeerAccess",
     "IpcOpenMemHandle", "Could not find", "Loading topology", "Loading graph", "cannot be retrieved",
+    # counts each rank prints that every rank should share (rank_count: a desync's tie-break)
+    " batches", "training examples", "training samples", "iterations per epoch", "ataset length",
+    "ataset size", "len(dataset)", "num_batches", "steps_per_epoch", "umber of batches", "atches per epoch",
+    "teps per epoch",
 )
 
 
@@ -121,8 +125,10 @@ _OPTIONAL = {"also": list, "benign": bool, "consequence": bool, "suspect": bool,
 # hosts the rendezvous store ("store_host": rank 0, unless it fails the same way),
 # or the ranks of the job that did not print it while others did ("silent_ranks":
 # a timeout says its printer waited for a peer; the peers that did not time out
-# are the ones it waited for)
-BLAME = ("printers", "missing_ranks", "store_host", "silent_ranks")
+# are the ones it waited for); "values": nobody, the line is a count each rank
+# prints that every rank should share (the pattern's (?P<what>) and (?P<value>)
+# groups: batches, dataset length), kept per rank to break a desync tie
+BLAME = ("printers", "missing_ranks", "store_host", "silent_ranks", "values")
 
 
 class KnowledgeBaseError(ValueError):

@@ -104,7 +104,14 @@ class ReasonState:
     progress: dict = field(default_factory=dict)       # (rank, process group) -> its latest ProgressRecord
     claims: dict = field(default_factory=dict)         # (world size, rank) -> {process: Evidence} claiming it
     waits: dict = field(default_factory=dict)          # rank -> (c10d call or None, Evidence) of its first timeout
+    values: dict = field(default_factory=dict)         # kind ("batches", "examples") -> {rank: (count, Evidence)}
     limit: int = 8192
+
+    def add_value(self, kind: str, rank, value: int, ev: Evidence) -> None:
+        """A count ``rank`` printed that every rank should share (the first one it printed of a kind)."""
+        per = self.values.setdefault(kind, {})
+        if rank not in per and len(per) < self.limit:
+            per[rank] = (value, ev)
 
     def add_wait(self, rank: int, call: Optional[str], ev: Evidence) -> None:
         """Where ``rank`` timed out: the torch.distributed call its traceback passed through last,
@@ -159,6 +166,52 @@ class ReasonState:
     def add_out_of_range(self, rank: int, size: int, ev: Evidence) -> None:
         if rank not in self.out_of_range and len(self.out_of_range) < self.limit:
             self.out_of_range[rank] = (size, ev)
+
+
+# what a rank_count line counts: the iterations of an epoch, or the data behind them
+_VALUE_KINDS = (("batches", ("batch", "step", "iteration")), ("examples", ("example", "sample", "dataset")))
+
+
+def value_kind(what: str) -> Optional[str]:
+    """"batches" or "examples" for the words a rank_count line names ("12 batches", "dataset length")."""
+    what = (what or "").lower()
+    return next((kind for kind, words in _VALUE_KINDS if any(w in what for w in words)), None)
+
+
+def value_tiebreak(state: ReasonState, sides: list) -> Optional[tuple]:
+    """Two sides of a desync with no majority (sets of ranks that called
+    different collectives): the side whose ranks printed the larger count of
+    what every rank should share (batches or steps per epoch first, else the
+    dataset length behind them), when every rank of each side printed it and
+    each side agrees within itself. The side with more runs the loop once
+    more: its collective is the loop's, issued after the others left the loop.
+    Returns (the ranks blamed, the count lines as evidence, one sentence,
+    a few words for a title), or None when the counts do not split the sides
+    that way."""
+    if len(sides) != 2:
+        return None
+    for kind, _ in _VALUE_KINDS:
+        per = state.values.get(kind, {})
+        counts = []
+        for side in sides:
+            got = {per[r][0] for r in side if r in per}
+            if len(got) != 1 or not all(r in per for r in side):
+                break
+            counts.append(got.pop())
+        else:
+            if counts[0] == counts[1]:
+                continue
+            more, less = (0, 1) if counts[0] > counts[1] else (1, 0)
+            blamed = set(sides[more])
+            evidence = [per[r][1] for i in (more, less) for r in sorted(sides[i])[:2]]
+            what = "batches (steps per epoch)" if kind == "batches" else "training examples (dataset length)"
+            text = (f" No majority decides, but the ranks printed their {what}, which every rank should share, and "
+                    f"they differ: {counts[more]} on rank {_ranks_text(sides[more])}, {counts[less]} on rank "
+                    f"{_ranks_text(sides[less])}. Rank {_ranks_text(sides[more])} runs more iterations: its collective "
+                    "is the loop's, issued once the others had left the loop.")
+            label = "more batches" if kind == "batches" else "more training examples"
+            return blamed, evidence, text, label
+    return None
 
 
 def _ranks_text(ranks) -> str:
@@ -265,14 +318,25 @@ def watchdog_findings(state: ReasonState, world_size: Optional[int], present=fro
                 f"NumelIn={a}, NumelOut={b} on {n} rank(s)" for (a, b), n in sizes.most_common()) + ")"
         if len(seqs) > 1 and not blamed:
             blamed = minority(lambda r: r.seq)
+        broken = None
+        if blamed == set(recs):   # a tie: the counts the ranks printed may say which side ran on
+            key = (lambda r: r.op) if len(ops) > 1 else (lambda r: r.numel)
+            broken = value_tiebreak(state, [{r.rank for r in recs.values() if key(r) == k}
+                                            for k in dict.fromkeys(key(r) for r in recs.values())])
+        if broken is not None:
+            blamed = broken[0]
+            evidence = tuple(broken[1] + [e for e in evidence if e not in broken[1]])[:8]
         title = f"Ranks diverged: the timed-out collective differs across ranks (rank {_ranks_text(blamed)})" if blamed \
             else "Ranks diverged: the timed-out collective differs across ranks"
+        if broken is not None:
+            title += f"; it printed {broken[3]}"
         return [Finding(
             rule="watchdog_desync", category="collective_desync", severity="error", confidence=0.85,
             title=title, evidence=evidence,
             cause=f"The watchdog timeouts show {what}. Ranks that call different collectives (or the same one with "
                   "different shapes) wait for each other forever: typical causes are a data split or batch size that "
-                  "differs per rank (unseeded shuffles, dropped samples) or rank-dependent control flow.",
+                  "differs per rank (unseeded shuffles, dropped samples) or rank-dependent control flow."
+                  + (broken[2] if broken is not None else ""),
             fix="Make every rank issue the same collectives with the same shapes: seed every random split (numpy too), "
                 "pad or drop_last uneven batches, avoid rank-dependent branches around collectives; "
                 "TORCH_DISTRIBUTED_DEBUG=DETAIL names the mismatch at once.",
@@ -472,14 +536,20 @@ def _collective_waits(state: ReasonState, calls: dict, silent: set) -> list[Find
         (common, n), (_, runner_up) = counts.most_common(2)
         blamed = set(calls) if n == runner_up else {r for r, c in calls.items() if c != common}
         listing = ", ".join(f"{c} on rank {_ranks_text(r for r in calls if calls[r] == c)}" for c, _ in counts.most_common())
+        tie = n == runner_up
+        broken = value_tiebreak(state, [{r for r in calls if calls[r] == c} for c in counts]) if tie else None
+        why = "" if not tie else "No majority tells which side is wrong, so every rank is named."
+        if broken is not None:
+            blamed, extra, why = broken[0], broken[1], broken[2].lstrip()
+            evidence = tuple(extra + [e for e in evidence if e not in extra])[:8]
         return [Finding(
             rule="traceback_desync", category="collective_desync", severity="error", confidence=0.75,
-            title=f"Ranks timed out in different collectives ({listing})",
+            title=f"Ranks timed out in different collectives ({listing})"
+                  + (f"; rank {_ranks_text(blamed)} printed {broken[3]}" if broken is not None else ""),
             evidence=evidence,
             cause=f"Each rank's traceback ends in the collective it waited in: {listing}. Ranks that call different "
                   "collectives wait for each other until the timeout: a data split or batch count that differs per "
-                  "rank (one rank runs another iteration), or rank-dependent control flow. "
-                  + ("" if n != runner_up else "No majority tells which side is wrong, so every rank is named."),
+                  "rank (one rank runs another iteration), or rank-dependent control flow. " + why,
             fix="Make every rank issue the same collectives: seed every random split, pad or drop_last uneven "
                 "batches, keep collectives out of rank-dependent branches; TORCH_DISTRIBUTED_DEBUG=DETAIL names "
                 "the mismatch at once.",

@@ -274,10 +274,40 @@ def test_ranks_all_in_one_collective_with_no_silent_rank_blame_nobody(tmp_path):
     assert not any(f.rule.startswith(("traceback_", "p2p_wait")) for f in diag.findings)
 
 
-def test_two_ranks_in_two_collectives_blame_both(tmp_path):
+def test_two_ranks_in_two_collectives_are_told_apart_by_the_batches_they_printed(tmp_path):
+    # no majority: rank 0 waits in all_gather, rank 1 in all_reduce; "rank 0: 48 training examples, 6 batches"
+    # and "rank 1: 49 training examples, 7 batches" say rank 1 runs a 7th step rank 0 never runs
     diag = _logs_only("unseeded_split_desync", tmp_path, drop=("rank2.log", "rank3.log"))
     top = diag.findings[0]
+    assert (top.rule, top.ranks) == ("traceback_desync", (1,))
+    assert "rank 1 printed more batches" in top.title and "7 on rank 1, 6 on rank 0" in top.cause
+    assert [e.text for e in top.evidence[:2]] == ["rank 1: 49 training examples, 7 batches (split without a seed)",
+                                                  "rank 0: 48 training examples, 6 batches (split without a seed)"]
+    counts = next(f for f in diag.findings if f.rule == "rank_count")
+    assert counts.ranks == () and "6 on rank 0, 7 on rank 1" in counts.title
+
+
+def test_two_ranks_in_two_collectives_with_equal_counts_blame_both(tmp_path):
+    for r in (0, 1):
+        text = (REPRO / "unseeded_split_desync" / f"rank{r}.log").read_text().split("\n", 1)[1]
+        (tmp_path / f"rank{r}.log").write_text(f"rank {r}: 48 training examples, 6 batches\n" + text)
+    top = diagnose(str(tmp_path)).findings[0]
     assert (top.rule, top.ranks) == ("traceback_desync", (0, 1))
+    assert "No majority tells which side is wrong" in top.cause
+
+
+def test_watchdog_desync_tie_is_broken_by_the_dataset_lengths_the_ranks_printed(tmp_path):
+    # torch 2.1 wording, two ranks in two collectives; each printed its dataset length behind "[rankN]:"
+    for r, (op, length) in enumerate((("ALLREDUCE", 1008), ("ALLGATHER", 1000))):
+        (tmp_path / f"rank{r}.log").write_text(
+            f"[rank{r}]: dataset length {length}\n"
+            f"[rank{r}]: [E ProcessGroupNCCL.cpp:475] [Rank {r}] Watchdog caught collective operation timeout: "
+            f"WorkNCCL(SeqNum=812, OpType={op}, NumelIn=4096, NumelOut=4096, Timeout(ms)=1800000) ran for "
+            "1800612 milliseconds before timing out.\n")
+    top = diagnose(str(tmp_path)).findings[0]
+    assert (top.rule, top.ranks) == ("watchdog_desync", (0,))
+    assert "1008 on rank 0, 1000 on rank 1" in top.cause
+    assert top.evidence[0].text == "[rank0]: dataset length 1008"
 
 
 def test_when_most_logs_show_no_timeout_the_silent_ranks_are_not_blamed(tmp_path):
