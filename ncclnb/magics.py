@@ -177,8 +177,10 @@ def _describe(target) -> str:
 
 
 def _set_target(target, name: str):
+    from .model._repr import terminal_text
+
     STATE.target, STATE.target_name = target, name
-    print(f"ncclnb: {name} -> {_describe(target)}")
+    print(terminal_text(f"ncclnb: {name} -> {_describe(target)}"))
     STATE.shown = target
     return target
 
@@ -405,9 +407,11 @@ def _node_of(target):
     """The node a one-node view shows (the first of a report) and a line naming the others."""
     from .viz._common import pick_snapshot, snapshots_of
 
+    from .model._repr import terminal_text
+
     snap, n = pick_snapshot(target), len(snapshots_of(target))
-    note = (f"\n\n(node {snap.hostname} of {n}: ncclnb.show_topology(report, host=NAME), "
-            f"ncclnb.show_numa(report, host=NAME) or `ncclnb show` for the others)") if n > 1 else ""
+    note = terminal_text(f"\n\n(node {snap.hostname} of {n}: ncclnb.show_topology(report, host=NAME), "
+                         f"ncclnb.show_numa(report, host=NAME) or `ncclnb show` for the others)") if n > 1 else ""
     return snap, note
 
 

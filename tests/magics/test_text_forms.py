@@ -181,6 +181,21 @@ def test_text_forms_of_views_take_what_the_views_take(ip, monkeypatch, line, mar
     assert marker in cap.stdout and not cap.outputs
 
 
+def test_text_renderer_escapes_hostile_hostnames(ip, monkeypatch, tmp_path):
+    monkeypatch.setenv("NCCLNB_RENDERER", "text")
+    snap = _hostile_snapshot()
+    report = ncclnb.model.ClusterReport(snapshots=(snap, ncclnb.load("hgx-h100")), ranks=(
+        ncclnb.model.RankEntry(0, snap.hostname, local_rank=0, world_size=2, cpu_affinity="0-3\x1b[2J"),))
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report.to_dict()))
+    with capture_output() as cap:
+        ip.run_line_magic("ncclnb", f"load {path}")
+        for verb in ("topo", "numa", "ranks", "versions", "jobmap", "dashboard"):
+            ip.run_line_magic("ncclnb", verb)
+    assert "\x1b" not in cap.stdout and "\x07" not in cap.stdout
+    assert "\\x1b]0;pwned\\x07" in cap.stdout and HOSTILE in cap.stdout   # shown, harmless on a terminal
+
+
 # --- magics return what they showed, shown once -----------------------------------
 
 def test_magics_return_what_they_showed(ip, tmp_path):
