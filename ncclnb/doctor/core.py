@@ -873,6 +873,9 @@ class _Collector:
             blamed = set(h.blamed)
         else:
             blamed = set(h.blamed) or printers
+        if h.hosts and (groups.get("xid") is not None or (h.evidence and "NVRM: Xid" in h.evidence[0].text)):
+            # an Xid's kernel line read through syslog / journalctl names its host (dmesg's does not: none is named)
+            title += " on " + ", ".join(sorted(h.hosts)[:4]) + (f" and {len(h.hosts) - 4} more" if len(h.hosts) > 4 else "")
         ranks = tuple(sorted(r for r in blamed if isinstance(r, int)))[:MAX_BLAMED]
         return Finding(rule=sig.id, category=sig.category, severity=severity, confidence=confidence,
                        title=title, evidence=tuple(h.evidence), cause=cause, fix=sig.fix, docs=sig.docs,

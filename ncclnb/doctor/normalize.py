@@ -25,9 +25,15 @@ _NCCL = re.compile(
     r"(?P<host>[^\s:\[\]]+):(?P<pid>\w+)(?::(?P<tid>\w+))? \[(?P<dev>\d+)\] "
     r"(?:(?P<where>[^\n]{0,240}?) )?(?:NCCL )?(?P<lvl>INFO|WARN|TRACE|ABORT)\b ?", re.ASCII)
 _PREFIXES = (
+    # RFC 3339 syslog, as journalctl -o short-iso and rsyslog write it: "2025-11-25T10:00:01.123+00:00 node7 kernel: "
+    ("syslog_iso", re.compile(r"(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?) "
+                              r"(?!(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|NOTICE|TRACE) )"
+                              r"(?P<host>[\w.-]+) [\w./-]+(?:\[\d+\])?: ", re.ASCII)),
     ("ts", re.compile(r"\[?(?P<ts>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\]?[ \t]*(?:\| *)?", re.ASCII)),
-    ("syslog", re.compile(r"(?P<ts>[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2}) (?P<host>[\w.-]+) (?:[\w./-]+(?:\[\d+\])?: )?", re.ASCII)),
-    ("dmesg", re.compile(r"\[(?:\s*\d+\.\d+|[A-Z][a-z]{2} [A-Z][a-z]{2} +\d+ \d{2}:\d{2}:\d{2} \d{4})\][ \t]*", re.ASCII)),
+    # journalctl's short (and -o short-precise: fractions of a second) and classic syslog: "Nov 25 10:00:01 node7 kernel: "
+    ("syslog", re.compile(r"(?P<ts>[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2}(?:\.\d+)?) (?P<host>[\w.-]+) (?:[\w./-]+(?:\[\d+\])?: )?", re.ASCII)),
+    # dmesg (-T, and -r's "<4>" level) names no host: none is read, none invented
+    ("dmesg", re.compile(r"(?:<\d>)?\[(?:\s*\d+\.\d+|[A-Z][a-z]{2} [A-Z][a-z]{2} +\d+ \d{2}:\d{2}:\d{2} \d{4})\][ \t]*", re.ASCII)),
     ("rank", re.compile(r"\[rank(?P<rank>\d+)\]:[ \t]?", re.ASCII)),
     ("local", re.compile(r"\[default(?P<local>\d+)\]:[ \t]?", re.ASCII)),
     # any other launcher's per-process tag ([trainer3]:, [worker0]:): stripped, its number not trusted as a rank

@@ -300,6 +300,50 @@ def test_an_xid_of_the_program_is_not_blamed_on_the_hardware():
     assert "gpu_xid" not in {f.rule for f in diag.findings}
 
 
+@pytest.mark.parametrize("line, host", [
+    # journalctl -k (and classic syslog), journalctl -o short-precise, -o short-iso / rsyslog's RFC 3339
+    ("Nov 25 10:00:01 gpu-node-7 kernel: NVRM: Xid (PCI:0000:3b:00): 48, pid=4121, name=python, "
+     "An uncorrectable double bit error", "gpu-node-7"),
+    ("Nov 25 10:00:01.123456 gpu-node-7 kernel: NVRM: Xid (PCI:0000:3b:00): 48, pid=4121, name=python", "gpu-node-7"),
+    ("2025-11-25T10:00:01+0000 gpu-node-7 kernel: NVRM: Xid (PCI:0000:3b:00): 48, pid=4121, name=python",
+     "gpu-node-7"),
+    ("2025-11-25T10:00:01.123456+00:00 gpu-node-7.cluster kernel: [ 8813.431012] NVRM: Xid (PCI:0000:3b:00): 48, "
+     "pid=4121, name=python", "gpu-node-7.cluster"),
+    # dmesg -T, dmesg, dmesg -r: no host on the line, none named
+    ("[Tue Nov 25 10:00:01 2025] NVRM: Xid (PCI:0000:3b:00): 48, pid=4121, name=python", None),
+    ("[ 8813.431012] NVRM: Xid (PCI:0000:3b:00): 48, pid=4121, name=python", None),
+    ("<4>[ 8813.431012] NVRM: Xid (PCI:0000:3b:00): 48, pid=4121, name=python", None),
+])
+def test_an_xid_names_the_host_its_kernel_line_names(line, host):
+    xid = next(f for f in diagnose(line + "\n").findings if f.rule == "gpu_xid")
+    assert xid.hosts == ((host,) if host else ())
+    assert xid.title.endswith(f" on {host}") if host else " on " not in xid.title
+
+
+def test_a_hostless_dmesg_xid_never_borrows_the_host_of_the_line_before():
+    text = ("gpu-node-3:123:456 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+            "[Tue Nov 25 10:00:01 2025] NVRM: Xid (PCI:0000:3b:00): 79, pid=4121, name=python, GPU has fallen off "
+            "the bus.\n")
+    diag = diagnose(text)
+    for rule in ("gpu_xid", "gpu_fallen_off_bus"):
+        f = next(f for f in diag.findings if f.rule == rule)
+        assert f.hosts == () and "gpu-node-3" not in f.title
+
+
+def test_xids_of_several_hosts_name_each():
+    text = ("Nov 25 10:00:01 node17 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, GPU has fallen off "
+            "the bus.\nNov 25 10:00:05 node18 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=2, name=python, GPU has "
+            "fallen off the bus.\n")
+    diag = diagnose(text)
+    assert next(f for f in diag.findings if f.rule == "gpu_fallen_off_bus").title.endswith(" on node17, node18")
+
+
+def test_a_python_log_line_with_an_iso_time_is_not_read_as_a_host():
+    from ncclnb.doctor.normalize import normalize
+
+    assert normalize("2025-11-25T10:00:01Z INFO root: epoch 3").host is None
+
+
 # ----------------------------------------------------------------- NCCL RAS and nccl-tests beside the logs
 
 _RAS_REPORT = b"""Job summary
