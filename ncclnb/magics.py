@@ -405,9 +405,8 @@ def _sections(text: str, titles: tuple) -> str:
 
 def _node_of(target):
     """The node a one-node view shows (the first of a report) and a line naming the others."""
-    from .viz._common import pick_snapshot, snapshots_of
-
     from .model._repr import terminal_text
+    from .viz._common import pick_snapshot, snapshots_of
 
     snap, n = pick_snapshot(target), len(snapshots_of(target))
     note = terminal_text(f"\n\n(node {snap.hostname} of {n}: ncclnb.show_topology(report, host=NAME), "
@@ -445,17 +444,20 @@ def _numa_text(target) -> str:
     return text + note
 
 
-def _ranks_text(target) -> str:
+def _ranks_text(target, limit: int = 256) -> str:
     from .model import ClusterReport
 
     if not isinstance(target, ClusterReport) or not target.ranks:
         return "No rank table: the rank map needs a ClusterReport with ranks."
     hosts = len({e.host for e in target.ranks})
-    return (f"Rank map: {len(target.ranks)} ranks on {hosts} node{'s' if hosts != 1 else ''}\n"
-            + "\n".join(_rank_rows(sorted(target.ranks, key=lambda e: (e.host, e.rank)))))
+    ranks = sorted(target.ranks, key=lambda e: (e.host, e.rank))
+    more = f"\n  ... and {len(ranks) - limit} more ranks (`ncclnb show REPORT --json`)" if len(ranks) > limit else ""
+    return (f"Rank map: {len(ranks)} rank{'s' if len(ranks) != 1 else ''} on {hosts} node{'s' if hosts != 1 else ''}\n"
+            + "\n".join(_rank_rows(ranks[:limit])) + more)
 
 
 def _versions_text(target, limit: int = 32) -> str:
+    from .model._repr import terminal_text
     from .viz._common import snapshots_of
 
     snaps = snapshots_of(target)
@@ -465,8 +467,6 @@ def _versions_text(target, limit: int = 32) -> str:
         parts.append(f"{snap.hostname}\n" + "\n".join(block[1].split("\n")[1:]) if len(block) > 1 else snap.hostname)
     if len(snaps) > limit:
         parts.append(f"... and {len(snaps) - limit} more nodes (`ncclnb show REPORT`)")
-    from .model._repr import terminal_text
-
     return terminal_text("\n\n".join(parts))
 
 
