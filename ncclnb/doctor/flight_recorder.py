@@ -111,6 +111,7 @@ __all__ = ["looks_like_dump", "analyze_dumps", "dump_rank_status", "prepare_dump
            "alignment", "Alignment", "GroupAlignment", "AlignedCall", "Divergence", "match_p2p"]
 
 MAX_ENTRIES = 200_000        # per dump; torch's default ring buffer holds 2000
+MAX_P2P_EDGES = 2048         # unpaired sends/receives weighed to find whom they blame
 _MAX_EVIDENCE = 12           # evidence lines per finding
 _MAX_RANK = 1_000_000        # a "rank" in a file name beyond this is a date or an id
 _MAX_INT = 1 << 63           # integers of a dump are int64; a larger one is not read
@@ -1032,8 +1033,9 @@ def p2p_culprits(edges: Iterable[tuple], ahead: Iterable = ()) -> tuple[tuple, b
     one out of step (it posted an op the rest never planned, and they wait
     for it). ``certain`` is False when two ends explain the same ops equally
     (A and B each send to the other and neither receives): both are then
-    blamed, and nothing tells which is wrong."""
-    edges = [(a, b) for a, b in edges if a != b]
+    blamed, and nothing tells which is wrong. Only the first
+    MAX_P2P_EDGES ops are weighed (the work grows with their square)."""
+    edges = [(a, b) for a, b in edges if a != b][:MAX_P2P_EDGES]
     ahead = _went_on(edges, ahead)
     left, picked = list(edges), []
     while left:
