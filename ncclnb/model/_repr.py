@@ -64,3 +64,21 @@ def pretty(printer, text: str) -> None:
         if i:
             printer.break_()
         printer.text(line)
+
+
+def repro_text(result) -> str:
+    """A reproduction run as ``ncclnb repro run`` prints it; a run of a
+    scenario this install does not know: what ran, the notes and the diagnosis."""
+    try:
+        from ..repro import get
+        from ..repro.report import render_text
+
+        return terminal_text(render_text(result, get(result.scenario)).rstrip("\n"))
+    except Exception:   # an unknown scenario (a result from another version) or no repro layer
+        state = "completed" if result.completed else "failed"
+        lines = [f"{result.scenario}, {result.variant}, on {result.backend}: {state} in {result.seconds:g} s",
+                 f"  logs: {result.run_dir}"] + [f"  note: {note}" for note in result.notes]
+        text = "\n".join(lines)
+        if result.diagnosis is not None:
+            text += "\n\n" + diagnosis_text(result.diagnosis)
+        return terminal_text(text)

@@ -67,3 +67,15 @@ class ReproResult:
     def from_dict(cls, data: object) -> "ReproResult":
         check_schema(data, REPRO_SCHEMA, "repro result")
         return from_dict(cls, data)
+
+    def _repr_pretty_(self, p, cycle: bool) -> None:
+        """IPython's text form: the run as ``ncclnb repro run`` prints it."""
+        from ._repr import pretty, repro_text
+
+        pretty(p, "ReproResult(...)" if cycle else repro_text(self))
+
+    def _repr_html_(self) -> str:
+        """A static HTML form: the same text, escaped."""
+        from ._repr import pre_html, repro_text
+
+        return pre_html(repro_text(self), "repro")

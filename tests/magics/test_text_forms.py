@@ -84,6 +84,21 @@ def test_html_forms_are_static_and_escape_what_comes_from_logs_and_hosts():
             value.schema = "x"
 
 
+def test_a_repro_result_reads_as_the_cli_prints_it():
+    from ncclnb.model import ReproResult
+    from ncclnb.repro import get
+    from ncclnb.repro.report import render_text as repro_report
+
+    result = ReproResult("store_host_missing", "broken", "gloo", False, 3.2, f"/tmp/run{HOSTILE}",
+                         diagnosis=ncclnb.diagnose(LOG), notes=("a note",))
+    assert pretty(result) == repro_report(result, get("store_host_missing"))
+    page = result._repr_html_()
+    assert "<script" not in page and "&lt;script&gt;" in page and "Lesson: " in page
+    other = dataclasses.replace(result, scenario="from_a_newer_version")   # unknown here: what ran, and the doctor
+    assert pretty(other).startswith("from_a_newer_version, broken, on gloo: failed in 3.2 s")
+    assert "Most likely: Rank 7 started with a world size of 4" in pretty(other)
+
+
 def test_a_notebook_shows_the_html_form_and_a_terminal_the_text():
     shell = InteractiveShell.instance()
     diag = ncclnb.diagnose(LOG)
