@@ -317,9 +317,11 @@ def _verb_repro(args):
     from .repro.report import outcome
 
     if args == ["list"]:
-        for sc in scenarios().values():
+        found = scenarios()
+        for sc in found.values():
             print(f"{sc.name:24s} seed {sc.seed or '-':4s} {sc.expected_category:25s} {sc.title}")
-        return None
+        STATE.shown = found
+        return found
     opts = {"variant": "broken", "nproc": None, "timeout": None, "keep": None}
     words, name = list(args), None
     while words:

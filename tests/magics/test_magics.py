@@ -190,6 +190,9 @@ def test_repro_bad_arguments_are_usage_errors(ip, line, match):
 def test_repro_list(ip):
     cap = _run(ip, "repro list")
     assert "unseeded_split_desync" in cap.stdout and "alltoall_unpaired" in cap.stdout
+    with capture_output():
+        found = ip.run_line_magic("ncclnb", "repro list")
+    assert "unseeded_split_desync" in found and found["unseeded_split_desync"].seed == "003"
 
 
 def _survey_report(tmp_path):
