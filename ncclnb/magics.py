@@ -13,17 +13,16 @@ prints) and returns it (``d = %ncclnb doctor LOG`` is the Diagnosis,
 from __future__ import annotations
 
 import html
-import importlib.util
-import os
 import shlex
 import shutil
-import sys
 import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from IPython.core.error import UsageError
 from IPython.display import display
+
+from ._frontend import RENDERER_ENV, RENDERERS, renderer  # noqa: F401  (widget, static or text: decided there)
 
 USAGE = ("Usage: %ncclnb snapshot | load PATH|NAME | check | doctor PATH... | topo | numa | ranks"
          " | jobmap | links | versions | dashboard | repro list | repro NAME [--fixed|--guarded] [--nproc N] [--timeout S]"
@@ -66,46 +65,6 @@ STATE = State()
 
 
 # --- how to show: widget, static HTML or text ---------------------------------
-
-RENDERERS = ("widget", "static", "text")
-RENDERER_ENV = "NCCLNB_RENDERER"
-
-
-def renderer(ipython=None) -> str:
-    """How the magics show what they make, decided in one place (as plotly
-    picks its renderer):
-
-    - ``text``: the full text form, printed (``ncclnb doctor``'s report,
-      ``ncclnb show``'s summary): a terminal IPython, or no IPython at all;
-    - ``static``: a static HTML copy (escaped summary, the figure as inline
-      SVG) with the full text as text/plain, no widget: where widgets cannot
-      render (Google Colab without its custom widget manager, a kernel with
-      no ipywidgets installed, such as a bare JupyterLite);
-    - ``widget``: the live ipywidgets view, which also carries the static
-      copy (JupyterLab, Notebook 7, VS Code, nbconvert).
-
-    The environment variable ``NCCLNB_RENDERER=text|static|widget``
-    overrides the choice; any other value is ignored."""
-    forced = os.environ.get(RENDERER_ENV, "").strip().lower()
-    if forced in RENDERERS:
-        return forced
-    if ipython is None:
-        try:
-            from IPython import get_ipython
-
-            ipython = get_ipython()
-        except ImportError:
-            ipython = None
-    if ipython is None:
-        return "text"
-    if "TerminalInteractiveShell" in {cls.__name__ for cls in type(ipython).__mro__}:
-        return "text"
-    if "google.colab" in sys.modules:
-        return "static"
-    if importlib.util.find_spec("ipywidgets") is None:
-        return "static"
-    return "widget"
-
 
 def _width() -> int:
     return max(100, shutil.get_terminal_size((100, 24)).columns)

@@ -140,12 +140,15 @@ def test_renderer_is_decided_in_one_place(monkeypatch):
         pass
 
     assert magics.renderer(object.__new__(TerminalInteractiveShell)) == "text"
-    monkeypatch.setattr(magics, "get_ipython", None, raising=False)
     monkeypatch.setitem(sys.modules, "google.colab", type(sys)("google.colab"))
     assert magics.renderer(shell) == "static"
     monkeypatch.delitem(sys.modules, "google.colab")
-    real = magics.importlib.util.find_spec
-    monkeypatch.setattr(magics.importlib.util, "find_spec", lambda name, *a: None if name == "ipywidgets" else real(name, *a))
+    from ncclnb import _frontend
+
+    assert magics.renderer is _frontend.renderer   # one function decides, for the magics and any other layer
+    real = _frontend.importlib.util.find_spec
+    monkeypatch.setattr(_frontend.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "ipywidgets" else real(name, *a))
     assert magics.renderer(shell) == "static"
     for forced in ("text", "static", "widget"):
         monkeypatch.setenv("NCCLNB_RENDERER", forced.upper())
