@@ -24,6 +24,9 @@ from IPython.display import display
 
 from ._frontend import RENDERER_ENV, RENDERERS, renderer  # noqa: F401  (widget, static or text: decided there)
 
+__all__ = ["RENDERERS", "RENDERER_ENV", "STATE", "USAGE", "VERBS", "autodiagnose", "is_distributed_error",
+           "ncclnb_doctor_cell", "ncclnb_line", "register", "renderer", "unregister"]
+
 USAGE = ("Usage: %ncclnb snapshot | load PATH|NAME | check | doctor PATH... | topo | numa | ranks"
          " | jobmap | links | versions | dashboard | repro list | repro NAME [--fixed|--guarded] [--nproc N] [--timeout S]"
          " | alignment [PATH...] | pairing [PATH...] | autodiagnose on|off")
@@ -182,7 +185,6 @@ def _verb_doctor(args):
     if not args:
         raise UsageError("Usage: %ncclnb doctor PATH...")
     from .doctor import diagnose
-    from .viz import show_diagnosis
 
     STATE.diagnosis = _call(diagnose, *args)
     return _show_diagnosis(STATE.diagnosis)
@@ -191,10 +193,13 @@ def _verb_doctor(args):
 def _show_diagnosis(diag, title: Optional[str] = None):
     """A Diagnosis shown as cards (widget, static) or as ``ncclnb doctor`` prints it."""
     from .doctor.report import render_text
-    from .viz import show_diagnosis
 
-    return _show(diag, lambda: render_text(diag).rstrip("\n"),
-                 lambda: show_diagnosis(diag) if title is None else show_diagnosis(diag, title=title), full_plain=True)
+    def view():
+        from .viz import show_diagnosis
+
+        return show_diagnosis(diag) if title is None else show_diagnosis(diag, title=title)
+
+    return _show(diag, lambda: render_text(diag).rstrip("\n"), view, full_plain=True)
 
 
 def _view(name):
