@@ -1,4 +1,4 @@
-"""Shared test helpers: where the shared fixtures live, and a CLI runner."""
+"""Shared test helpers: where the public captures live, and a CLI runner."""
 from __future__ import annotations
 
 import os
@@ -9,15 +9,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-FIXTURES = SHARED / "fixtures"
-
-
-@pytest.fixture
-def shared_dir() -> Path:
-    if not SHARED.is_dir():
-        pytest.skip(f"{SHARED} is absent: the shared fixtures live beside the repo")
-    return SHARED
+# real outputs people posted publicly, each with its source (tests/data/public_captures/PROVENANCE.md)
+CAPTURES = REPO / "tests" / "data" / "public_captures"
 
 
 def run_cli(*args: str, input: bytes | None = None, env: dict | None = None, timeout: float = 120):

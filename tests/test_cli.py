@@ -4,6 +4,7 @@ import json
 import pytest
 
 from ncclnb.model import NodeSnapshot
+from tests.conftest import CAPTURES
 
 
 def one_line_error(proc):
@@ -51,9 +52,9 @@ def test_collect_here_succeeds_without_a_driver_and_says_why(cli, tmp_path):
     assert shown.returncode == 0 and snap.hostname in shown.stdout
 
 
-def test_ingest_then_show(cli, tmp_path, shared_dir):
-    topo = shared_dir / "fixtures" / "topo_m__4x-l40s-pcie-2nic-2socket__kagaho-vllm-l40s.txt"
-    smi = shared_dir / "fixtures" / "nvidia_smi__4x-l40s-drv580-cuda13__kagaho-vllm-l40s.txt"
+def test_ingest_then_show(cli, tmp_path):
+    topo = CAPTURES / "topo_m__4x-l40s-pcie-2nic-2socket__kagaho-vllm-l40s.txt"
+    smi = CAPTURES / "nvidia_smi__4x-l40s-drv580-cuda13__kagaho-vllm-l40s.txt"
     out = tmp_path / "l40s.json"
     proc = cli("ingest", str(smi), str(topo), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
@@ -62,8 +63,8 @@ def test_ingest_then_show(cli, tmp_path, shared_dir):
     assert snap.links.label(0, 2) == "SYS" and snap.links.label(2, 3) == "NODE"
 
 
-def test_ingest_reads_stdin(cli, shared_dir):
-    topo = (shared_dir / "fixtures" / "topo_m__hgx-h100-8gpu__stas00-ml-engineering.txt").read_bytes()
+def test_ingest_reads_stdin(cli):
+    topo = (CAPTURES / "topo_m__hgx-h100-8gpu__stas00-ml-engineering.txt").read_bytes()
     proc = cli("ingest", "-", input=topo)
     assert proc.returncode == 0, proc.stderr
     assert len(json.loads(proc.stdout)["gpus"]) == 8

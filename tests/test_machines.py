@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -10,8 +9,8 @@ import ncclnb.recorded as machines_pkg
 from ncclnb.recorded import DATA, load, machines
 from ncclnb.recorded.build import RECIPES, main as build_main, to_json
 from ncclnb.model import ClusterReport, NodeSnapshot, SchemaError, nvlink_count
+from tests.conftest import CAPTURES
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
 REQUIRED = ["hgx-h100", "dgx-a100", "aws-p4d", "aws-p5", "aws-g6e-12xlarge", "l40s-2socket",
             "a30-nvlink-pairs", "rtx4090-8x-sys", "rtx3090-8x-pix", "rtx2080ti-2x", "seed001-10x-pcie"]
 
@@ -38,22 +37,18 @@ def test_every_bundled_machine_round_trips_unchanged(name):
 
 
 def test_build_check_matches_a_fresh_ingest_of_the_fixtures(capsys):
-    if not FIXTURES.is_dir():
-        pytest.skip(f"{FIXTURES} is absent: the bundled machines cannot be rebuilt here")
-    assert build_main(["--check", "--fixtures", str(FIXTURES)]) == 0
+    assert build_main(["--check", "--fixtures", str(CAPTURES)]) == 0
     assert f"all {len(RECIPES)} bundled machines match" in capsys.readouterr().out
 
 
 def test_build_check_notices_a_stale_file(tmp_path, monkeypatch, capsys):
-    if not FIXTURES.is_dir():
-        pytest.skip(f"{FIXTURES} is absent")
     stale = tmp_path / "data"
     stale.mkdir()
     for path in DATA.glob("*.json"):
         (stale / path.name).write_text(path.read_text())
     (stale / "aws-p5.json").write_text((stale / "aws-p5.json").read_text().replace('"NV18"', '"NV12"', 1))
     monkeypatch.setattr("ncclnb.recorded.build.DATA", stale)
-    assert build_main(["--check", "--fixtures", str(FIXTURES)]) == 1
+    assert build_main(["--check", "--fixtures", str(CAPTURES)]) == 1
     assert "aws-p5: differs from a fresh ingest" in capsys.readouterr().out
 
 

@@ -1,12 +1,12 @@
 """Regenerate the bundled machines from the public captures, through ``ingest``.
 
-    python -m ncclnb.recorded.build [--fixtures ../shared/fixtures] [--check]
+    python -m ncclnb.recorded.build [--fixtures tests/data/public_captures] [--check]
 
-Each recipe names fixture files (``../shared/fixtures``, or
+Each recipe names fixture files (``tests/data/public_captures`` in the repository, or
 ``constructed/`` here for the one topology written by hand) and the
 description stored with the machine. ``--check`` compares a fresh ingest
 with the bundled JSON instead of writing, and exits 1 when they differ.
-Provenance tiers are those of the fixtures' INDEX.md: G = byte-exact from a
+Provenance tiers are those of the captures' PROVENANCE.md: G = byte-exact from a
 pinned git commit, F = full text of a public issue/file, I = verbatim
 excerpt from an issues corpus (may be cut).
 """
@@ -25,7 +25,8 @@ from . import DATA
 
 HERE = Path(__file__).resolve().parent
 CONSTRUCTED = HERE / "constructed"
-DEFAULT_FIXTURES = HERE.parents[2] / "shared" / "fixtures"
+# the captures travel with the repository (not with the installed package)
+DEFAULT_FIXTURES = HERE.parents[1] / "tests" / "data" / "public_captures"
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,7 @@ def to_json(snapshot: NodeSnapshot) -> str:
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ncclnb.recorded.build", description=__doc__.splitlines()[0])
     parser.add_argument("--fixtures", type=Path, default=DEFAULT_FIXTURES,
-                        help="folder of the public captures (default: ../shared/fixtures)")
+                        help="folder of the public captures (default: tests/data/public_captures)")
     parser.add_argument("--check", action="store_true", help="compare with the bundled JSON instead of writing")
     args = parser.parse_args(argv)
     if not args.fixtures.is_dir():

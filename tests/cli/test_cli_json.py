@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conftest import REPO
+from tests.conftest import CAPTURES, REPO
 from ncclnb.cli import build_parser
 
 LOG = REPO / "ncclnb" / "doctor" / "signatures" / "watchdog_timeout.log"
@@ -35,8 +35,8 @@ def test_json_output_names_its_schema_first(cli, args, schema):
     assert data["schema"] == schema and SCHEMA.fullmatch(schema)
 
 
-def test_ingest_json_names_its_schema(cli, shared_dir):
-    topo = shared_dir / "fixtures" / "topo_m__hgx-h100-8gpu__stas00-ml-engineering.txt"
+def test_ingest_json_names_its_schema(cli):
+    topo = CAPTURES / "topo_m__hgx-h100-8gpu__stas00-ml-engineering.txt"
     proc = cli("ingest", str(topo))
     assert proc.returncode == 0, proc.stderr
     assert next(iter(json.loads(proc.stdout).items())) == ("schema", "ncclnb.node/1")

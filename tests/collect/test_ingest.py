@@ -9,8 +9,8 @@ import pytest
 
 from ncclnb.collectors.ingest import ingest
 from ncclnb.collectors.parsers import ParseError
+from tests.conftest import CAPTURES
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
 
 L40S_TOPO = "topo_m__4x-l40s-pcie-2nic-2socket__kagaho-vllm-l40s.txt"
 L40S_SMI = "nvidia_smi__4x-l40s-drv580-cuda13__kagaho-vllm-l40s.txt"
@@ -24,9 +24,8 @@ SMALL_TOPO = "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tPIX\t0-7\t0\
 
 
 def fixture(name: str) -> Path:
-    path = FIXTURES / name
-    if not path.is_file():
-        pytest.skip(f"{path} is absent (shared fixtures live beside the repo)")
+    path = CAPTURES / name
+    assert path.is_file(), f"{path} is missing from the repository"
     return path
 
 

@@ -1,4 +1,4 @@
-"""Parsers against every real capture in ../shared/fixtures, with expectations
+"""Parsers against every real capture in tests/data/public_captures, with expectations
 written by reading each file; malformed input; a small fuzz."""
 from __future__ import annotations
 
@@ -12,17 +12,14 @@ from ncclnb.collectors.ingest import ingest
 from ncclnb.collectors.parsers import (
     ParseError, detect, parse_nccl_version, parse_nvidia_smi, parse_p2p, parse_topo_m, split_blocks,
 )
+from tests.conftest import CAPTURES
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
 PREFIXES = ("topo_m__", "p2p__", "nvidia_smi__", "collect_env__")
-
-needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"{FIXTURES} is absent (shared fixtures live beside the repo)")
 
 
 def fixture(name: str) -> Path:
-    path = FIXTURES / name
-    if not path.is_file():
-        pytest.skip(f"{path} is absent")
+    path = CAPTURES / name
+    assert path.is_file(), f"{path} is missing from the repository"
     return path
 
 
@@ -147,15 +144,13 @@ EXPECT = {
 }
 
 
-@needs_fixtures
 def test_every_fixture_of_the_ingestible_kinds_has_an_expectation():
-    present = sorted(p.name for p in FIXTURES.iterdir() if p.name.startswith(PREFIXES))
+    present = sorted(p.name for p in CAPTURES.iterdir() if p.name.startswith(PREFIXES))
     assert present, "no fixtures found"
     assert [n for n in present if n not in EXPECT] == []
     assert [n for n in EXPECT if n not in present] == []
 
 
-@needs_fixtures
 @pytest.mark.parametrize("name", sorted(EXPECT))
 def test_ingest_matches_what_the_fixture_says(name):
     want = EXPECT[name]
@@ -213,7 +208,6 @@ def test_ingest_matches_what_the_fixture_says(name):
     assert type(snap).from_dict(json.loads(json.dumps(snap.to_dict()))) == snap
 
 
-@needs_fixtures
 def test_na_and_absent_facts_say_why():
     p4 = ingest(fixture("topo_m__1x-tesla-p4-numa-na__hami-pr-99.txt"))
     assert p4.missing["gpus[0].numa_node"] == "nvidia-smi topo -m shows NUMA Affinity N/A"
@@ -228,7 +222,6 @@ def test_na_and_absent_facts_say_why():
     assert torch112.missing["host.cpu_model"] == "not in the pasted text"
 
 
-@needs_fixtures
 def test_detect_names_each_kind():
     for name in EXPECT:
         kind = detect(fixture(name).read_text(encoding="utf-8"))
@@ -237,7 +230,6 @@ def test_detect_names_each_kind():
     assert detect(nccl) == "nccl_version"
 
 
-@needs_fixtures
 def test_nccl_log_lines_give_version_driver_and_host():
     text = fixture("nccl_info__aws-p4d-1node-4rank-p2p-cumem__gnosia93-training-on-eks.txt").read_text()
     part = parse_nccl_version(text)
@@ -263,7 +255,6 @@ def _one_line_error(call, *args, **kwargs) -> str:
     return message
 
 
-@needs_fixtures
 def test_truncated_topo_is_refused():
     lines = _hgx_topo().splitlines()
     cut = "\n".join(lines[: lines.index(next(ln for ln in lines if ln.startswith("GPU4")))])
@@ -272,7 +263,6 @@ def test_truncated_topo_is_refused():
     assert "no rows follow" in _one_line_error(ingest, header_only)
 
 
-@needs_fixtures
 def test_topo_with_a_missing_column_is_refused():
     lines = _hgx_topo().splitlines()
     row = next(i for i, ln in enumerate(lines) if ln.startswith("GPU3"))
@@ -318,7 +308,6 @@ def test_p2p_errors_and_capability():
     assert "unknown capability" in _one_line_error(parse_p2p, base, capability="z")
 
 
-@needs_fixtures
 def test_truncated_nvidia_smi_is_refused():
     text = fixture("nvidia_smi__2x-rtx2080ti-drv550-cuda12.4__anthony-hoo-autodl.txt").read_text()
     lines = text.splitlines()
@@ -355,9 +344,7 @@ def test_bad_input_is_one_clear_line(data, expected):
 # ---------------------------------------------------------------- fuzz
 
 def _fixture_texts() -> list[str]:
-    if not FIXTURES.is_dir():
-        return ["\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV4\t0-7\t0\nGPU1\tNV4\t X \t0-7\t0\n"]
-    return [p.read_text(encoding="utf-8") for p in sorted(FIXTURES.iterdir()) if p.name.startswith(PREFIXES)]
+    return [p.read_text(encoding="utf-8") for p in sorted(CAPTURES.iterdir()) if p.name.startswith(PREFIXES)]
 
 
 TEXTS = _fixture_texts()

@@ -5,7 +5,7 @@ import pytest
 
 from ncclnb.doctor import diagnose
 from ncclnb.doctor.normalize import normalize
-from tests.conftest import FIXTURES, SHARED
+from tests.conftest import CAPTURES
 
 
 def _wd(rank, seq, op="ALLREDUCE", nin=1024, nout=1024):
@@ -20,9 +20,9 @@ def _comm(host, pid, rank, n, nodes, local):
 
 
 def healthy_logs():
-    if not SHARED.is_dir():
-        return []
-    return sorted(FIXTURES.glob("nccl_info__*"))
+    logs = sorted(CAPTURES.glob("nccl_info__*"))
+    assert logs, f"no nccl_info__* captures in {CAPTURES}"
+    return logs
 
 
 @pytest.mark.parametrize("path", healthy_logs(), ids=lambda p: p.name[:40])
@@ -33,8 +33,8 @@ def test_healthy_nccl_info_logs_give_no_error_or_warning(path):
     assert diag.lines_read == sum(1 for _ in open(path, "rb"))
 
 
-def test_healthy_fixture_rank_table(shared_dir):
-    diag = diagnose(str(shared_dir / "fixtures" / "nccl_info__aws-p4d-1node-4rank-p2p-cumem__gnosia93-training-on-eks.txt"))
+def test_healthy_fixture_rank_table():
+    diag = diagnose(str(CAPTURES / "nccl_info__aws-p4d-1node-4rank-p2p-cumem__gnosia93-training-on-eks.txt"))
     table = {r.rank: r for r in diag.ranks}
     assert sorted(table) == [0, 1, 2, 3]
     assert all(r.host == "ip-172-31-3-153" and r.nccl_version == "2.27.7+cuda13.0" for r in table.values())
