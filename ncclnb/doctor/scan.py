@@ -288,6 +288,7 @@ def _filter(data: bytes, start: int, end: int, max_line: int, numpy_min: Optiona
 # NCCL's prefix up to its "]" (collapse.PREFIX without the "]" and the blank after it)
 _HEAD = re.compile(rb"([A-Za-z][\w.-]{0,254}):[0-9]{1,9}:[0-9]{1,9} \[[0-9]{1,4}")
 BULK_MIN = 16 << 10      # regions at least this large take the bulk path when the caller skips inert lines
+BULK_DENSITY = 0.05      # a region with fewer candidate lines than this share sends the next one the ordinary way
 BULK_MAX_NEW = 0.5       # a region where more than this share of the lines are new messages leaves the bulk path
 MAX_KEYS = 1 << 16       # distinct heads and rests whose reading is remembered (the tables start again when full)
 _rest_code: dict = {}    # rest (bytes after the first "]") -> 1 if it holds a trigger, | 2 if it starts with a blank
@@ -346,7 +347,8 @@ class BulkSkip:
     the rest of the region's candidates are handed over, every one.
 
     Requires numpy and triggers without ``"]"``; :meth:`region` returns None
-    where the bulk path would not pay (over-long lines, mostly new messages)
+    where the bulk path would not pay (over-long lines, mostly new messages;
+    the scanner also sends a region the ordinary way after one with few candidates)
     and the caller then filters the region the ordinary way."""
 
     def __init__(self, np, inert):
@@ -359,8 +361,9 @@ class BulkSkip:
     def region(self, data: bytes, start: int, end: int, max_line: int, base: int):
         """(the lines to hand over as ``(line number, bytes)``, in order, with
         the pending one carried in front where it belongs; a callable that
-        gives every candidate after a line number; the number of lines), or
-        None. ``base``: lines before the region (its first is ``base + 1``)."""
+        gives every candidate after a line number; the number of lines; the
+        caller's generation then; the pending line after the region; the one
+        carried into it; the number of candidates), or None. ``base``: lines before the region (its first is ``base + 1``)."""
         if self.off:
             return None
         np = self.np
@@ -453,11 +456,11 @@ class BulkSkip:
             idx = cand_at[cand_at + b1 > line_no]
             return list(zip((idx + b1).tolist(), map(lines.__getitem__, idx.tolist())))
 
-        return out, rest_from, n, gen, after, carried
+        return out, rest_from, n, gen, after, carried, int(cand_at.size)
 
     def emit(self, got) -> Iterator[tuple[int, bytes]]:
         """Hand over a region's lines (from :meth:`region`), watching the caller's generation."""
-        out, rest_from, _, gen, after, carried = got
+        out, rest_from, _, gen, after, carried, _ = got
         inert = self.inert
         last = -1
         for item in out:
@@ -543,6 +546,7 @@ class LineScanner:
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
         max_line = self.max_line
         bulk = self._bulk
+        dense = True             # the last region's candidates were many enough for the bulk path to pay
         carry = b""              # the start of a line the last chunk did not finish
         skipping = False         # inside the cut-off tail of an over-long line
         base = 0                 # complete lines before the current position
@@ -603,12 +607,14 @@ class LineScanner:
                 pos = nl + 1
             end = data.rfind(b"\n", pos) + 1
             if end > pos:
-                got = bulk.region(data, pos, end, max_line, base) if bulk is not None and end - pos >= BULK_MIN else None
+                got = (bulk.region(data, pos, end, max_line, base)
+                       if bulk is not None and dense and end - pos >= BULK_MIN else None)
                 if got is not None:
                     for item in bulk.emit(got):
                         found += 1
                         yield item
                     base += got[2]
+                    dense = got[6] >= got[2] * BULK_DENSITY
                 else:
                     cands, lines = _filter(data, pos, end, max_line)
                     if cands and bulk is not None:
@@ -617,6 +623,7 @@ class LineScanner:
                         yield base + 1 + idx, line
                     found += len(cands)
                     base += lines
+                    dense = len(cands) >= lines * BULK_DENSITY
                 pos = end
             if pos < len(data):
                 if len(data) - pos > max_line:

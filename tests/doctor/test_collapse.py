@@ -317,3 +317,26 @@ def test_many_ranks_same_with_bulk_skipping_in_small_chunks(tmp_path, monkeypatc
     if match_cache:
         monkeypatch.setattr(core, "MATCH_CACHE", match_cache)
     assert diagnose(str(log)).to_dict() == plain
+
+
+def test_bulk_path_only_where_candidates_are_many(monkeypatch):
+    # a sparse log (1 line in 100 a candidate) goes the ordinary way after its first region; a dense stretch
+    # after it brings the bulk path back; the lines handed over are the same either way
+    import io
+
+    monkeypatch.setattr(scan, "BULK_MIN", 0)
+    sparse = b"".join(b"h%d:1:1 [0] NCCL INFO Channel %02d/24 : 3[3] -> 4[4] via P2P\n" % (i % 3, i % 24)
+                      if i % 100 else b"h1:1:1 [0] NCCL WARN Error %d\n" % (i % 7) for i in range(20_000))
+    dense = b"".join(b"h%d:1:1 [0] NCCL INFO NCCL version 2.%d.3\n" % (i % 3, i % 5) for i in range(20_000))
+    data = sparse + dense
+    calls = []
+    orig = scan.BulkSkip.region
+
+    def counting(self, data, start, end, *a):
+        calls.append(data.count(b"NCCL version", start, end) > 0)
+        return orig(self, data, start, end, *a)
+
+    monkeypatch.setattr(scan.BulkSkip, "region", counting)
+    got = list(scan.LineScanner(io.BytesIO(data), chunk=100_000, skip=_Inert()))
+    assert got == list(scan.LineScanner(io.BytesIO(data), chunk=100_000))
+    assert calls[0] is False and calls.count(False) == 1 and calls.count(True) >= 5
