@@ -252,7 +252,9 @@ class _Collector:
                 self.workers = max(self.workers, workers)
             else:   # a pipe or a device may never end: a stretch with no line break stops it
                 scanner = LineScanner(stream, binary=binary,
-                                      max_no_newline=MAX_NO_NEWLINE if before is None and not src.text else None)
+                                      max_no_newline=MAX_NO_NEWLINE if before is None and not src.text else None,
+                                      skip=self._inert if self._normalize.enabled else None)
+            # the scanner leaves out the lines read before only where it can do so in bulk; here the rest
             lines = skip_inert(iter(scanner), self._inert.rests) if self._normalize.enabled else iter(scanner)
             try:
                 for line_no, raw in lines:

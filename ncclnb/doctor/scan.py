@@ -19,6 +19,13 @@ bytes. Two filters implement it and give the same lines:
   window are then checked for a trigger in Python. The cost does not grow
   with the number of triggers.
 
+When the caller says which messages it has read and found inert (``skip``:
+:class:`ncclnb.doctor.collapse.InertRests`), regions of a log take the bulk
+path (:class:`BulkSkip`): lines are split at their first ``"]"``, and
+whether a line is a candidate, and whether the caller needs it at all, is
+decided once per distinct head and rest, in C-level maps and numpy, so that
+the lines repeated by every rank cost no Python of their own.
+
 Large regular files are scanned in parallel by :class:`ParallelScan`:
 newline-aligned byte ranges go to a small process pool; each worker returns
 only its candidate lines (range-relative line numbers) and its line count,
@@ -42,10 +49,11 @@ import re
 import signal
 import sys
 from collections import deque
+from itertools import repeat as _repeat
+from operator import itemgetter
 from contextlib import contextmanager
 from typing import BinaryIO, Iterator, Optional
 
-from .collapse import skip_inert
 from .kb import TRIGGERS
 from .sources import BINARY
 
@@ -262,9 +270,9 @@ _TABLE: Optional[_QuadTable] = None
 _NUMPY_FAILED = False
 
 
-def _filter(data: bytes, start: int, end: int, max_line: int) -> tuple[list, int]:
+def _filter(data: bytes, start: int, end: int, max_line: int, numpy_min: Optional[int] = None) -> tuple[list, int]:
     global _TABLE, _NUMPY_FAILED
-    if end - start >= NUMPY_MIN and not _NUMPY_FAILED:
+    if end - start >= (NUMPY_MIN if numpy_min is None else numpy_min) and not _NUMPY_FAILED:
         if _TABLE is None:
             try:
                 import numpy
@@ -274,6 +282,205 @@ def _filter(data: bytes, start: int, end: int, max_line: int) -> tuple[list, int
         if _TABLE is not None:
             return _TABLE.filter(data, start, end, max_line)
     return _py_filter(data, start, end, max_line)
+
+
+# ---- the bulk path: lines that differ only in NCCL's prefix, read once ---------
+# NCCL's prefix up to its "]" (collapse.PREFIX without the "]" and the blank after it)
+_HEAD = re.compile(rb"([A-Za-z][\w.-]{0,254}):[0-9]{1,9}:[0-9]{1,9} \[[0-9]{1,4}")
+BULK_MIN = 16 << 10      # regions at least this large take the bulk path when the caller skips inert lines
+BULK_DENSITY = 0.05      # a region with fewer candidate lines than this share sends the next one the ordinary way
+BULK_MAX_NEW = 0.5       # a region where more than this share of the lines are new messages leaves the bulk path
+MAX_KEYS = 1 << 16       # distinct heads and rests whose reading is remembered (the tables start again when full)
+_rest_code: dict = {}    # rest (bytes after the first "]") -> 1 if it holds a trigger, | 2 if it starts with a blank
+_head_code: dict = {}    # head (bytes before it) -> (host id + 1) << 1 | 1 if it holds a trigger; host id -1: not NCCL's
+_host_ids: dict = {}     # host bytes -> host id (an index into _hosts)
+_hosts: list = []
+_FIRST, _THIRD = itemgetter(0), itemgetter(2)
+_EPOCH = [0]            # bumped when host ids start again
+
+
+def _holding_trigger(pieces: list) -> set:
+    """The indices of ``pieces`` (bytes without a newline, none longer than
+    MAX_LINE) that hold a trigger: one filter over them all, joined."""
+    blob = b"\n".join(pieces) + b"\n"
+    # the gram filter however few they are: the find sweeps cost one pass per trigger
+    return {idx for idx, _ in _filter(blob, 0, len(blob), MAX_LINE, numpy_min=0)[0]}
+
+
+def _code_rests(new) -> None:
+    new = list(new)
+    hit = _holding_trigger(new)
+    for i, rest in enumerate(new):
+        _rest_code[rest] = (i in hit) | (2 if rest[:1] == b" " else 0)
+
+
+def _code_heads(new) -> None:
+    new = list(new)
+    hit = _holding_trigger(new)
+    for i, head in enumerate(new):
+        m = _HEAD.fullmatch(head)
+        hid = -1
+        if m is not None:
+            host = m.group(1)
+            hid = _host_ids.get(host)
+            if hid is None:
+                hid = _host_ids[host] = len(_hosts)
+                _hosts.append(host)
+        _head_code[head] = ((hid + 1) << 1) | (i in hit)
+
+
+class BulkSkip:
+    """The candidate lines of a region of complete lines, less those the
+    caller needs no more, found without per-line Python work: what
+    :func:`~ncclnb.doctor.collapse.skip_inert` does after :func:`_filter`,
+    line for line, but decided per distinct message.
+
+    Every line is split at its first ``"]"`` (no trigger holds one, so a line
+    holds a trigger when its head or its rest does); heads and rests are read
+    once each (whether they hold a trigger; whether the head is NCCL's
+    ``host:pid:tid [dev`` and whose host). A candidate line is skipped when
+    its prefix is NCCL's, its rest is one of ``inert.rests`` (messages the
+    caller read, found inert and still caches) and its host showed before in
+    this source; before each line kept comes the last one skipped since the
+    one before, as skip_inert does. ``inert.generation`` is looked at before
+    each line handed over: once it changes (the caller emptied its cache),
+    the rest of the region's candidates are handed over, every one.
+
+    Requires numpy and triggers without ``"]"``; :meth:`region` returns None
+    where the bulk path would not pay (over-long lines, mostly new messages;
+    the scanner also sends a region the ordinary way after one with few candidates)
+    and the caller then filters the region the ordinary way."""
+
+    def __init__(self, np, inert):
+        self.np, self.inert = np, inert
+        self.seen = np.zeros(0, dtype=bool)   # host id -> showed in this source (skip_inert's hosts)
+        self.pending: Optional[tuple] = None  # the last line skipped since the last one handed over
+        self.off = False                      # mostly new messages: this source leaves the bulk path
+        self.epoch = _EPOCH[0]
+
+    def region(self, data: bytes, start: int, end: int, max_line: int, base: int):
+        """(the lines to hand over as ``(line number, bytes)``, in order, with
+        the pending one carried in front where it belongs; a callable that
+        gives every candidate after a line number; the number of lines; the
+        caller's generation then; the pending line after the region; the one
+        carried into it; the number of candidates), or None. ``base``: lines before the region (its first is ``base + 1``)."""
+        if self.off:
+            return None
+        np = self.np
+        lines = data[start:end].split(b"\n")
+        lines.pop()   # the region ends with a newline
+        n = len(lines)
+        if not n or max(map(len, lines)) > max_line:
+            return None
+        parts = list(map(bytes.partition, lines, _repeat(b"]")))
+        heads = list(map(_FIRST, parts))
+        rests = list(map(_THIRD, parts))
+        del parts
+        distinct_rests, distinct_heads = set(rests), set(heads)
+        if len(distinct_rests) > MAX_KEYS or len(distinct_heads) > MAX_KEYS:
+            return None
+        new_rests = distinct_rests.difference(_rest_code)
+        if len(new_rests) > n * BULK_MAX_NEW and n >= 1024:
+            self.off = True
+            return None
+        if len(_rest_code) + len(new_rests) > MAX_KEYS:   # the table starts again
+            _rest_code.clear()
+            new_rests = distinct_rests
+        if new_rests:
+            _code_rests(new_rests)
+        new_heads = distinct_heads.difference(_head_code)
+        if len(_head_code) + len(new_heads) > MAX_KEYS or len(_hosts) + len(new_heads) > MAX_KEYS:
+            _head_code.clear()
+            new_heads = distinct_heads
+            if len(_hosts) + len(new_heads) > MAX_KEYS:   # host ids start again: no scanner's hosts count as shown
+                _host_ids.clear()
+                _hosts.clear()
+                _EPOCH[0] += 1
+        if new_heads:
+            _code_heads(new_heads)
+        if self.epoch != _EPOCH[0]:
+            self.epoch, self.seen = _EPOCH[0], np.zeros(0, dtype=bool)
+        rc = np.fromiter(map(_rest_code.__getitem__, rests), np.int64, n)
+        hc = np.fromiter(map(_head_code.__getitem__, heads), np.int64, n)
+        cand = ((rc | hc) & 1).astype(bool)
+        gen = self.inert.generation
+        host = (hc >> 1) - 1
+        skippable = cand & (host >= 0) & ((rc & 2) > 0)
+        if skippable.any():
+            known = self.inert.rests
+            at = np.flatnonzero(skippable)
+            inert = np.fromiter(map(known.__contains__, map(rests.__getitem__, at.tolist())), bool, at.size)
+            at = at[inert]
+        else:
+            at = np.zeros(0, dtype=np.intp)
+        if at.size:
+            # the first line of a host not shown before is kept, and shows it
+            hosts = host[at]
+            if int(hosts.max()) >= self.seen.size:
+                self.seen = np.concatenate((self.seen, np.zeros(int(hosts.max()) + 1 - self.seen.size, bool)))
+            uniq, first = np.unique(hosts, return_index=True)
+            fresh = ~self.seen[uniq]
+            keep_first = at[first[fresh]]
+            self.seen[uniq[fresh]] = True
+            skipped = np.setdiff1d(at, keep_first, assume_unique=True)
+        else:
+            skipped = at
+        cand_at = np.flatnonzero(cand)
+        kept = np.setdiff1d(cand_at, skipped, assume_unique=True) if skipped.size else cand_at
+        # before each kept line, the last skipped one since the kept line before it
+        out = []
+        carried = self.pending
+        if kept.size and skipped.size:
+            j = np.searchsorted(skipped, kept) - 1
+            prev = np.concatenate(([-1], kept[:-1]))
+            has = (j >= 0)
+            before = np.where(has, skipped[np.maximum(j, 0)], -1)
+            lead = before > prev
+            order = np.concatenate((kept, before[lead]))
+            order.sort()
+            if not lead[0] and carried is not None:
+                out.append(carried)
+        else:
+            order = kept
+            if kept.size and carried is not None:
+                out.append(carried)
+        b1 = base + 1
+        out.extend(zip((order + b1).tolist(), map(lines.__getitem__, order.tolist())))
+        if skipped.size and (not kept.size or skipped[-1] > kept[-1]):
+            after = (int(skipped[-1]) + b1, lines[int(skipped[-1])])
+        else:
+            after = carried if not kept.size else None
+
+        def rest_from(line_no: int) -> list:
+            """Every candidate of the region after ``line_no``."""
+            idx = cand_at[cand_at + b1 > line_no]
+            return list(zip((idx + b1).tolist(), map(lines.__getitem__, idx.tolist())))
+
+        return out, rest_from, n, gen, after, carried, int(cand_at.size)
+
+    def emit(self, got) -> Iterator[tuple[int, bytes]]:
+        """Hand over a region's lines (from :meth:`region`), watching the caller's generation."""
+        out, rest_from, _, gen, after, carried, _ = got
+        inert = self.inert
+        last = -1
+        for item in out:
+            if inert.generation != gen:
+                # the caller emptied its cache: what was skipped may matter again, so every candidate not
+                # handed over yet is (the line carried from before the region first)
+                self.pending = None
+                if carried is not None and carried[0] > last:
+                    yield carried
+                yield from rest_from(last)
+                return
+            yield item
+            last = item[0]
+        self.pending = after
+
+    def flush(self) -> Iterator[tuple[int, bytes]]:
+        """The pending line, before a line handed over by another path or at the end."""
+        if self.pending is not None:
+            item, self.pending = self.pending, None
+            yield item
 
 
 # ---- streaming --------------------------------------------------------------
@@ -296,8 +503,15 @@ class LineScanner:
 
     def __init__(self, stream: BinaryIO, chunk: Optional[int] = None, max_line: Optional[int] = None,
                  limit: Optional[int] = None, max_candidates: Optional[int] = None, piece: int = PIECE,
-                 binary: bool = False, max_no_newline: Optional[int] = None):
+                 binary: bool = False, max_no_newline: Optional[int] = None, skip=None):
         self.stream = stream
+        self._bulk: Optional[BulkSkip] = None
+        if skip is not None and _SPLIT:
+            try:
+                import numpy
+                self._bulk = BulkSkip(numpy, skip)
+            except ImportError:
+                pass
         self.piece = piece
         self.chunk = chunk or CHUNK
         self.max_line = max_line or MAX_LINE
@@ -331,6 +545,8 @@ class LineScanner:
 
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
         max_line = self.max_line
+        bulk = self._bulk
+        dense = True             # the last region's candidates were many enough for the bulk path to pay
         carry = b""              # the start of a line the last chunk did not finish
         skipping = False         # inside the cut-off tail of an over-long line
         base = 0                 # complete lines before the current position
@@ -380,6 +596,8 @@ class LineScanner:
                 head = carry + data[pos:pos + room] if nl < 0 or nl - pos > room else carry + data[pos:nl]
                 carry = b""
                 if has_trigger(head):
+                    if bulk is not None:
+                        yield from bulk.flush()
                     found += 1
                     yield base + 1, head
                 if nl < 0:
@@ -389,21 +607,37 @@ class LineScanner:
                 pos = nl + 1
             end = data.rfind(b"\n", pos) + 1
             if end > pos:
-                cands, lines = _filter(data, pos, end, max_line)
-                for idx, line in cands:
-                    yield base + 1 + idx, line
-                found += len(cands)
-                base += lines
+                got = (bulk.region(data, pos, end, max_line, base)
+                       if bulk is not None and dense and end - pos >= BULK_MIN else None)
+                if got is not None:
+                    for item in bulk.emit(got):
+                        found += 1
+                        yield item
+                    base += got[2]
+                    dense = got[6] >= got[2] * BULK_DENSITY
+                else:
+                    cands, lines = _filter(data, pos, end, max_line)
+                    if cands and bulk is not None:
+                        yield from bulk.flush()
+                    for idx, line in cands:
+                        yield base + 1 + idx, line
+                    found += len(cands)
+                    base += lines
+                    dense = len(cands) >= lines * BULK_DENSITY
                 pos = end
             if pos < len(data):
                 if len(data) - pos > max_line:
                     head = data[pos:pos + max_line]
                     if has_trigger(head):
+                        if bulk is not None:
+                            yield from bulk.flush()
                         found += 1
                         yield base + 1, head
                     skipping = True
                 else:
                     carry = data[pos:]
+        if bulk is not None:
+            yield from bulk.flush()
         if carry and has_trigger(carry):
             found += 1
             yield base + 1, carry
@@ -474,10 +708,20 @@ def scan_range(path: str, start: int, stop: int, chunk: Optional[int] = None, ma
         # a plain file cannot break off mid-read: one read per chunk, no pieces to join
         chunk = chunk or WORKER_CHUNK
         scanner = LineScanner(_Range(fh, stop), chunk=chunk, max_line=max_line,
-                              max_candidates=max_candidates or MAX_TASK_CANDIDATES, piece=chunk)
-        found = list(skip_inert(iter(scanner), skip) if skip else scanner)
+                              max_candidates=max_candidates or MAX_TASK_CANDIDATES, piece=chunk,
+                              skip=_Snapshot(skip) if skip else None)
+        found = list(scanner)
     stopped = None if scanner.stopped_at is None else start + scanner.stopped_at
     return found, scanner.lines_read, scanner.truncated, stopped
+
+
+class _Snapshot:
+    """The caller's inert rests as a task received them: they never change (generation 0)."""
+
+    generation = 0
+
+    def __init__(self, rests: frozenset):
+        self.rests = rests
 
 
 def split_ranges(fh, size: int, step: int) -> list[tuple[int, int]]:

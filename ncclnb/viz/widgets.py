@@ -104,9 +104,56 @@ class View:
 
 # --- plumbing -------------------------------------------------------------
 
+_IRI_GRAMMAR = "rfc3987_syntax"
+
+
+def defer_iri_grammar() -> bool:
+    """Keep a first view from paying for a grammar it never uses.
+
+    plotly's FigureWidget imports nbformat, nbformat imports jsonschema, and
+    jsonschema imports ``rfc3987_syntax`` where it is installed (JupyterLab
+    brings it through jupyter-events), which compiles an Earley grammar at
+    import: about 2 s of the first view here. jsonschema takes only its
+    ``is_valid_syntax``, to check the "iri" formats. Where that module is
+    installed and not yet imported, a stand-in goes in its place that loads
+    the real module the first time anything of it is used, so every check
+    gives what it gave, later. True when the stand-in was put in place."""
+    import importlib
+    import importlib.util
+    import sys
+    import types
+
+    name = _IRI_GRAMMAR
+    try:
+        if name in sys.modules or importlib.util.find_spec(name) is None:
+            return False
+    except (ImportError, ValueError):
+        return False
+    stand_in = types.ModuleType(name, "Loads rfc3987_syntax when first used (ncclnb.viz.widgets.defer_iri_grammar).")
+
+    def real():
+        if sys.modules.get(name) is stand_in:
+            del sys.modules[name]
+        return importlib.import_module(name)
+
+    def is_valid_syntax(term, value):
+        return real().is_valid_syntax(term, value)
+
+    stand_in.is_valid_syntax = is_valid_syntax
+    def attribute(attr):
+        if attr.startswith("__"):   # what the import system asks of any module (__path__, ...): not the grammar
+            raise AttributeError(attr)
+        return getattr(real(), attr)   # anything else of it: the real module
+
+    stand_in.__getattr__ = attribute
+    sys.modules[name] = stand_in
+    return True
+
+
 def _figure_widget(fig):
     """A plotly FigureWidget when anywidget is there; else None (the view
     then shows the plain figure in an Output widget and cannot take clicks)."""
+    defer_iri_grammar()
     import plotly.graph_objects as go
 
     try:

@@ -208,3 +208,135 @@ def test_parallel_scan_with_worker_skipping_same_as_plain(tmp_path, monkeypatch,
         # the workers did drop lines: fewer came back than the file has candidates
         candidates = sum(1 for line in log.read_bytes().splitlines() if scan.has_trigger(line))
         assert len(found) < candidates / 2
+
+
+# ---- the bulk path (scan.BulkSkip): the scanner leaves out lines read before, decided per distinct message
+class _Inert:
+    """A caller's inert rests, as collapse.InertRests holds them."""
+
+    def __init__(self, rests=()):
+        self.rests, self.generation = set(rests), 0
+
+
+def _bulk_input(seed: int) -> bytes:
+    text = _many_ranks_log(seed)
+    rng = random.Random(seed)
+    # non-NCCL lines between them: torch banners, wrapped continuations, lines with "]" early
+    extra = ["[rank3]:[E304 17:41:12.7 ProcessGroupNCCL.cpp:1] Watchdog caught collective operation timeout",
+             "    continued after a wrap: Error in the middle", "x] NCCL WARN a bracket first", "plain Error line"]
+    lines = text.splitlines()
+    for _ in range(200):
+        lines.insert(rng.randrange(len(lines)), rng.choice(extra))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _check_valid_skip(cands: list, out: list, inert: set) -> None:
+    """What the collector needs of a scanner that leaves lines out (collapse.skip_inert's contract)."""
+    nos = [no for no, _ in out]
+    assert nos == sorted(set(nos))
+    by_no = dict(cands)
+    assert all(by_no.get(no) == raw for no, raw in out)   # only candidates, unchanged
+    kept, shown = set(nos), set()
+    order = [no for no, _ in cands]
+
+    def skippable(raw: bytes) -> bool:
+        m = collapse.PREFIX.match(raw)
+        return m is not None and raw[m.end():] in inert and m.group(1) in shown
+
+    for i, (no, raw) in enumerate(cands):
+        if no not in kept:
+            assert skippable(raw), raw          # a line left out was read before, and its host shown
+        else:
+            if i and order[i - 1] not in kept and not skippable(raw):
+                raise AssertionError(f"line {no} kept without the line before it: {raw!r}")
+            m = collapse.PREFIX.match(raw)
+            if m is not None:
+                shown.add(m.group(1))
+    assert not cands or cands[-1][0] in kept   # the last line's state is the source's state at its end
+
+
+@pytest.mark.parametrize("chunk", [None, 20_000, 65_536])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_bulk_skip_leaves_out_only_what_was_read_before(monkeypatch, chunk, seed):
+    import io
+
+    monkeypatch.setattr(scan, "BULK_MIN", 0)
+    data = _bulk_input(seed)
+    cands = list(scan.LineScanner(io.BytesIO(data), chunk=chunk))
+    rests = [raw[m.end():] for _, raw in cands if (m := collapse.PREFIX.match(raw))]
+    # most messages read before (as in a long log), not the warnings nor a few others
+    rng = random.Random(seed)
+    inert = {r for r in set(rests) if b"WARN" not in r and rng.random() < 0.9}
+    s = scan.LineScanner(io.BytesIO(data), chunk=chunk, skip=_Inert(inert))
+    out = list(s)
+    assert s.lines_read == data.count(b"\n")
+    _check_valid_skip(cands, out, inert)
+    assert len(out) < len(cands) / 2   # it did leave lines out
+    # with nothing inert, nothing is left out
+    assert list(scan.LineScanner(io.BytesIO(data), chunk=chunk, skip=_Inert())) == cands
+
+
+def test_bulk_skip_hands_over_every_line_once_the_cache_is_emptied(monkeypatch):
+    import io
+
+    monkeypatch.setattr(scan, "BULK_MIN", 0)
+    data = _bulk_input(3)
+    cands = list(scan.LineScanner(io.BytesIO(data), chunk=40_000))
+    rests = {raw[m.end():] for _, raw in cands if (m := collapse.PREFIX.match(raw))}
+    inert = _Inert(rests)
+    out = []
+    for item in scan.LineScanner(io.BytesIO(data), chunk=40_000, skip=inert):
+        out.append(item)
+        if len(out) == 50:   # the caller empties its cache: nothing it read is known any more
+            inert.rests.clear()
+            inert.generation += 1
+    assert len(cands) > 200 and len(out) > 50
+    at = [no for no, _ in cands].index(out[49][0])
+    assert out[50:] == cands[at + 1:]
+
+
+def test_bulk_skip_leaves_the_path_on_mostly_new_messages(monkeypatch):
+    import io
+
+    monkeypatch.setattr(scan, "BULK_MIN", 0)
+    data = b"".join(b"h%d:1:1 [0] NCCL WARN unique message %d Error\n" % (i % 5, i) for i in range(5000))
+    s = scan.LineScanner(io.BytesIO(data), skip=_Inert())
+    assert len(list(s)) == 5000 and s._bulk.off
+
+
+@pytest.mark.parametrize("match_cache", [None, 40])
+def test_many_ranks_same_with_bulk_skipping_in_small_chunks(tmp_path, monkeypatch, match_cache):
+    # many regions, lines cut across chunks, and (with a small match cache) the cache emptied often
+    from ncclnb.doctor import core
+
+    log = tmp_path / "ranks.log"
+    log.write_bytes(_bulk_input(5) * 2)
+    plain = diagnose(str(log), collapse=False).to_dict()
+    monkeypatch.setattr(scan, "CHUNK", 30_000)
+    monkeypatch.setattr(scan, "BULK_MIN", 0)
+    if match_cache:
+        monkeypatch.setattr(core, "MATCH_CACHE", match_cache)
+    assert diagnose(str(log)).to_dict() == plain
+
+
+def test_bulk_path_only_where_candidates_are_many(monkeypatch):
+    # a sparse log (1 line in 100 a candidate) goes the ordinary way after its first region; a dense stretch
+    # after it brings the bulk path back; the lines handed over are the same either way
+    import io
+
+    monkeypatch.setattr(scan, "BULK_MIN", 0)
+    sparse = b"".join(b"h%d:1:1 [0] NCCL INFO Channel %02d/24 : 3[3] -> 4[4] via P2P\n" % (i % 3, i % 24)
+                      if i % 100 else b"h1:1:1 [0] NCCL WARN Error %d\n" % (i % 7) for i in range(20_000))
+    dense = b"".join(b"h%d:1:1 [0] NCCL INFO NCCL version 2.%d.3\n" % (i % 3, i % 5) for i in range(20_000))
+    data = sparse + dense
+    calls = []
+    orig = scan.BulkSkip.region
+
+    def counting(self, data, start, end, *a):
+        calls.append(data.count(b"NCCL version", start, end) > 0)
+        return orig(self, data, start, end, *a)
+
+    monkeypatch.setattr(scan.BulkSkip, "region", counting)
+    got = list(scan.LineScanner(io.BytesIO(data), chunk=100_000, skip=_Inert()))
+    assert got == list(scan.LineScanner(io.BytesIO(data), chunk=100_000))
+    assert calls[0] is False and calls.count(False) == 1 and calls.count(True) >= 5
