@@ -173,6 +173,26 @@ def test_static_renderer_shows_html_and_the_full_text_but_no_widget(ip, monkeypa
     assert WIDGET not in bundle and bundle["text/plain"] == pretty(diag) and "Diagnosis" in bundle["text/html"]
 
 
+def test_static_renderer_without_widgets_shows_the_text_as_html(ip, monkeypatch):
+    """A kernel without ipywidgets (a bare JupyterLite): no view can be built,
+    the full text is shown as escaped HTML; the widget renderer says what is missing."""
+    import ncclnb.viz
+
+    def no_widgets(*_args, **_kw):
+        raise ImportError("No module named 'ipywidgets'")
+
+    monkeypatch.setattr(ncclnb.viz, "show_topology", no_widgets)
+    monkeypatch.setenv("NCCLNB_RENDERER", "static")
+    with capture_output() as cap:
+        shown = ip.run_line_magic("ncclnb", "topo hgx-h100")
+    (bundle,) = _bundles(cap)
+    assert bundle["text/html"].startswith('<pre class="ncclnb-text"') and "NV18" in bundle["text/html"]
+    assert WIDGET not in bundle and shown.hostname == "hgx-h100"
+    monkeypatch.setenv("NCCLNB_RENDERER", "widget")
+    with pytest.raises(magics.UsageError, match="not available in this install.*ipywidgets"):
+        ip.run_line_magic("ncclnb", "topo hgx-h100")
+
+
 def test_text_renderer_prints_the_full_text_and_displays_nothing(ip, monkeypatch, tmp_path):
     monkeypatch.setenv("NCCLNB_RENDERER", "text")
     log = tmp_path / "rank7.log"
