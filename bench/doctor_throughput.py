@@ -106,7 +106,7 @@ def _grep(path: str) -> tuple:
                                                                     + [repr(GREP_WORDS), os.path.basename(path)])
 
 
-def _planted_first(diag: dict, rank: "int | None", rule_words: tuple) -> bool:
+def _planted_first(diag: dict, rank: int | None, rule_words: tuple) -> bool:
     """Does the first finding name a planted failure (its rule holds one of ``rule_words``; with ``rank``,
     the finding blames that rank or quotes its line)?"""
     if not diag["findings"]:

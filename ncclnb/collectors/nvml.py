@@ -99,7 +99,7 @@ class NvmlGuard:
         self.lib = lib
         self.timeout = timeout
         self.hung: Optional[str] = None
-        self._jobs: "queue.SimpleQueue" = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._worker: Optional[threading.Thread] = None
 
     def _serve(self) -> None:

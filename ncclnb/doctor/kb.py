@@ -22,7 +22,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, cache
 from typing import Iterable, Optional
 
 from ..model import CATEGORIES, SEVERITIES
@@ -186,7 +186,7 @@ def version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in head.group(0).split(".")) if head else ()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _compile(patterns: tuple[str, ...]) -> tuple:
     return tuple((required_literal(p), re.compile(p)) for p in patterns)
 

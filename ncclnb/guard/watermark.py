@@ -152,7 +152,7 @@ class Watermark:
             self._count = _counter(torch, dist, self.group)
         return int(self._count())
 
-    def install(self) -> "Watermark":
+    def install(self) -> Watermark:
         """Make the exchange group (a collective over the members of
         ``group``); idempotent. Returns self."""
         if self._installed:
@@ -185,7 +185,7 @@ class Watermark:
             self._own_exchange = False
         self._installed = False
 
-    def __enter__(self) -> "Watermark":
+    def __enter__(self) -> Watermark:
         return self.install()
 
     def __exit__(self, *exc) -> bool:

@@ -13,7 +13,7 @@ import re
 import reprlib
 import types
 import typing
-from functools import lru_cache
+from functools import cache
 from typing import Any, Union
 
 # Every integer fact fits a 64-bit field (NVML, sysfs, rlimits; -1 for
@@ -32,7 +32,7 @@ class SchemaError(ValueError):
         super().__init__(f"{path}: {problem}" if path else problem)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 

@@ -96,7 +96,7 @@ class ClusterReport:
         return {"schema": data.pop("schema"), **data}
 
     @classmethod
-    def from_dict(cls, data: object) -> "ClusterReport":
+    def from_dict(cls, data: object) -> ClusterReport:
         check_schema(data, REPORT_SCHEMA, "cluster report")
         snapshots = data.get("snapshots")
         for i, snap in enumerate(snapshots if isinstance(snapshots, (list, tuple)) else ()):

@@ -42,7 +42,7 @@ class Diagnosis:
         return {"schema": data.pop("schema"), **data}
 
     @classmethod
-    def from_dict(cls, data: object) -> "Diagnosis":
+    def from_dict(cls, data: object) -> Diagnosis:
         check_schema(data, DIAGNOSIS_SCHEMA, "diagnosis")
         return from_dict(cls, data)
 

@@ -60,5 +60,5 @@ class Finding:
         return to_dict(self)
 
     @classmethod
-    def from_dict(cls, data: object) -> "Finding":
+    def from_dict(cls, data: object) -> Finding:
         return from_dict(cls, data)

@@ -37,7 +37,7 @@ def looks_binary(head: bytes) -> bool:
     return b"\x00" in head and not head.startswith(_UTF16_MARKS)
 
 
-def read_bounded(source: Union[str, "os.PathLike[str]", BinaryIO], *, limit: int, label: str,
+def read_bounded(source: Union[str, os.PathLike[str], BinaryIO], *, limit: int, label: str,
                  what: str = "text", binary: str = "", error: type = ValueError) -> bytes:
     """All of ``source`` (a path or a binary file object such as
     ``sys.stdin.buffer``) as bytes, or ``error`` with one line starting with

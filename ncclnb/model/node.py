@@ -151,7 +151,7 @@ class NodeSnapshot:
         return {"schema": data.pop("schema"), **data}
 
     @classmethod
-    def from_dict(cls, data: object) -> "NodeSnapshot":
+    def from_dict(cls, data: object) -> NodeSnapshot:
         check_schema(data, NODE_SCHEMA, "node snapshot")
         return from_dict(cls, data)
 

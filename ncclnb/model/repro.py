@@ -64,7 +64,7 @@ class ReproResult:
         return {"schema": data.pop("schema"), **data}
 
     @classmethod
-    def from_dict(cls, data: object) -> "ReproResult":
+    def from_dict(cls, data: object) -> ReproResult:
         check_schema(data, REPRO_SCHEMA, "repro result")
         return from_dict(cls, data)
 

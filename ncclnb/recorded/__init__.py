@@ -43,7 +43,7 @@ def machines() -> dict[str, str]:
 Loaded = Union[NodeSnapshot, ClusterReport, Diagnosis, ReproResult]
 
 
-def load(path_or_name: Union[str, "os.PathLike[str]"]) -> Loaded:
+def load(path_or_name: Union[str, os.PathLike[str]]) -> Loaded:
     """A bundled machine by name, or any ncclnb JSON file by path, as a
     NodeSnapshot, ClusterReport, Diagnosis or ReproResult (chosen by its
     ``schema`` tag).
@@ -68,7 +68,7 @@ def load(path_or_name: Union[str, "os.PathLike[str]"]) -> Loaded:
     return load_bytes(read_bounded(path, limit=JSON_LIMIT, label=key, what="a JSON file"), key)
 
 
-def load_facts(path_or_name: Union[str, "os.PathLike[str]", bytes], label: str = "") -> Union[NodeSnapshot, ClusterReport]:
+def load_facts(path_or_name: Union[str, os.PathLike[str], bytes], label: str = "") -> Union[NodeSnapshot, ClusterReport]:
     """Like :func:`load` (or :func:`load_bytes` for bytes), for the places that
     need facts about machines: a diagnosis or a repro result is refused with
     one line saying what it is."""

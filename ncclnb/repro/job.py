@@ -102,7 +102,7 @@ class Job:
             self.device = f"cuda:{self.local_rank}" if self.backend == "nccl" else "cpu"
 
     @classmethod
-    def from_env(cls, environ=os.environ) -> "Job":
+    def from_env(cls, environ=os.environ) -> Job:
         def num(name: str, default: int) -> int:
             value = environ.get(name, "")
             return int(value) if value.strip().lstrip("-").isdigit() else default
@@ -151,7 +151,7 @@ class Job:
 
     # ---- the harness ---------------------------------------------------------
     @staticmethod
-    def main(train: Callable[["Job"], Any]) -> None:
+    def main(train: Callable[[Job], Any]) -> None:
         """Run ``train(job)`` as one rank and leave with its exit code; never returns."""
         environ = os.environ
         parent = environ.get(ENV_PARENT)

@@ -68,7 +68,7 @@ class View:
     (or None); ``static_html()`` the fallback HTML (escaped summary plus
     the figure as :func:`figure_html` draws it: inline SVG by default)."""
 
-    def __init__(self, widget, figure=None, summary_html: str = "", text: str = "", parts: Sequence["View"] = ()):
+    def __init__(self, widget, figure=None, summary_html: str = "", text: str = "", parts: Sequence[View] = ()):
         self.widget = widget
         self.figure = figure
         self.summary_html = summary_html

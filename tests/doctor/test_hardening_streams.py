@@ -60,7 +60,7 @@ def big_log(tmp_path_factory):
     return path, lines + 1
 
 
-def _stat_fields(pid) -> "list[str] | None":
+def _stat_fields(pid) -> list[str] | None:
     """Fields of /proc/PID/stat after the command name: [state, ppid, pgrp, session, ...]."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:

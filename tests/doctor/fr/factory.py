@@ -45,7 +45,7 @@ class RankTrace:
     def local(self, pg: str) -> int:
         return self.groups[pg][1].index(self.rank)
 
-    def wait(self, seconds: float) -> "RankTrace":
+    def wait(self, seconds: float) -> RankTrace:
         """Let time pass on this rank before its next op."""
         self.now_ns += int(seconds * 1e9)
         return self
@@ -83,13 +83,13 @@ class RankTrace:
 
     def collective(self, op: str, sizes: Sequence[Sequence[int]] = ((1024,),), *,
                    out_sizes: Optional[Sequence[Sequence[int]]] = None, dtype: str = "Float",
-                   pg: str = "0", state: str = "completed") -> "RankTrace":
+                   pg: str = "0", state: str = "completed") -> RankTrace:
         """One collective on group ``pg`` (bumps its collective_seq_id)."""
         self._coll_seq[pg] += 1
         self._entry(pg, op, sizes, sizes if out_sizes is None else out_sizes, dtype, state, False)
         return self
 
-    def coalesced(self, ops: Iterable[tuple], *, pg: str = "0", state: str = "completed") -> "RankTrace":
+    def coalesced(self, ops: Iterable[tuple], *, pg: str = "0", state: str = "completed") -> RankTrace:
         """Several collectives in one coalescing block: ``ops`` of (op, sizes)."""
         self._coll_seq[pg] += 1
         for op, sizes in ops:
@@ -104,20 +104,20 @@ class RankTrace:
         self._entry(pg, name, sizes, sizes, dtype, state, True)
 
     def send(self, peer: int, sizes=((1024,),), *, dtype: str = "Float", pg: str = "0",
-             state: str = "completed") -> "RankTrace":
+             state: str = "completed") -> RankTrace:
         """A blocking send to group rank ``peer``."""
         self._p2p_seq[pg] += 1
         self._p2p("send", peer, sizes, dtype, pg, state)
         return self
 
     def recv(self, peer: int, sizes=((1024,),), *, dtype: str = "Float", pg: str = "0",
-             state: str = "completed") -> "RankTrace":
+             state: str = "completed") -> RankTrace:
         """A blocking receive from group rank ``peer``."""
         self._p2p_seq[pg] += 1
         self._p2p("recv", peer, sizes, dtype, pg, state)
         return self
 
-    def batch(self, ops: Iterable[tuple], *, pg: str = "0", state: str = "completed") -> "RankTrace":
+    def batch(self, ops: Iterable[tuple], *, pg: str = "0", state: str = "completed") -> RankTrace:
         """``batch_isend_irecv``: ops of ("send"|"recv", peer, sizes), one p2p seq id."""
         self._p2p_seq[pg] += 1
         for kind, peer, sizes in ops:
