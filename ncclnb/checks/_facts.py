@@ -8,6 +8,7 @@ from collections import Counter
 from typing import Iterable, Iterator, Optional
 
 from ..model import Gpu, NodeSnapshot, RankEntry, nvlink_count
+from ..model.words import how_many  # noqa: F401  (the checks import it from here)
 
 # nvidia-smi topo -m labels from nearest to farthest (its own legend order).
 LINK_ORDER = ("X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS")
@@ -34,12 +35,6 @@ def parse_version(text: Optional[str]) -> Optional[tuple[int, ...]]:
     if not m:
         return None
     return tuple(int(p) for p in m.group(1).split("."))
-
-
-def how_many(n: int, noun: str, plural: Optional[str] = None) -> str:
-    """``how_many(1, "rank")`` -> "1 rank", ``how_many(4, "rank")`` -> "4 ranks": a
-    number and its noun as a reader says them, never "rank(s)"."""
-    return f"{n} {noun if n == 1 else (plural or noun + 's')}"
 
 
 def short_version(text: Optional[str]) -> Optional[str]:
