@@ -887,7 +887,8 @@ def _collective_findings(dumps: dict, members: dict, desc: dict, where: Optional
             mismatch = next(((kind, groups) for kind, groups in (("op", by_op), ("size", by_size),
                                                                   ("dtype", by_dtype)) if len(groups) > 1), None)
             if mismatch is not None:
-                before = {r: per_rank[r][prev] for r in at if prev in per_rank.get(r, {})} if prev is not None else {}
+                # annotated: without it mypy (1.20, 2.4) crashes inferring this loop ("Too many iterations")
+                before: dict = {r: per_rank[r][prev] for r in at if prev in per_rank.get(r, {})} if prev is not None else {}
                 found = _mismatch_finding(mismatch[0], pg, desc[pg], seq, mismatch[1], at, before)
                 findings.append(found)
                 found_at[id(found)] = (pg, seq, mismatch[0])
