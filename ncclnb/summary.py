@@ -9,6 +9,7 @@ import re
 from typing import Iterable, Optional, Union
 
 from .model import ClusterReport, NodeSnapshot, UNLIMITED, nvlink_count
+from .model.words import how_many
 
 
 def summary(target: Union[NodeSnapshot, ClusterReport], *, width: int = 100) -> str:
@@ -58,6 +59,21 @@ def _or(value, default="?") -> str:
     return str(value)
 
 
+def _said(label: str, value, text: Optional[str] = None) -> str:
+    """"OS Ubuntu 22.04" or, where the value is not known, "OS not known":
+    an unknown said in words in running text (table cells keep "?")."""
+    if value is None or value == "":
+        return f"{label} not known"
+    return f"{label} {_or(value) if text is None else text}"
+
+
+def _versioned(label: str, version, cuda) -> str:
+    """"driver 535.54.03 (CUDA 12.2)", "torch not known", "torch 2.4.0 (CUDA not known)"."""
+    if version in (None, "") and cuda in (None, ""):
+        return f"{label} not known"
+    return f"{_said(label, version)} ({_said('CUDA', cuda)})"
+
+
 def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
     if not rows:
         return []
@@ -79,15 +95,21 @@ def _node_summary(s: NodeSnapshot, width: int) -> str:
     if s.description:
         lines.append(f"  {s.description}")
     lines.append(
-        f"  OS {_or(h.os)} | kernel {_or(h.kernel)} | CPU {_or(h.cpu_model)}"
-        f" x{_or(h.cpu_count)} | container {', '.join(h.container) or ('?' if 'host.container' in s.missing else 'none')}"
-        f" | IOMMU {_or(h.iommu)}"
+        f"  {_said('OS', h.os)} | {_said('kernel', h.kernel)} | "
+        + (f"CPU {_or(h.cpu_model)}" + (f" x{_or(h.cpu_count)}" if h.cpu_count is not None else "") if h.cpu_model
+           else f"CPU model not known, {_or(h.cpu_count)} CPUs" if h.cpu_count is not None else "CPU not known")
+        + f" | container {', '.join(h.container) or ('not known' if 'host.container' in s.missing else 'none')}"
+        f" | {_said('IOMMU', h.iommu)}"
     )
-    lines.append(
-        f"  /dev/shm {_fmt_bytes(h.shm_free_bytes)} free of {_fmt_bytes(h.shm_total_bytes)}"
-        f" | nofile {_fmt_limit(h.rlimit_nofile_soft)}/{_fmt_limit(h.rlimit_nofile_hard)}"
-        f" | memlock {_fmt_bytes(h.rlimit_memlock_soft)}"
-    )
+    shm = ("/dev/shm not known" if h.shm_free_bytes is None and h.shm_total_bytes is None else
+           f"/dev/shm {_fmt_bytes(h.shm_free_bytes)} free of {_fmt_bytes(h.shm_total_bytes)}"
+           if h.shm_free_bytes is not None and h.shm_total_bytes is not None else
+           _said("/dev/shm", h.shm_total_bytes, f"{_fmt_bytes(h.shm_total_bytes)} (free not known)")
+           if h.shm_total_bytes is not None else f"/dev/shm {_fmt_bytes(h.shm_free_bytes)} free")
+    nofile = ("nofile not known" if h.rlimit_nofile_soft is None and h.rlimit_nofile_hard is None else
+              f"nofile {_fmt_limit(h.rlimit_nofile_soft)}/{_fmt_limit(h.rlimit_nofile_hard)}")
+    memlock = _said("memlock", h.rlimit_memlock_soft, _fmt_bytes(h.rlimit_memlock_soft))
+    lines.append(f"  {shm} | {nofile} | {memlock}")
 
     lines.append(_section(f"GPUs ({len(s.gpus)})"))
     if s.gpus:
@@ -150,8 +172,8 @@ def _node_summary(s: NodeSnapshot, width: int) -> str:
 
     v = s.versions
     lines.append(_section("Versions"))
-    lines.append(f"  driver {_or(v.driver)} (CUDA {_or(v.cuda_driver)}) | torch {_or(v.torch)} (CUDA {_or(v.torch_cuda)})"
-                 f" | python {_or(v.python)}")
+    lines.append(f"  {_versioned('driver', v.driver, v.cuda_driver)} | {_versioned('torch', v.torch, v.torch_cuda)}"
+                 f" | {_said('python', v.python)}")
     nccl = [f"torch reports {v.nccl_torch}"] if v.nccl_torch else []
     nccl += [f"a process loaded {v.nccl_loaded} (NCCL_DEBUG=INFO)"] if v.nccl_loaded else []
     nccl += [f"pip {k}=={val}" for k, val in sorted(v.nccl_pip.items())]
@@ -200,7 +222,7 @@ def _clip(lines: Iterable[str], width: int) -> list[str]:
 
 
 def _report_summary(r: ClusterReport, width: int) -> str:
-    lines = [f"Cluster report: {len(r.snapshots)} node(s), {len(r.ranks)} rank(s)"]
+    lines = [f"Cluster report: {how_many(len(r.snapshots), 'node')}, {how_many(len(r.ranks), 'rank')}"]
     if r.description:
         lines.append(f"  {r.description}")
     rows = [["host", "GPUs", "driver", "CUDA", "torch", "NCCL"]]
