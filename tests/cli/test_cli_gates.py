@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import REPO
+from tests.conftest import REPO
 
 SIGNATURES = REPO / "ncclnb" / "doctor" / "signatures"
 ERROR_LOG = SIGNATURES / "watchdog_timeout.log"              # error findings (and info)

@@ -13,7 +13,7 @@ import termios
 
 import pytest
 
-from conftest import REPO
+from tests.conftest import REPO
 from ncclnb.cli import colour_wanted, terminal_width
 
 LOG = REPO / "ncclnb" / "doctor" / "signatures" / "watchdog_timeout.log"

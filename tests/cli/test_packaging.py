@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conftest import REPO
+from tests.conftest import REPO
 
 import ncclnb
 
