@@ -540,9 +540,10 @@ def _pairing_facts(source):
 
 def _alignment_text(facts) -> str:
     from .model._repr import terminal_text
+    from .model.words import how_many
 
     first = facts.first_divergence
-    lines = [f"Flight-recorder alignment: {len(facts.ranks)} ranks, {len(facts.groups)} group(s); "
+    lines = [f"Flight-recorder alignment: {how_many(len(facts.ranks), 'rank')}, {how_many(len(facts.groups), 'group')}; "
              + (f"first divergence at #{first[1].seq} of group {first[0].pg}" if first else "no divergence")]
     for f in getattr(facts, "findings", ())[:8]:
         lines.append(f"  {f.severity.upper():8}{f.title}")

@@ -6,6 +6,7 @@ import json
 import os
 import sys
 
+from ..model.words import how_many
 from . import UsageError, add_fail_on, fail_status, write_output
 
 FINDINGS_SCHEMA = "ncclnb.findings/1"
@@ -75,7 +76,7 @@ def combine(targets):
 def format_text(findings, n_checks: int, n_nodes: int) -> str:
     """Human-readable findings: severity, title, evidence, fix."""
     if not findings:
-        return f"No findings: {n_checks} checks on {n_nodes} node(s)."
+        return f"No findings: {how_many(n_checks, 'check')} on {how_many(n_nodes, 'node')}."
     lines = []
     for f in findings:
         lines.append(f"{f.severity.upper():8}{f.title}")
@@ -90,8 +91,9 @@ def format_text(findings, n_checks: int, n_nodes: int) -> str:
             lines.append(f"        fix: {f.fix}")
         lines.append("")
     counts = {s: sum(f.severity == s for f in findings) for s in ("error", "warning", "info")}
-    lines.append(f"{len(findings)} finding(s): {counts['error']} error, {counts['warning']} warning, "
-                 f"{counts['info']} info ({n_checks} checks on {n_nodes} node(s)).")
+    lines.append(f"{how_many(len(findings), 'finding')}: {how_many(counts['error'], 'error')}, "
+                 f"{how_many(counts['warning'], 'warning')}, {counts['info']} info "
+                 f"({how_many(n_checks, 'check')} on {how_many(n_nodes, 'node')}).")
     return "\n".join(lines)
 
 

@@ -7,6 +7,7 @@ import json
 import sys
 
 from . import UsageError, colour_wanted, write_output
+from ..model.words import how_many
 
 SCENARIOS_SCHEMA = "ncclnb.scenarios/1"
 
@@ -73,8 +74,9 @@ def _run(args) -> int:
     variant = args.variant or ("fixed" if args.fixed else "broken")
     scenario.variant(variant)   # an unknown variant fails before anything starts
     started = scenario.variant(variant).start
-    count = f"{len(started)} of {scenario.nproc}" if started is not None else f"{args.nproc or scenario.nproc}"
-    print(f"ncclnb repro: running {scenario.name} ({variant}), {count} rank(s)...", file=sys.stderr, flush=True)
+    count = (f"{len(started)} of {how_many(scenario.nproc, 'rank')}" if started is not None
+             else how_many(args.nproc or scenario.nproc, 'rank'))
+    print(f"ncclnb repro: running {scenario.name} ({variant}), {count}...", file=sys.stderr, flush=True)
     result = reproduce(scenario.name, variant=variant, nproc=args.nproc, timeout=args.timeout, keep=args.keep,
                        backend=args.backend, progress=_Progress(sys.stderr))
     if args.json:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..model import Evidence, Finding
+from ..model.words import how_many
 
 # numbers are ASCII digits of bounded length (a version part of 5,000 digits is not a version;
 # the reader drops a match followed by one more digit)
@@ -315,7 +316,7 @@ def watchdog_findings(state: ReasonState, world_size: Optional[int], present=fro
             blamed = minority(lambda r: r.numel)
             sizes = Counter(r.numel for r in recs.values())
             what = "the same collective with different sizes (" + "; ".join(
-                f"NumelIn={a}, NumelOut={b} on {n} rank(s)" for (a, b), n in sizes.most_common()) + ")"
+                f"NumelIn={a}, NumelOut={b} on {how_many(n, 'rank')}" for (a, b), n in sizes.most_common()) + ")"
         if len(seqs) > 1 and not blamed:
             blamed = minority(lambda r: r.seq)
         broken = None
@@ -407,8 +408,8 @@ def version_findings(state: ReasonState, rank_hosts: dict) -> list[Finding]:
         procs_per_version[ver] += 1
         if h is not None:
             hosts_per_version.setdefault(ver, set()).add(h)
-    listing = "; ".join(f"{ver} on {len(hosts_per_version[ver])} host(s)" if ver in hosts_per_version
-                        else f"{ver} in {procs_per_version[ver]} process(es) of unnamed hosts"
+    listing = "; ".join(f"{ver} on {how_many(len(hosts_per_version[ver]), 'host')}" if ver in hosts_per_version
+                        else f"{ver} in {how_many(procs_per_version[ver], 'process', 'processes')} of unnamed hosts"
                         for ver, _ in counts.most_common())
     where = ", ".join(blamed_hosts[:8]) or "processes whose lines name no host"
     return [Finding(
@@ -433,7 +434,7 @@ def world_size_findings(state: ReasonState, known_ranks: set) -> list[Finding]:
     smallest = min(sizes)
     beyond = {r for r in known_ranks if r >= smallest} | {r for r, (size, _) in state.out_of_range.items() if r >= size}
     evidence = tuple(c.evidence for c in sorted(state.comm_by_host.values(), key=lambda c: c.nranks))[:8]
-    listing = "; ".join(f"{h or 'unknown host'} says {c.nranks} ranks on {c.nnodes} node(s)"
+    listing = "; ".join(f"{h or 'unknown host'} says {how_many(c.nranks, 'rank')} on {how_many(c.nnodes, 'node')}"
                         for h, c in sorted(state.comm_by_host.items(), key=lambda kv: str(kv[0])))
     return [Finding(
         rule="world_size_differs_across_hosts", category="rank_world_size_mismatch", severity="error", confidence=0.85,

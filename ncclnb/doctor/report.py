@@ -15,6 +15,7 @@ import re
 from typing import Optional
 
 from ..model import Diagnosis, Finding
+from ..model.words import how_many
 
 _COLOURS = {"error": "\x1b[31;1m", "warning": "\x1b[33;1m", "info": "\x1b[36m", "bold": "\x1b[1m",
             "dim": "\x1b[2m", "reset": "\x1b[0m"}
@@ -92,7 +93,7 @@ def render_text(diag: Diagnosis, colour: bool = False, top: Optional[int] = None
     out = []
     findings = diag.findings[:top] if top is not None else diag.findings
     sources = len(diag.sources)
-    out.append(_c(colour, "dim", f"ncclnb doctor: {diag.lines_read} lines from {sources} source(s)"))
+    out.append(_c(colour, "dim", f"ncclnb doctor: {how_many(diag.lines_read, 'line')} from {how_many(sources, 'source')}"))
     if not findings:
         out.append("No known failure signature found (category: unknown).")
     elif all(f.severity == "info" for f in findings):

@@ -264,7 +264,7 @@ def watermark_report(
     for count, ranks in groups[1:]:
         diff = int(count) - int(ref_count)
         clauses.append(
-            f"{fmt_ranks(ranks)} issued {abs(diff)} collective(s) {'more' if diff > 0 else 'fewer'} "
+            f"{fmt_ranks(ranks)} issued {abs(diff)} collective{'' if abs(diff) == 1 else 's'} {'more' if diff > 0 else 'fewer'} "
             f"than {fmt_ranks(ref_ranks)} by step {step}"
         )
     odd = sorted(r for _, ranks in groups[1:] for r in ranks)

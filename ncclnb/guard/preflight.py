@@ -168,7 +168,7 @@ def preflight(environ: Optional[Mapping] = None, *, rank: Optional[int] = None, 
             gpus = visible_gpu_count(environ)
         problems += _visible_devices(environ, gpus or None)
         if lr is not None and gpus is not None and lr >= gpus:
-            problems.append(f"local rank {lr} but only {gpus} GPU(s) visible: ranks would share a GPU "
+            problems.append(f"local rank {lr} but only {gpus} GPU{'' if gpus == 1 else 's'} visible: ranks would share a GPU "
                             "(NCCL: Duplicate GPU detected) or fail with invalid device ordinal")
         if lws and lws > 1:
             problems += _shm(lws)

@@ -89,7 +89,7 @@ class Watermark:
 
     or ``with Watermark(every=100) as wm: ...``. When counts differ at a
     check, :class:`GuardError` is raised on every rank with one line such as
-    ``ncclnb guard: rank 1 issued 1 collective(s) more than ranks 0,2,3 by
+    ``ncclnb guard: rank 1 issued 1 collective more than ranks 0,2,3 by
     step 200`` and ``.ranks == [1]`` (the minority; on a tie, the ranks
     whose count differs from the group's first rank). The count is the
     group's sequence number, so it includes collectives issued before the

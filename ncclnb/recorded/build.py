@@ -21,6 +21,7 @@ from typing import Optional
 
 from ..collectors.ingest import ingest
 from ..model import NodeSnapshot
+from ..model.words import how_many
 from . import DATA
 
 HERE = Path(__file__).resolve().parent
@@ -160,7 +161,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"wrote {target.relative_to(HERE.parents[1])}")
     if args.check:
         if stale:
-            print(f"{len(stale)} bundled machine(s) out of date: run python -m ncclnb.recorded.build")
+            print(f"{how_many(len(stale), 'bundled machine')} out of date: run python -m ncclnb.recorded.build")
             return 1
         print(f"all {len(RECIPES)} bundled machines match the fixtures")
     return 0

@@ -27,7 +27,8 @@ def outcome(result: ReproResult, scenario: Scenario) -> tuple[bool, str]:
                   if f.rule.startswith(GUARD_RULES) and f.category == result.expected_category
                   and set(result.culprit_ranks) <= set(f.ranks)]
         if not guards or top.category != result.expected_category:
-            return False, (f"no guard named {result.expected_category} blaming rank(s) "
+            which = "rank" if len(result.culprit_ranks) == 1 else "ranks"
+            return False, (f"no guard named {result.expected_category} blaming {which} "
                            f"{list(result.culprit_ranks)}: the doctor says {named}")
         return True, f"stopped in {result.seconds:g} s with {named}"
     can_fail = scenario.fails_on_cpu and result.backend != "recorded"

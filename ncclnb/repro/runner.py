@@ -31,6 +31,7 @@ from typing import Callable, Optional
 
 from .._signals import signals_held, signals_interrupt
 from ..model import Diagnosis, RankExit, ReproResult
+from ..model.words import how_many
 from .job import (ENV_ARGS, ENV_BACKEND, ENV_DEADLINE, ENV_DIR, ENV_OWN_LOG, ENV_PARENT, ENV_RUN_ID,
                   ENV_TIMEOUT, PR_SET_PDEATHSIG)
 from .scenario import RECORDED_DIR, Scenario, ScenarioError, Variant
@@ -141,7 +142,8 @@ def _check_nproc(scenario: Scenario, nproc: Optional[int]) -> int:
     if scenario.launcher == "replay":
         raise ScenarioError(f"{scenario.name} replays a recorded log: --nproc does not apply")
     if not 1 <= nproc <= 64 or nproc % scenario.nodes:
-        raise ScenarioError(f"--nproc must be a multiple of {scenario.nodes} node(s) between 1 and 64, got {nproc}")
+        raise ScenarioError(f"--nproc must be between 1 and 64 and a multiple of {scenario.nodes} (the scenario's "
+                            f"{how_many(scenario.nodes, 'node')}), got {nproc}")
     return nproc
 
 
@@ -190,9 +192,9 @@ def choose_backend(scenario: Scenario, nproc: int, backend: str) -> tuple[str, s
     if "nccl" in scenario.backends:
         gpus = visible_gpu_count()
         if gpus >= nproc:
-            return "nccl", f"Ran on NCCL: {gpus} GPU(s) visible for {nproc} ranks."
+            return "nccl", f"Ran on NCCL: {how_many(gpus, 'GPU')} visible for {how_many(nproc, 'rank')}."
         if "gloo" in scenario.backends:
-            return "gloo", (f"Ran on gloo: this machine has {gpus} GPU(s) and NCCL needs one per rank "
+            return "gloo", (f"Ran on gloo: this machine has {how_many(gpus, 'GPU')} and NCCL needs one per rank "
                             f"({nproc}).")
     return scenario.backends[0], ""
 

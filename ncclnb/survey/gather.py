@@ -58,6 +58,7 @@ import time
 from typing import Mapping, Optional, TextIO
 
 from ..guard.preflight import LaunchFacts, launch_facts
+from ..model.words import how_many
 
 REPORT_NAME = "report.json"
 PREFIX = "ncclnb-survey"
@@ -376,8 +377,8 @@ class _Survey:
         f = self.facts
         nodes = sorted(set(labels.values()))
         parts = [f"Gathered by `ncclnb survey` over its own gloo group (launcher: {f.launcher}; WORLD_SIZE "
-                 f"{f.world_size} as rank 0 saw it; --timeout {self.timeout:g} s): {len(entries)} rank(s) on "
-                 f"{len(nodes)} node(s); one snapshot per node, collected by its lowest rank."]
+                 f"{f.world_size} as rank 0 saw it; --timeout {self.timeout:g} s): {how_many(len(entries), 'rank')} on "
+                 f"{how_many(len(nodes), 'node')}; one snapshot per node, collected by its lowest rank."]
         shared = sorted({host for (host, _), label in labels.items() if label != host})
         for host in shared:
             named = sorted(label for (h, _), label in labels.items() if h == host)
@@ -386,14 +387,18 @@ class _Survey:
         if partial:
             parts.append(f"PARTIAL: {partial}.")
             if missing:
-                parts.append(f"Rank(s) {span(missing, 24)} of 0-{f.world_size - 1} never registered with the "
+                who = "Rank" if len(missing) == 1 else "Ranks"
+                parts.append(f"{who} {span(missing, 24)} of 0-{f.world_size - 1} never registered with the "
                              "survey (not started, or died before joining).")
             if self.entries is None and entries:
-                parts.append(f"Rank(s) {span((e['rank'] for e in entries), 24)} registered (their facts are below); "
+                who = "Rank" if len(entries) == 1 else "Ranks"
+                parts.append(f"{who} {span((e['rank'] for e in entries), 24)} registered (their facts are below); "
                              "the group's exchange did not complete, so node snapshots other than rank 0's are "
                              "absent.")
         if outside:
-            parts.append(f"Rank(s) {span((e['rank'] for e in outside), 24)} registered but are not in the group "
+            one = len(outside) == 1
+            parts.append(f"{'Rank' if one else 'Ranks'} {span((e['rank'] for e in outside), 24)} registered but "
+                         f"{'is' if one else 'are'} not in the group "
                          "(outside WORLD_SIZE, or duplicates).")
         return " ".join(parts)
 
@@ -401,17 +406,18 @@ class _Survey:
         from ..checks.ranks import span
 
         seconds = time.monotonic() - self.started
-        lines = [f"ncclnb survey: {len(report.ranks)} rank(s) on {len(report.snapshots)} node snapshot(s), "
+        lines = [f"ncclnb survey: {how_many(len(report.ranks), 'rank')} on {how_many(len(report.snapshots), 'node snapshot')}, "
                  f"WORLD_SIZE {self.facts.world_size}, launcher {self.facts.launcher}, gathered over gloo in "
                  f"{seconds:.1f} s"]
         if partial:
-            lines.append(f"  PARTIAL  {partial}" + (f"; missing rank(s) {span(missing, 24)}" if missing else ""))
+            lines.append(f"  PARTIAL  {partial}"
+                         + (f"; missing {'rank' if len(missing) == 1 else 'ranks'} {span(missing, 24)}" if missing else ""))
         lines.extend(link_lines(report.links, findings))
         for x in findings:
             if x.rule != "link_busbw_low":   # link_lines gave it its own line
                 lines.append(f"  {x.severity.upper():8} {x.title}")
         counts = {s: sum(x.severity == s for x in findings) for s in SEVERITIES}
-        tally = f"{counts['error']} error, {counts['warning']} warning, {counts['info']} info"
+        tally = f"{how_many(counts['error'], 'error')}, {how_many(counts['warning'], 'warning')}, {counts['info']} info"
         if partial:
             verdict = f"PARTIAL REPORT ({tally}): fix the launch, then run the survey again"
         elif counts["error"]:
@@ -433,7 +439,8 @@ def link_lines(links, findings) -> list:
 
     lines = []
     for link in links:
-        head = f"  links    {link.backend} on {link.device}, {link.world_size} rank(s) on {link.nodes} node(s)"
+        head = (f"  links    {link.backend} on {link.device}, "
+                f"{how_many(link.world_size, 'rank')} on {how_many(link.nodes, 'node')}")
         largest: dict = {}
         for m in link.results:
             if m.size_bytes >= largest.get(m.collective, (0, 0))[0]:
@@ -445,7 +452,7 @@ def link_lines(links, findings) -> list:
         lines.append(head)
         if link.pairs:
             slow = min(link.pairs, key=lambda p: p.busbw_gbps)
-            lines.append(f"  links    pair ring: {len(link.pairs)} pair(s), slowest rank {slow.src_rank} "
+            lines.append(f"  links    pair ring: {how_many(len(link.pairs), 'pair')}, slowest rank {slow.src_rank} "
                          f"({slow.src_host}) -> rank {slow.dst_rank} ({slow.dst_host}) {slow.busbw_gbps:.3g} GB/s")
         if link.transports:
             kinds = sorted({t.transport for t in link.transports})

@@ -282,14 +282,30 @@ def gpu_hover(snapshot: NodeSnapshot, pos: int) -> str:
     """Escaped one-block description of a GPU for hover text."""
     g = snapshot.gpus[pos]
     bits = [f"<b>GPU{g.index}</b> {esc(shorten(g.name or 'unknown model', 40))}"]
-    bits.append(f"bus {esc(g.pci_bus_id or '?')} · NUMA {esc(_num(g.numa_node))}")
+    bits.append(f"{bus_text(g.pci_bus_id)} · {numa_text(g.numa_node)}")
     if g.cuda_index is not None:
         bits.append(f"CUDA index {g.cuda_index}")
     return "<br>".join(bits)
 
 
-def _num(value: object) -> str:
-    return "?" if value is None else str(value)
+def numa_text(node: object) -> str:
+    """Escaped "NUMA 1", or "NUMA node not known": an unknown said in words."""
+    return "NUMA node not known" if node is None or node == "" else f"NUMA {esc(node)}"
+
+
+def bus_text(bus_id: Optional[str]) -> str:
+    """Escaped "bus 0000:17:00.0", or "bus not known"."""
+    return f"bus {esc(bus_id)}" if bus_id else "bus not known"
+
+
+def nic_traits(nic) -> str:
+    """Escaped "infiniband, up, 200 Gb/s, NUMA 1" of what is known about a NIC
+    (an unknown kind or state is left out; an unknown NUMA node is said)."""
+    bits = [esc(x) for x in (nic.kind, nic.state) if x]
+    if nic.speed_mbps:
+        bits.append(f"{nic.speed_mbps // 1000} Gb/s")
+    bits.append(numa_text(nic.numa_node))
+    return ", ".join(bits)
 
 
 def nic_label(snapshot: NodeSnapshot, k: int) -> str:

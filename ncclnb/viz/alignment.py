@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..model.words import how_many
 from ._common import esc, shorten, step_colorscale
 
 MAX_SEQS = 48        # sequence ids drawn (a window ending a few past the first divergence)
@@ -71,7 +72,7 @@ def call_hover(call, divergence=None) -> str:
     """Hover HTML of one cell; every string from a dump is escaped."""
     lines = [f"<b>rank {call.rank}, collective #{call.seq}</b>: {esc(shorten(call.op, 80))}",
              f"input sizes {esc(_size_text(call.in_sizes))}, output sizes {esc(_size_text(call.out_sizes))}",
-             f"dtypes {esc(', '.join(call.dtypes) or '?')}; state {esc(call.state or '?')}",
+             f"dtypes {esc(', '.join(call.dtypes) or 'not known')}; state {esc(call.state or 'not known')}",
              f"from {esc(shorten(call.source, 80))}"]
     if divergence is not None:
         lines.append(f"<b>{esc(divergence.rule)}</b>: {esc(shorten(divergence.title, 160))}")
@@ -174,7 +175,7 @@ def alignment_summary_html(alignment) -> str:
     """One line per group: its size and what the doctor found (escaped)."""
     items = []
     for g in alignment.groups:
-        what = (f"{len(g.divergences)} divergence(s), first at #{g.first_divergence.seq}: "
+        what = (f"{how_many(len(g.divergences), 'divergence')}, first at #{g.first_divergence.seq}: "
                 f"{esc(shorten(g.first_divergence.title, 160))}" if g.divergences else "no divergence")
         items.append(f"<li>process group {esc(shorten(g.pg, 40))} ({esc(shorten(g.desc, 40))}): "
                      f"{g.ranks_total} ranks, {g.seqs_total} collectives; {what}</li>")
@@ -213,6 +214,6 @@ def show_alignment(source, group: Optional[str] = None):
     box.add_class("ncclnb-alignment")
     summary = alignment_summary_html(facts)
     first = facts.first_divergence
-    text = (f"ncclnb flight-recorder alignment: {len(facts.ranks)} ranks, {len(facts.groups)} group(s); "
+    text = (f"ncclnb flight-recorder alignment: {how_many(len(facts.ranks), 'rank')}, {how_many(len(facts.groups), 'group')}; "
             + (f"first divergence at #{first[1].seq} of group {first[0].pg}" if first else "no divergence"))
     return View(box, fig, "<h4>Flight-recorder alignment</h4>" + summary, text)

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
 from ..model import ClusterReport, Finding, NodeSnapshot, RankEntry
-from ._common import esc, gpu_hover, index_span, nic_info, shorten, step_colorscale
+from ..model.words import how_many
+from ._common import esc, gpu_hover, index_span, nic_info, numa_text, shorten, step_colorscale
 
 PAGE_SIZE = 32       # nodes per page
 GPU_COLUMNS = 64     # GPU columns drawn one by one; a node's GPUs past that share one last column
@@ -147,19 +148,20 @@ def _numa_key(cls: str, ids: set) -> str:
     """Legend name of a NUMA colour: the node ids it stood for on this page."""
     known = sorted(i for i in ids if isinstance(i, int) and i >= 0)
     if cls == "numa?" or not known:
-        return "NUMA ?"
+        return "NUMA node not known"
     return "NUMA " + ", ".join(map(str, known[:4])) + (" …" if len(known) > 4 else "")
 
 
 def _titles(findings: Sequence[Finding]) -> str:
     shown = "<br>".join(f"⚠ [{esc(f.severity)}] {esc(shorten(f.title, 140))} <i>({esc(f.rule)})</i>"
                         for f in findings[:FINDINGS_SHOWN])
-    more = f"<br>… and {len(findings) - FINDINGS_SHOWN} more finding(s)" if len(findings) > FINDINGS_SHOWN else ""
+    extra = len(findings) - FINDINGS_SHOWN
+    more = f"<br>… and {how_many(extra, 'more finding', 'more findings')}" if extra > 0 else ""
     return shown + more
 
 
 def _q(value) -> str:
-    return "?" if value is None else esc(value)
+    return "not known" if value is None else esc(value)
 
 
 def _covers(snap: NodeSnapshot, cache: dict, affinity: Optional[str]) -> tuple:
@@ -174,10 +176,12 @@ def _covers(snap: NodeSnapshot, cache: dict, affinity: Optional[str]) -> tuple:
 
 
 def _rank_line(jm: JobMap, r: RankEntry, covers: tuple) -> str:
-    where = ", ".join(map(str, covers)) if covers else "?"
-    bits = [f"<b>rank {r.rank}</b> (local {_q(r.local_rank)}, pid {_q(r.pid)}, "
-            f"{'cuda:' + str(r.cuda_index) if r.cuda_index is not None else 'device not set'})",
-            f"CPU affinity {esc(shorten(r.cpu_affinity or '?', 40))} → NUMA {where}"]
+    who = [f"local {esc(r.local_rank)}" if r.local_rank is not None else "local rank not known",
+           f"pid {esc(r.pid)}" if r.pid else "pid not known",
+           f"cuda:{r.cuda_index}" if r.cuda_index is not None else "device not set"]
+    where = f"NUMA {', '.join(map(str, covers))}" if covers else "NUMA node not known"
+    bits = [f"<b>rank {r.rank}</b> ({', '.join(who)})",
+            f"CPU affinity {esc(shorten(r.cpu_affinity, 40))} → {where}" if r.cpu_affinity else "CPU affinity not known"]
     seen = []
     if r.bus_id:
         seen.append(f"bus {esc(r.bus_id)}")
@@ -196,7 +200,7 @@ def _rank_line(jm: JobMap, r: RankEntry, covers: tuple) -> str:
 def _ranks_text(entries: list[RankEntry], covers: list[tuple]) -> str:
     names = ",".join(str(r.rank) for r in entries[:RANKS_SHOWN]) + ("…" if len(entries) > RANKS_SHOWN else "")
     nodes = sorted({n for c in covers for n in c})
-    cpu = "cpu N" + "+".join(map(str, nodes)) if nodes else "cpu ?"
+    cpu = "cpu N" + "+".join(map(str, nodes)) if nodes else "cpu not known"
     return f"{names}<br><span style='font-size:9px'>{cpu}</span>"
 
 
@@ -302,7 +306,7 @@ def job_map_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] 
         gap = _missing_text(snap)
         if snap is None:
             missing_hosts.append(h)
-        head = (f"<b>{host}</b> · NODE_RANK {_q(jm.node_rank.get(h))} · {len(entries)} rank(s)"
+        head = (f"<b>{host}</b> · NODE_RANK {_q(jm.node_rank.get(h))} · {how_many(len(entries), 'rank')}"
                 + (f" · {len(snap.gpus)} GPUs, {len(snap.host.numa_nodes)} NUMA nodes, {len(row.nic_names)} NICs"
                    if snap is not None else ""))
         zr = [INDEX[f"node_{sev or 'ok'}"]]
@@ -332,7 +336,7 @@ def job_map_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] 
             tr.append(_ranks_text(on, [row.covers[id(r)] for r in on]) if on else "")
             lines = [_rank_line(jm, r, row.covers[id(r)]) for r in on[:RANKS_SHOWN]]
             if len(on) > RANKS_SHOWN:
-                lines.append(f"… and {len(on) - RANKS_SHOWN} more rank(s) on this GPU")
+                lines.append(f"… and {how_many(len(on) - RANKS_SHOWN, 'more rank', 'more ranks')} on this GPU")
             hr.append("<br>".join([gpu] + lines) if lines else gpu + "<br>no rank on this GPU")
             sev_cell = worst(f for r in on for f in jm.rank_marks.get((h, r.rank), ()))
             if sev_cell:
@@ -359,12 +363,13 @@ def job_map_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] 
             hit = name in users_of or (nic is not None and (nic.name in users_of or nic.ib_device in users_of))
             zr.append(INDEX[cls])
             tr.append(("● " if hit else "") + esc(shorten(name, 9)))
-            desc = (f"{esc(nic.kind or '?')}, {esc(nic.state or '?')}"
-                    + (f", {nic.speed_mbps // 1000} Gb/s" if nic.speed_mbps else "") if nic is not None else "no details")
+            desc = (", ".join([*(esc(x) for x in (nic.kind, nic.state) if x),
+                               *([f"{nic.speed_mbps // 1000} Gb/s"] if nic.speed_mbps else [])]) or "no details"
+                    if nic is not None else "no details")
             users = sorted({rk for alias in {name, *((nic.name, nic.ib_device) if nic is not None else ())}
                             for rk in users_of.get(alias, ())})
-            hr.append(f"{host} · <b>NIC{k}</b> {esc(name)} ({desc}) · NUMA {_q(numa)}"
-                      + (f"<br>used by rank(s) {esc(index_span(users))}" if users else ""))
+            hr.append(f"{host} · <b>NIC{k}</b> {esc(name)} ({desc}) · {numa_text(numa)}"
+                      + (f"<br>used by {'rank' if len(users) == 1 else 'ranks'} {esc(index_span(users))}" if users else ""))
         if has_unplaced:
             on = row.unplaced
             zr.append(INDEX["numa?" if on else "none"])
@@ -372,7 +377,8 @@ def job_map_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] 
             lines = [_rank_line(jm, r, row.covers[id(r)]) for r in on[:RANKS_SHOWN]]
             if len(on) > RANKS_SHOWN:
                 lines.append(f"… and {len(on) - RANKS_SHOWN} more")
-            hr.append(f"<b>{host}</b>: rank(s) whose GPU is not known (no UUID, no CUDA index that resolves)<br>"
+            whose = "the rank" if len(on) == 1 else "ranks"
+            hr.append(f"<b>{host}</b>: {whose} whose GPU is not known (no UUID, no CUDA index that resolves)<br>"
                       + "<br>".join(lines) if on else f"{host}: every rank's GPU is known")
             sev_cell = worst(f for r in on for f in jm.rank_marks.get((h, r.rank), ()))
             if sev_cell:
@@ -406,7 +412,7 @@ def job_map_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] 
 
     ranks_total = len(report.ranks)
     marked = sum(1 for h in jm.hosts if h in jm.host_marks)
-    title = (f"Job map · {len(jm.hosts)} node{'s' if len(jm.hosts) != 1 else ''}, {ranks_total} rank(s) · "
+    title = (f"Job map · {len(jm.hosts)} node{'s' if len(jm.hosts) != 1 else ''}, {how_many(ranks_total, 'rank')} · "
              f"{marked} node{'s' if marked != 1 else ''} named by findings{' (first)' if marked and not only_marked else ''}"
              + (f" · page {page + 1}/{pages}" if pages > 1 else ""))
     notes = []
@@ -414,14 +420,15 @@ def job_map_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] 
         notes.append("no findings given: nothing is marked")
     if jm.absent:
         named = sorted(jm.absent)
-        notes.append(f"findings name rank(s) not in the table: {index_span(named)}")
+        notes.append(f"findings name {'a rank' if len(named) == 1 else 'ranks'} not in the table: {index_span(named)}")
     if jm.unattached:
-        notes.append(f"{jm.unattached} finding(s) name no rank or node (see the findings)")
+        verb = "names" if jm.unattached == 1 else "name"
+        notes.append(f"{how_many(jm.unattached, 'finding')} {verb} no rank or node (see the findings)")
     if missing_hosts:
-        notes.append(f"no snapshot of {len(missing_hosts)} host(s) on this page: "
+        notes.append(f"no snapshot of {how_many(len(missing_hosts), 'host')} on this page: "
                      + ", ".join(shorten(h, 24) for h in missing_hosts[:4]) + (" …" if len(missing_hosts) > 4 else ""))
     if numa_unknown:
-        notes.append(f"NUMA node unknown for {numa_unknown} GPU(s) on this page")
+        notes.append(f"NUMA node not known for {how_many(numa_unknown, 'GPU')} on this page")
     if not report.ranks:
         notes.append("no rank table in this report")
     if notes:
@@ -449,8 +456,8 @@ def job_map_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] 
 def job_summary_html(jm: JobMap, limit: int = 12) -> str:
     """Escaped HTML: the nodes and ranks the findings name, readable without JavaScript."""
     marked = [h for h in jm.hosts if h in jm.host_marks]
-    head = (f"<p><b>{len(jm.hosts)} node{'s' if len(jm.hosts) != 1 else ''}</b>, {len(jm.report.ranks)} rank(s); "
-            f"{len(jm.findings)} finding(s), {len(marked)} node(s) named by them.</p>")
+    head = (f"<p><b>{len(jm.hosts)} node{'s' if len(jm.hosts) != 1 else ''}</b>, {how_many(len(jm.report.ranks), 'rank')}; "
+            f"{how_many(len(jm.findings), 'finding')}, {how_many(len(marked), 'node')} named by them.</p>")
     if not marked and not jm.absent:
         return head
     items = []
@@ -465,7 +472,7 @@ def job_summary_html(jm: JobMap, limit: int = 12) -> str:
                      + ": " + "; ".join(f"[{esc(f.severity)}] {esc(shorten(f.title, 120))}" for f in fs[:3])
                      + (f"; … {len(fs) - 3} more" if len(fs) > 3 else "") + "</li>")
     if len(marked) > limit:
-        items.append(f"<li>… and {len(marked) - limit} more node(s).</li>")
+        items.append(f"<li>… and {how_many(len(marked) - limit, 'more node', 'more nodes')}.</li>")
     if jm.absent:
         items.append(f"<li>ranks named but not in the table: {esc(index_span(jm.absent))}</li>")
     return head + "<ul class='ncclnb-jobmap-marked'>" + "".join(items) + "</ul>"

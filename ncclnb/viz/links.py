@@ -16,6 +16,7 @@ from typing import Optional, Sequence
 from ..model import ClusterReport, Finding
 from ..model.bandwidth import size_text
 from ..model.cluster import LinkTest
+from ..model.words import how_many
 from ._common import esc, shorten
 
 NO_LINK_TEST = "no link test in this report (ran with --no-link-test?)"
@@ -127,7 +128,7 @@ def busbw_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] = 
     title = f"Link test · busbw by message size · {_test_label(test)}"
     sub = [esc(n) for n in notes]
     if found:
-        sub.append(f"{len(found)} link finding(s): " + "; ".join(esc(shorten(f.title, 100)) for f in found[:3]))
+        sub.append(f"{how_many(len(found), 'link finding')}: " + "; ".join(esc(shorten(f.title, 100)) for f in found[:3]))
     if test.env:
         sub.append("env: " + esc(shorten(", ".join(f"{k}={v}" for k, v in sorted(test.env.items())), 120)))
     if sub:
@@ -206,7 +207,7 @@ def pairs_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] = 
                        marker=dict(symbol="square", size=12, color=PAIR_COLOURS[kind]))
             for kind, text in (("measured", "pair"), ("named", "named by a link finding")) if kind != "named" or named]
     fig = go.Figure([bars] + keys)
-    title = f"Point-to-point pairs · {len(test.pairs)} pair(s) · {_test_label(test)}"
+    title = f"Point-to-point pairs · {how_many(len(test.pairs), 'pair')} · {_test_label(test)}"
     if len(idx) < len(test.pairs):
         title += f" · showing {len(idx)} (named and slowest first)"
     if not test.pairs:
@@ -236,9 +237,9 @@ def links_summary_html(report: ClusterReport, findings: Sequence[Finding], link:
     test = _pick(report, link)
     colls = sorted({m.collective for m in test.results}) or ["all_reduce"]
     sizes = sorted({m.size_bytes for m in test.results})
-    parts = [f"<p><b>{_test_label(test)}</b>: {len(test.results)} measurement(s) of {esc(', '.join(colls))}"
+    parts = [f"<p><b>{_test_label(test)}</b>: {how_many(len(test.results), 'measurement')} of {esc(', '.join(colls))}"
              + (f" from {size_text(sizes[0])} to {size_text(sizes[-1])}" if sizes else "")
-             + f"; {len(test.pairs)} point-to-point pair(s).</p>"]
+             + f"; {how_many(len(test.pairs), 'point-to-point pair')}.</p>"]
     items = []
     for coll, (row, why) in _references(test, report, colls).items():
         if row is None:
@@ -253,7 +254,7 @@ def links_summary_html(report: ClusterReport, findings: Sequence[Finding], link:
         for t in test.transports:
             tally[t.transport] = tally.get(t.transport, 0) + 1
         parts.append("<p>NCCL's transports (NCCL_DEBUG=INFO): "
-                     + ", ".join(f"{esc(k)} {v} pair(s)" for k, v in sorted(tally.items())) + "</p>")
+                     + ", ".join(f"{esc(k)} {how_many(v, 'pair')}" for k, v in sorted(tally.items())) + "</p>")
     found = link_findings(findings)
     if found:
         parts.append("<ul class='ncclnb-links-findings'>" + "".join(
@@ -309,5 +310,6 @@ def show_links(target, findings: Optional[Sequence[Finding]] = None):
     pair_view = View(None, first_pairs)
     test = report.links[0]
     return View(box, first, "<h4>Link results</h4>" + summary.value,
-                f"ncclnb link results: {test.backend} on {test.device}, {len(test.results)} measurements, "
-                f"{len(test.pairs)} pairs, {len(link_findings(findings))} link finding(s)", parts=[pair_view])
+                f"ncclnb link results: {test.backend} on {test.device}, {how_many(len(test.results), 'measurement')}, "
+                f"{how_many(len(test.pairs), 'pair')}, {how_many(len(link_findings(findings)), 'link finding')}",
+                parts=[pair_view])

@@ -7,12 +7,15 @@ from typing import Iterable, Optional
 
 from ..model import NodeSnapshot, RankEntry
 from ..model.cpulist import format_cpulist, parse_cpulist
+from ..model.words import how_many
 from ._common import (
+    bus_text,
     GpuPositions,
     esc,
     esc_attr,
     gpu_hover,
     index_span,
+    numa_text,
     shorten,
 )
 
@@ -147,12 +150,12 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
                            line=dict(color="#636363", width=1), fillcolor="#f7f7f7", layer="below"))
         node = nodes.get(nid)
         if nid is None:
-            head = "<b>NUMA ?</b><br>node not reported"
+            head = "<b>NUMA node not known</b><br>not reported for these devices"
         else:
             cpus = node.cpus if node else ""
             mem = f" · {node.memory_mib // 1024} GiB" if node and node.memory_mib else ""
             ncpu = len(parse_cpulist(cpus))
-            head = f"<b>NUMA {nid}</b>{mem}<br>{ncpu} CPUs: {esc(shorten(cpus or '?', 36))}"
+            head = f"<b>NUMA {nid}</b>{mem}<br>{ncpu} CPUs: {esc(shorten(cpus, 36)) if cpus else 'not known'}"
         annotations.append(dict(x=x, y=-0.05, text=head, showarrow=False, yanchor="top", font=dict(size=11)))
     bands = (("GPUs", gpu_top), ("NICs", nic_top)) + ((("ranks", rank_top),) if places else ())
     for label, y in bands:
@@ -168,7 +171,7 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
         )
 
     def where(nid) -> str:
-        return "NUMA ?" if nid is None else f"NUMA {nid}"
+        return numa_text(nid)
 
     traces = []
     xs, ys, texts, hovers = [], [], [], []
@@ -176,7 +179,7 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
         group = gpu_groups[nid]
         if fold_gpus:
             if group:
-                models = sorted({snapshot.gpus[p].name or "?" for p in group})
+                models = sorted({snapshot.gpus[p].name or "model not known" for p in group})
                 xs.append(x_of[nid]); ys.append(gpu_top); texts.append(f"{len(group)} GPUs")
                 hovers.append(f"<b>{len(group)} GPUs</b> on {where(nid)}: GPU "
                               f"{esc(index_span(snapshot.gpus[p].index for p in group))}"
@@ -203,8 +206,9 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
         for k, (x, y) in zip(group, _spread(len(group), x_of[nid], nic_top)):
             nic = snapshot.nics[k]
             xs.append(x); ys.append(y); texts.append(esc(shorten(nic.name, 10)))
-            hovers.append(f"<b>{esc(nic.name)}</b> {esc(nic.kind or '?')}, {esc(nic.state or '?')}"
-                          f"<br>bus {esc(nic.pci_bus_id or '?')} · NUMA {esc('?' if nic.numa_node is None else nic.numa_node)}"
+            kind = ", ".join(esc(x) for x in (nic.kind, nic.state) if x)
+            hovers.append(f"<b>{esc(nic.name)}</b> {kind}"
+                          f"<br>{bus_text(nic.pci_bus_id)} · {numa_text(nic.numa_node)}"
                           + (f"<br>{nic.speed_mbps // 1000} Gb/s" if nic.speed_mbps else ""))
     traces.append(scatter("NICs", xs, ys, texts, hovers, "#abdda4", "diamond", 16, inside=False))
 
@@ -215,7 +219,7 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
             for st, (x, y) in zip(rank_markers[nid], _spread(len(rank_markers[nid]), x_of[nid], rank_top)):
                 group = [pl for pl in rank_groups[nid] if pl.status == st]
                 xs.append(x); ys.append(y); texts.append(str(len(group))); colours.append(AFFINITY_COLOURS[st])
-                hovers.append(f"<b>{len(group)} rank(s)</b> on GPUs of {where(nid)}: {esc(AFFINITY_MEANING[st])}"
+                hovers.append(f"<b>{how_many(len(group), 'rank')}</b> on GPUs of {where(nid)}: {esc(AFFINITY_MEANING[st])}"
                               f"<br>ranks {esc(index_span(pl.rank.rank for pl in group))}")
                 for other in sorted({o for pl in group for o in pl.covers if o != nid}, key=str):
                     if other in x_of:
@@ -225,11 +229,15 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
         for pl, (x, y) in zip(rank_groups[nid], _spread(len(rank_groups[nid]), x_of[nid], rank_top)):
             r = pl.rank
             xs.append(x); ys.append(y); texts.append(str(r.rank)); colours.append(AFFINITY_COLOURS[pl.status])
-            gpu = f"GPU{snapshot.gpus[pl.gpu_pos].index}" if pl.gpu_pos is not None else "GPU ?"
+            gpu = (f"GPU{snapshot.gpus[pl.gpu_pos].index}, {numa_text(pl.gpu_node)}" if pl.gpu_pos is not None
+                   else "a GPU not known")
+            who = ", ".join(x for x in (f"local {esc(r.local_rank)}" if r.local_rank is not None else "",
+                                        f"pid {esc(r.pid)}" if r.pid else "") if x)
+            affinity = (f"CPU affinity {esc(r.cpu_affinity)} → NUMA {', '.join(map(str, pl.covers)) or 'node not known'}"
+                        if r.cpu_affinity else "CPU affinity not known")
             hovers.append(
-                f"<b>rank {r.rank}</b> (local {esc('?' if r.local_rank is None else r.local_rank)}, pid {esc(r.pid or '?')})"
-                f" on {gpu}, NUMA {esc('?' if pl.gpu_node is None else pl.gpu_node)}"
-                f"<br>CPU affinity {esc(r.cpu_affinity or '?')} → NUMA {', '.join(map(str, pl.covers)) or '?'}"
+                f"<b>rank {r.rank}</b>" + (f" ({who})" if who else "") + f" on {gpu}"
+                f"<br>{affinity}"
                 f"<br>{esc(AFFINITY_MEANING[pl.status])}"
             )
             for other in pl.covers:
@@ -291,8 +299,8 @@ def numa_summary(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()) -> str
         if len(ns) > LIST_LIMIT:
             nics += f" … ({len(ns)} NICs)"
         rks = _ranks_cell(rank_groups[nid])
-        cpus = esc(format_cpulist(parse_cpulist(node.cpus)) if node else "?")
-        rows.append(f"<tr><td><b>{esc('?' if nid is None else nid)}</b></td><td>{cpus}</td><td>{gpus}</td><td>{nics}</td><td>{rks}</td></tr>")
+        cpus = esc(format_cpulist(parse_cpulist(node.cpus))) if node else "not known"
+        rows.append(f"<tr><td><b>{'not known' if nid is None else esc(nid)}</b></td><td>{cpus}</td><td>{gpus}</td><td>{nics}</td><td>{rks}</td></tr>")
     return (
         '<table class="ncclnb-numa" style="border-collapse:collapse">'
         "<tr><th>NUMA</th><th>CPUs</th><th>GPUs</th><th>NICs</th><th>ranks (by GPU)</th></tr>"

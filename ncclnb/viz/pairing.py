@@ -8,6 +8,7 @@ send or receive has no partner is the doctor's verdict (the same match that
 gives its ``p2p_pairing`` findings), never re-judged here."""
 from __future__ import annotations
 
+from ..model.words import how_many
 from ._common import esc, shorten, step_colorscale
 
 MAX_RANKS = 64       # ranks drawn on each axis (those in unpaired ops first)
@@ -64,8 +65,8 @@ def cell_hover(pairing, src: int, dst: int, cell) -> str:
     if cell is None:
         return f"<b>rank {src} → rank {dst}</b>: no send, no receive"
     lines = [f"<b>rank {src} → rank {dst}</b>",
-             f"{len(cell.sends)} send(s) on rank {src}: {_list(cell.sends)}",
-             f"{len(cell.recvs)} receive(s) on rank {dst}: {_list(cell.recvs)}"]
+             f"{how_many(len(cell.sends), 'send')} on rank {src}: {_list(cell.sends)}",
+             f"{how_many(len(cell.recvs), 'receive')} on rank {dst}: {_list(cell.recvs)}"]
     for op in [u for u in pairing.unpaired if u.src == src and u.dst == dst][:4]:
         what = "no receive on rank %d" % dst if op.kind == "send" else "no send on rank %d" % src
         lines.append(f"<b>unpaired {esc(op.kind)}</b>: {esc(shorten(op.text, 120))} ({what})")

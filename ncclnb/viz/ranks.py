@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..model import ClusterReport, RankEntry
+from ..model.words import how_many
 from ._common import esc, shorten, step_colorscale
 
 # Cell kinds, worst first: a cell takes the colour of its worst problem.
@@ -28,7 +29,7 @@ KIND_COLOURS = {
     "empty": "#ffffff",
 }
 KIND_LABELS = {
-    "out_of_range": "rank ≥ world size",
+    "out_of_range": "rank at or above the world size",
     "duplicate": "duplicate rank",
     "shared_gpu": "two ranks on one GPU",
     "wrong_device": "GPU ≠ LOCAL_RANK",
@@ -38,6 +39,24 @@ KIND_LABELS = {
     "ok": "ok",
     "empty": "no rank",
 }
+# each kind with its count, as a reader says it: "1 rank at or above the world size", "3 duplicate ranks"
+_COUNTED = {
+    "out_of_range": ("rank", " at or above the world size"),
+    "duplicate": ("duplicate rank", ""),
+    "shared_gpu": ("rank", " sharing a GPU"),
+    "wrong_device": ("rank", " on a GPU other than LOCAL_RANK"),
+    "world_size": ("rank", " with a different WORLD_SIZE"),
+    "device_unset": ("rank", " that never set a device"),
+    "missing": ("missing rank", ""),
+    "ok": ("rank", " ok"),
+    "empty": ("empty slot", ""),
+}
+
+
+def kind_count(kind: str, n: int) -> str:
+    """``kind_count("out_of_range", 3)`` -> "3 ranks at or above the world size"."""
+    noun, rest = _COUNTED[kind]
+    return how_many(n, noun) + rest
 PAGE_SIZE = 32  # nodes per page
 SLOT_LIMIT = 64  # slot columns drawn one by one; more (thousands of ranks on a node): blocks of slots
 MISSING_LIMIT = 1 << 20  # missing ranks listed one by one; more are only counted
@@ -195,7 +214,7 @@ def analyse_ranks(report: ClusterReport) -> RankMap:
 
 def cell_hover(rm: RankMap, cell: Cell) -> str:
     """Escaped hover / detail HTML for one cell."""
-    host = esc(shorten(rm.hosts[cell.node], 48)) if 0 <= cell.node < len(rm.hosts) else "?"
+    host = esc(shorten(rm.hosts[cell.node], 48)) if 0 <= cell.node < len(rm.hosts) else "a node not known"
     if cell.entry is None:
         head = f"<b>missing rank {cell.missing_rank}</b> (expected on {host}, slot {cell.slot})"
     else:
@@ -204,13 +223,14 @@ def cell_hover(rm: RankMap, cell: Cell) -> str:
         if e.gpu_uuid:
             gpu += f" ({esc(shorten(e.gpu_uuid, 20))})"
         head = (f"<b>rank {e.rank}</b> on {host}<br>local rank {esc(_q(e.local_rank))} · {gpu}"
-                f" · pid {esc(_q(e.pid))}<br>WORLD_SIZE {esc(_q(e.world_size))} · NODE_RANK {esc(_q(e.node_rank))}")
+                f" · {f'pid {esc(e.pid)}' if e.pid else 'pid not known'}"
+                f"<br>WORLD_SIZE {esc(_q(e.world_size))} · NODE_RANK {esc(_q(e.node_rank))}")
     body = "<br>".join("⚠ " + p for p in cell.problems) if cell.problems else "ok"
     return f"{head}<br><i>{esc(KIND_LABELS[cell.kind])}</i><br>{body}"
 
 
 def _q(value) -> str:
-    return "?" if value is None else str(value)
+    return "not known" if value is None else str(value)
 
 
 def slot_blocks(slots: int, limit: int = SLOT_LIMIT) -> list[tuple[int, int]]:
@@ -239,10 +259,10 @@ def _block_summary(rm: RankMap, node: int, a: int, b: int, cells: list[Cell]):
     tally = Counter(c.kind for c in cells)
     kind = min(tally, key=KINDS.index)
     bad = sum(v for k, v in tally.items() if k != "ok")
-    counts = ", ".join(f"{tally[k]} {esc(KIND_LABELS[k])}" for k in KINDS if tally.get(k))
+    counts = ", ".join(esc(kind_count(k, tally[k])) for k in KINDS if tally.get(k))
     first = next((c for c in cells if c.kind == kind), cells[0])
     example = f"<br>e.g. {esc(first.problems[0][:160]) if first.problems else 'ok'}" if bad else ""
-    hover = (f"<b>{host}, slots {a}–{b - 1}</b>: {len(cells)} rank(s){f', {bad} anomalous' if bad else ''}"
+    hover = (f"<b>{host}, slots {a}–{b - 1}</b>: {how_many(len(cells), 'rank')}{f', {bad} anomalous' if bad else ''}"
              f"<br>{counts}{example}<br><i>click for the list</i>")
     return kind, (f"{bad}⚠" if bad else ""), hover
 
@@ -252,7 +272,7 @@ def slot_block_html(rm: RankMap, node: int, a: int, b: int, limit: int = 20) -> 
     ``limit``, worst first), for the detail pane of a block."""
     cells = _block_cells(rm, node, a, b)
     bad = sorted((c for c in cells if c.kind != "ok"), key=lambda c: (KINDS.index(c.kind), c.slot))
-    head = (f"<b>{esc(shorten(rm.hosts[node], 48))}, slots {a}–{b - 1}</b>: {len(cells)} rank(s), "
+    head = (f"<b>{esc(shorten(rm.hosts[node], 48))}, slots {a}–{b - 1}</b>: {how_many(len(cells), 'rank')}, "
             f"{len(bad)} anomalous")
     if not bad:
         return head
@@ -327,8 +347,8 @@ def rank_map_figure(report: ClusterReport, page: int = 0, page_size: int = PAGE_
             for kd in present]
     fig = go.Figure([heat] + keys)
     bad = len(rm.anomalous_nodes)
-    counts = ", ".join(f"{n} {KIND_LABELS[kd]}" for kd, n in sorted(rm.counts.items(), key=lambda kv: KINDS.index(kv[0])) if kd != "ok")
-    world = "?" if rm.world_size is None else rm.world_size
+    counts = ", ".join(kind_count(kd, n) for kd, n in sorted(rm.counts.items(), key=lambda kv: KINDS.index(kv[0])) if kd != "ok")
+    world = "not known" if rm.world_size is None else rm.world_size
     title = (f"Rank map · {len(rm.hosts)} nodes × {slots} slots, WORLD_SIZE {world} · "
              f"{bad} node{'s' if bad != 1 else ''} with anomalies{' (first)' if bad and not only_anomalous else ''}"
              + (f" · page {page + 1}/{pages}" if pages > 1 else "")
@@ -372,7 +392,7 @@ def rank_summary_html(rm: RankMap, limit: int = 20) -> str:
     if not bad:
         return head + "no anomaly.</p>"
     head += ", ".join(
-        f'<span style="background:{KIND_COLOURS[k]};padding:0 4px">{v} {esc(KIND_LABELS[k])}</span>'
+        f'<span style="background:{KIND_COLOURS[k]};padding:0 4px">{esc(kind_count(k, v))}</span>'
         for k, v in sorted(rm.counts.items(), key=lambda kv: KINDS.index(kv[0])) if k != "ok"
     ) + "</p>"
     items = "".join(f"<li>{cell_hover(rm, c).replace('<br>', ' · ')}</li>" for c in bad[:limit])

@@ -6,16 +6,20 @@ from collections import Counter
 from typing import Iterable, Optional
 
 from ..model import NodeSnapshot, nvlink_count
+from ..model.words import how_many
 from ._common import (
     LINK_CLASSES,
     LINK_COLOURS,
     LINK_MEANING,
     LINK_ORDER,
+    bus_text,
     esc,
     gpu_hover,
     gpus_in_use,
     link_class,
     nic_info,
+    nic_traits,
+    numa_text,
     shorten,
     step_colorscale,
 )
@@ -161,8 +165,8 @@ def _cell_figure(snapshot: NodeSnapshot, in_use, rows: tuple[int, int], cols: tu
     # big matrices: a shorter hover (the colour bar names each class) keeps the JSON small
     needed = set(range(r0, r1)) | set(range(c0, c1))
     row_desc = {p: gpu_hover(snapshot, p) if show_text else
-                f"<b>GPU{snapshot.gpus[p].index}</b> bus {esc(snapshot.gpus[p].pci_bus_id or '?')} · NUMA "
-                f"{esc('?' if snapshot.gpus[p].numa_node is None else snapshot.gpus[p].numa_node)}"
+                f"<b>GPU{snapshot.gpus[p].index}</b> {bus_text(snapshot.gpus[p].pci_bus_id)} · "
+                f"{numa_text(snapshot.gpus[p].numa_node)}"
                 for p in needed}
     nic_desc = [_nic_hover(snapshot, nic_names[k], k) for k in range(len(nic_names))]
     z, text, hover = [], [], []
@@ -336,7 +340,7 @@ def _block_name(snapshot: NodeSnapshot, a: int, b: int) -> str:
 def _numa_of_block(snapshot: NodeSnapshot, a: int, b: int) -> str:
     nodes = sorted({g.numa_node for g in snapshot.gpus[a:b] if g.numa_node is not None})
     if not nodes:
-        return "NUMA ?"
+        return "NUMA node not known"
     return f"NUMA {nodes[0]}" if len(nodes) == 1 else f"NUMA {nodes[0]}–{nodes[-1]}"
 
 
@@ -397,7 +401,7 @@ def _block_figure(snapshot: NodeSnapshot, in_use, rows: tuple[int, int], cols: t
             if worst:
                 lines.append(f"most common: <b>{esc(common)}</b> · worst: <b>{esc(worst)}</b>")
             if is_gpu and cap and p2p_bad[c]:
-                lines.append(f"P2P {esc(cap)} not OK: {p2p_bad[c]} pair(s)")
+                lines.append(f"P2P {esc(cap)} not OK: {how_many(p2p_bad[c], 'pair')}")
             lines.append("<i>click to zoom in</i>")
             hr.append("<br>".join(lines))
         z.append(zr)
@@ -513,10 +517,7 @@ def _nic_hover(snapshot: NodeSnapshot, name: str, k: int) -> str:
     nic = nic_info(snapshot, name)
     text = f"<b>NIC{k}</b> {esc(name)}"
     if nic is not None:
-        text += f" ({esc(nic.kind or '?')}, {esc(nic.state or '?')}"
-        if nic.speed_mbps:
-            text += f", {nic.speed_mbps // 1000} Gb/s"
-        text += f", NUMA {esc('?' if nic.numa_node is None else nic.numa_node)})"
+        text += f" ({nic_traits(nic)})"
     return text
 
 
@@ -535,10 +536,10 @@ def topology_details(snapshot: NodeSnapshot, row: int, column: int) -> str:
     parts = [f"<b>{esc(left)} ↔ {esc(right)}</b>: <code>{esc(label)}</code> = {esc(LINK_MEANING[cls])}"]
     if nvlink_count(label):
         parts.append(f"{nvlink_count(label)} NVLinks bonded")
-    parts.append(f"{esc(left)}: {esc(g.name or '?')}, bus {esc(g.pci_bus_id or '?')}, NUMA {esc(g.numa_node)}")
+    parts.append(f"{esc(left)}: {esc(g.name or 'model not known')}, {bus_text(g.pci_bus_id)}, {numa_text(g.numa_node)}")
     if column < n:
         o = snapshot.gpus[column]
-        parts.append(f"{esc(right)}: {esc(o.name or '?')}, bus {esc(o.pci_bus_id or '?')}, NUMA {esc(o.numa_node)}")
+        parts.append(f"{esc(right)}: {esc(o.name or 'model not known')}, {bus_text(o.pci_bus_id)}, {numa_text(o.numa_node)}")
         statuses = _p2p_status(snapshot, row, column)
         if statuses:
             parts.append("P2P (nvidia-smi topo -p2p): " + ", ".join(f"{esc(k)} {esc(v)}" for k, v in statuses.items()))

@@ -37,7 +37,7 @@ def test_a_healthy_launch_passes():
       "SLURM_NODEID": "0", "SLURM_NNODES": "3"}, {}, "world size 8 is not 3 nodes x 4"),
     (dict(TORCHRUN, CUDA_VISIBLE_DEVICES="6,7,7,8"), {"backend": "nccl", "gpus": 10}, "names 7 twice"),
     (dict(TORCHRUN, CUDA_VISIBLE_DEVICES="0,9,1"), {"backend": "nccl", "gpus": 8}, "GPU 9 does not exist"),
-    (dict(TORCHRUN, LOCAL_RANK="3"), {"backend": "nccl", "gpus": 2}, "local rank 3 but only 2 GPU(s) visible"),
+    (dict(TORCHRUN, LOCAL_RANK="3"), {"backend": "nccl", "gpus": 2}, "local rank 3 but only 2 GPUs visible"),
 ])
 def test_each_problem_is_named(env, kwargs, message):
     with pytest.raises(PreflightError) as err:

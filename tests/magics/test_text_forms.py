@@ -353,7 +353,7 @@ def test_terminal_ipython_prints_the_full_text_of_every_magic(tmp_path):
     out = _terminal(tmp_path, code="\n".join(lines))
     assert "Most likely: Rank 7 started with a world size of 4" in out and "fix " in out
     for marker in ("Topology of h100-node0", "Links (nvidia-smi topo -m terms)", "NUMA placement on h100-node0",
-                   "Rank map: 16 ranks on 2 nodes", "Versions on 2 nodes", "finding(s):", "Job map",
+                   "Rank map: 16 ranks on 2 nodes", "Versions on 2 nodes", "checks on 2 nodes).", "Job map",
                    "Link results", "gloo on cpu: 16 ranks on 2 nodes", "Checks",
                    "Flight-recorder alignment:", "first divergence at #4"):
         assert marker in out, marker

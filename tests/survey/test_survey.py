@@ -73,7 +73,7 @@ def test_two_torchrun_nodes_side_by_side(tmp_path, rendezvous):
     results = _ranks(out, {0: (env, argv(0)), 1: (env, argv(1))})
     assert [results[n][0] for n in (0, 1)] == [0, 0], results
     summary = results[0][1] + results[1][1]
-    assert "4 rank(s) on 2 node snapshot(s)" in summary and "verdict: READY" in summary
+    assert "4 ranks on 2 node snapshots" in summary and "verdict: READY" in summary
     report = ncclnb.load(str(out / "report.json"))
     assert sorted(r.rank for r in report.ranks) == [0, 1, 2, 3]
     assert {r.world_size for r in report.ranks} == {4}
@@ -120,7 +120,7 @@ def test_rank_beyond_world_size(tmp_path, cli):
     assert code0 == 1 and "PARTIAL" in stdout0 and "Traceback" not in stderr0
     report = ncclnb.load(str(out / "report.json"))
     assert sorted(r.rank for r in report.ranks) == [0, 2]
-    assert "PARTIAL" in report.description and "Rank(s) 1 of 0-1 never registered" in report.description
+    assert "PARTIAL" in report.description and "Rank 1 of 0-1 never registered" in report.description
     assert {"rank_out_of_range", "rank_table_gaps"} <= _rules(out / "report.json")
     ncclnb.dashboard(report)   # a partial report renders like any other
     checked = cli("check", "--json", str(out / "report.json"))
@@ -153,10 +153,10 @@ def test_rank_that_exits_before_joining(tmp_path):
     code1, _, stderr1 = results[1]
     assert code1 == 1 and "Traceback" not in stderr1 and stderr1.strip().count("\n") == 0, stderr1
     code0, stdout0, _ = results[0]
-    assert code0 == 1 and "PARTIAL" in stdout0 and "missing rank(s) 2" in stdout0
+    assert code0 == 1 and "PARTIAL" in stdout0 and "missing rank 2" in stdout0
     report = ncclnb.load(str(out / "report.json"))
     assert sorted(r.rank for r in report.ranks) == [0, 1] and len(report.snapshots) == 1
-    assert "Rank(s) 2 of 0-2 never registered" in report.description
+    assert "Rank 2 of 0-2 never registered" in report.description
     gaps = [f for f in ncclnb.check(report) if f.rule == "rank_table_gaps"]
     assert gaps and list(gaps[0].ranks) == [2]
     assert processes_mentioning(str(out)) == []

@@ -170,7 +170,7 @@ def test_rank_map_figure_colours_and_hover():
     assert heat.z[1] == (KINDS.index("ok"),) * 4 or list(heat.z[1]) == [KINDS.index("ok")] * 4
     assert "missing" in fig.layout.title.text and "6, 7" in fig.layout.title.text
     legend = [t.name for t in fig.data[1:]]
-    assert "rank ≥ world size" in legend and "duplicate rank" in legend
+    assert "rank at or above the world size" in legend and "duplicate rank" in legend
 
 
 def test_rank_map_world_size_layout_note():

@@ -132,8 +132,8 @@ def test_missing_numa_facts_are_said_not_guessed():
     rep = ClusterReport(snapshots=(snap,), ranks=(RankEntry(0, snap.hostname, 0, 1, cuda_index=0, cpu_affinity="0-3"),))
     fig = job_map_figure(rep, ())
     cls, text, _ = cell(fig, snap.hostname, "GPU0")
-    assert cls == "numa?" and "cpu ?" in text
-    assert "NUMA node unknown for 4 GPU(s)" in fig.layout.title.text
+    assert cls == "numa?" and "cpu not known" in text and "cpu N" not in text
+    assert "NUMA node not known for 4 GPUs" in fig.layout.title.text
     assert "NUMA nodes" in cell(fig, snap.hostname, "node")[2]
 
 

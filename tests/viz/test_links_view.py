@@ -149,7 +149,7 @@ def test_the_real_slow_pair_check_names_the_slow_pair():
     bars = pairs_figure(rep, found).data[0]
     assert [lab for lab, c in zip(bars.x, bars.marker.color) if c == PAIR_COLOURS["named"]] == [
         f"{slow.src_rank}→{slow.dst_rank}"]
-    assert "1 link finding(s)" in busbw_figure(rep, found).layout.title.text
+    assert "1 link finding" in busbw_figure(rep, found).layout.title.text
 
 
 def test_the_reports_own_findings_are_the_default():
@@ -157,9 +157,9 @@ def test_the_reports_own_findings_are_the_default():
     p = rep.links[0].pairs[5]
     rep = dataclasses.replace(rep, findings=(slow_pair(p.src_rank, p.dst_rank),))
     assert PAIR_COLOURS["named"] in pairs_figure(rep).data[0].marker.color
-    assert "1 link finding(s)" in busbw_figure(rep).layout.title.text
+    assert "1 link finding" in busbw_figure(rep).layout.title.text
     view = show_links(rep)
-    assert "link_slow_pair" in view.static_html() and "1 link finding(s)" in view.text
+    assert "link_slow_pair" in view.static_html() and "1 link finding" in view.text
 
 
 def test_many_pairs_show_the_named_and_the_slowest():

@@ -26,6 +26,7 @@ import re
 from typing import Optional
 
 from ...model import ClusterReport, Gpu, Host, LinkMeasurement, LinkTest, NodeSnapshot, RankEntry
+from ...model.words import how_many
 from ._common import ParseError
 from .nccl_version import peer_transports
 
@@ -134,5 +135,6 @@ def parse_nccl_tests(text: str, label: str = "nccl-tests output") -> ClusterRepo
         transports=tuple(peer_transports(text)),
         env={"NCCL_ALGO": algo[-1]} if algo else {})
     return ClusterReport(snapshots=tuple(snapshots), ranks=tuple(table), links=(link,),
-                         description=f"{collective} from {label} ({KIND}, {world} rank(s) on {max(1, len(hosts))} "
-                                     f"node(s)); node facts are only the GPUs its 'Using devices' lines name.")
+                         description=f"{collective} from {label} ({KIND}, {how_many(world, 'rank')} on "
+                                     f"{how_many(max(1, len(hosts)), 'node')}); node facts are only the GPUs its "
+                                     "'Using devices' lines name.")
