@@ -34,7 +34,8 @@ def _selected(only) -> list[CheckInfo]:
     ids = [i for i in ids if i]
     unknown = [i for i in ids if i not in REGISTRY]
     if unknown:
-        raise ValueError(f"unknown check id(s): {', '.join(unknown)} (known: {', '.join(sorted(REGISTRY))})")
+        ids_word = "id" if len(unknown) == 1 else "ids"
+        raise ValueError(f"unknown check {ids_word}: {', '.join(unknown)} (known: {', '.join(sorted(REGISTRY))})")
     return [REGISTRY[i] for i in dict.fromkeys(ids)]
 
 

@@ -226,10 +226,10 @@ def _load_record(path: str) -> Signature:
         raise KnowledgeBaseError(f"{name}: expected a JSON object")
     missing = [k for k in _REQUIRED if k not in data]
     if missing:
-        raise KnowledgeBaseError(f"{name}: missing field(s) {', '.join(missing)}")
+        raise KnowledgeBaseError(f"{name}: missing {'field' if len(missing) == 1 else 'fields'} {', '.join(missing)}")
     unknown = sorted(set(data) - set(_REQUIRED) - set(_OPTIONAL))
     if unknown:
-        raise KnowledgeBaseError(f"{name}: unknown field(s) {', '.join(unknown)}")
+        raise KnowledgeBaseError(f"{name}: unknown {'field' if len(unknown) == 1 else 'fields'} {', '.join(unknown)}")
     if data["id"] + ".json" != name:
         raise KnowledgeBaseError(f"{name}: id {data['id']!r} does not match the file name")
     if data["category"] not in CATEGORIES:

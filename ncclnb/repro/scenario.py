@@ -104,7 +104,8 @@ def _variant(name: str, data: Any, where: str) -> Variant:
         raise ScenarioError(f"{where}: variant {name!r} must be an object")
     unknown = set(data) - _VARIANT_KEYS
     if unknown:
-        raise ScenarioError(f"{where}: variant {name!r} has unknown field(s) {', '.join(sorted(unknown))}")
+        fields = "field" if len(unknown) == 1 else "fields"
+        raise ScenarioError(f"{where}: variant {name!r} has unknown {fields} {', '.join(sorted(unknown))}")
     start = data.get("start")
     if start is not None and not (isinstance(start, list) and all(isinstance(i, int) for i in start)):
         raise ScenarioError(f"{where}: variant {name!r}: 'start' must be a list of process indices")
@@ -127,7 +128,7 @@ def parse(data: Any, where: str) -> Scenario:
         raise ScenarioError(f"{where}: a scenario is a JSON object")
     unknown = set(data) - _KEYS
     if unknown:
-        raise ScenarioError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+        raise ScenarioError(f"{where}: unknown {'field' if len(unknown) == 1 else 'fields'} {', '.join(sorted(unknown))}")
     name = _need(data, "name", str, where)
     if not _NAME.match(name):
         raise ScenarioError(f"{where}: name {name!r} must be lower_snake_case")
@@ -151,7 +152,8 @@ def parse(data: Any, where: str) -> Scenario:
         raise ScenarioError(f"{where}: a scenario needs a 'broken' and a 'fixed' variant")
     bad = set(variants_raw) - set(VARIANTS)
     if bad:
-        raise ScenarioError(f"{where}: unknown variant(s) {', '.join(sorted(bad))} (known: {', '.join(VARIANTS)})")
+        which = "variant" if len(bad) == 1 else "variants"
+        raise ScenarioError(f"{where}: unknown {which} {', '.join(sorted(bad))} (known: {', '.join(VARIANTS)})")
     variants = {k: _variant(k, v, where) for k, v in variants_raw.items()}
     timeout = data.get("timeout_s", 5)
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 1 <= timeout <= 120:
