@@ -369,12 +369,12 @@ def _sections(text: str, titles: tuple) -> str:
     return "\n\n".join(blocks[:1] + [b for b in blocks[1:] if b.split("\n", 1)[0].startswith(titles)])
 
 
-def _node_of(target):
-    """The node a one-node view shows (the first of a report) and a line naming the others."""
+def _node_of(target, host=None):
+    """The node a one-node view shows (``host``, else the first of a report) and a line naming the others."""
     from .model._repr import terminal_text
     from .viz._common import pick_snapshot, snapshots_of
 
-    snap, n = pick_snapshot(target), len(snapshots_of(target))
+    snap, n = pick_snapshot(target, host), len(snapshots_of(target))
     note = terminal_text(f"\n\n(node {snap.hostname} of {n}: ncclnb.show_topology(report, host=NAME), "
                          f"ncclnb.show_numa(report, host=NAME) or `ncclnb show` for the others)") if n > 1 else ""
     return snap, note
@@ -394,15 +394,15 @@ def _rank_rows(ranks) -> list:
     return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
 
 
-def _topology_text(target) -> str:
-    snap, note = _node_of(target)
+def _topology_text(target, host=None) -> str:
+    snap, note = _node_of(target, host)
     return f"Topology of {_sections(_summary(snap), ('GPUs', 'Links'))}{note}"
 
 
-def _numa_text(target) -> str:
+def _numa_text(target, host=None) -> str:
     from .viz._common import ranks_of
 
-    snap, note = _node_of(target)
+    snap, note = _node_of(target, host)
     text = f"NUMA placement on {_sections(_summary(snap), ('NUMA', 'NICs'))}"
     ranks = [e for e in ranks_of(target) if e.host == snap.hostname]
     if ranks:
@@ -445,7 +445,7 @@ def _findings_text(findings, target=None) -> str:
         from .cli.check_verb import format_text
         from .viz._common import snapshots_of
 
-        n_nodes = len(snapshots_of(target)) if target is not None else 0
+        n_nodes = len(snapshots_of(target)) if target is not None else None
         return terminal_text(format_text(list(findings), len(registry()), n_nodes))
     except ImportError:
         return terminal_text("\n".join(f"{f.severity.upper():8}{f.title}" for f in findings) or "No findings.")
@@ -565,6 +565,24 @@ def _pairing_text(facts) -> str:
 
 _RUN_FACTS = {"show_alignment": _alignment_facts, "show_pairing": _pairing_facts}
 _RUN_TEXT = {"show_alignment": _alignment_text, "show_pairing": _pairing_text}
+
+
+def view_text(name: str, *args, **kwargs) -> str:
+    """The full text form the magics print in text mode for the view
+    ``ncclnb.<name>(*args, **kwargs)`` (``name`` one of the ``show_*``
+    functions or ``dashboard``): what a view shows as text/plain where the
+    frontend shows only text (:func:`renderer` is ``text``)."""
+    if name == "dashboard":
+        return _dashboard_text(*args, **kwargs)
+    if name == "show_diagnosis":
+        from .doctor.report import render_text
+        from .model import Diagnosis
+
+        (diag,) = args
+        return render_text(diag).rstrip("\n") if isinstance(diag, Diagnosis) else _findings_text(list(diag))
+    if name in _RUN_TEXT:
+        return _RUN_TEXT[name](*args)
+    return _VIEW_TEXT[name](*args, **kwargs)
 
 
 HANDLERS = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import Optional
 
 from ..model.words import how_many
 from . import UsageError, add_fail_on, fail_status, write_output
@@ -73,10 +74,12 @@ def combine(targets):
                          description="combined by ncclnb check")
 
 
-def format_text(findings, n_checks: int, n_nodes: int) -> str:
-    """Human-readable findings: severity, title, evidence, fix."""
+def format_text(findings, n_checks: int, n_nodes: Optional[int]) -> str:
+    """Human-readable findings: severity, title, evidence, fix (``n_nodes``
+    None: the nodes checked are not known here, and are not counted)."""
+    scope = how_many(n_checks, "check") + (f" on {how_many(n_nodes, 'node')}" if n_nodes is not None else "")
     if not findings:
-        return f"No findings: {how_many(n_checks, 'check')} on {how_many(n_nodes, 'node')}."
+        return f"No findings: {scope}."
     lines = []
     for f in findings:
         lines.append(f"{f.severity.upper():8}{f.title}")
@@ -93,7 +96,7 @@ def format_text(findings, n_checks: int, n_nodes: int) -> str:
     counts = {s: sum(f.severity == s for f in findings) for s in ("error", "warning", "info")}
     lines.append(f"{how_many(len(findings), 'finding')}: {how_many(counts['error'], 'error')}, "
                  f"{how_many(counts['warning'], 'warning')}, {counts['info']} info "
-                 f"({how_many(n_checks, 'check')} on {how_many(n_nodes, 'node')}).")
+                 f"({scope}).")
     return "\n".join(lines)
 
 

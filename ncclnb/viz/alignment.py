@@ -192,7 +192,7 @@ def show_alignment(source, group: Optional[str] = None):
 
     from ..doctor.facts import run_alignment
     from ..doctor.flight_recorder import Alignment
-    from .widgets import DETAIL_HINT, View, _detail_pane, _FigureSlot, _show_hover_on_click
+    from .widgets import DETAIL_HINT, View, _detail_pane, _FigureSlot, _show_hover_on_click, with_text_form
 
     facts = source if isinstance(source, Alignment) else run_alignment(source)
     fig = alignment_figure(facts, group)
@@ -216,4 +216,4 @@ def show_alignment(source, group: Optional[str] = None):
     first = facts.first_divergence
     text = (f"ncclnb flight-recorder alignment: {how_many(len(facts.ranks), 'rank')}, {how_many(len(facts.groups), 'group')}; "
             + (f"first divergence at #{first[1].seq} of group {first[0].pg}" if first else "no divergence"))
-    return View(box, fig, "<h4>Flight-recorder alignment</h4>" + summary, text)
+    return with_text_form(View(box, fig, "<h4>Flight-recorder alignment</h4>" + summary, text), "show_alignment", facts)

@@ -488,7 +488,7 @@ def show_job_map(target, findings: Optional[Sequence[Finding]] = None, page_size
     import ipywidgets as w
 
     from ._common import resolve
-    from .widgets import DETAIL_HINT, View, _detail_pane, _FigureSlot, _show_hover_on_click, report_findings
+    from .widgets import DETAIL_HINT, View, _detail_pane, _FigureSlot, _show_hover_on_click, report_findings, with_text_form
 
     target = resolve(target)
     report = target if isinstance(target, ClusterReport) else ClusterReport(snapshots=(target,))
@@ -521,5 +521,6 @@ def show_job_map(target, findings: Optional[Sequence[Finding]] = None, page_size
     box = w.VBox([w.HTML(summary), w.HBox([pager, only]), slot.widget, detail])
     box.add_class("ncclnb-jobmap")
     marked = sum(1 for h in jm.hosts if h in jm.host_marks)
-    return View(box, fig, "<h4>Job map</h4>" + summary,
-                f"ncclnb job map: {len(jm.hosts)} nodes, {len(report.ranks)} ranks, {marked} named by findings")
+    return with_text_form(View(box, fig, "<h4>Job map</h4>" + summary,
+                               f"ncclnb job map: {len(jm.hosts)} nodes, {len(report.ranks)} ranks, {marked} named by findings"),
+                          "show_job_map", target)

@@ -273,14 +273,14 @@ def show_links(target, findings: Optional[Sequence[Finding]] = None):
     import ipywidgets as w
 
     from ._common import resolve
-    from .widgets import View, _detail_pane, _FigureSlot, _show_hover_on_click, report_findings
+    from .widgets import View, _detail_pane, _FigureSlot, _show_hover_on_click, report_findings, with_text_form
 
     target = resolve(target)
     if not isinstance(target, ClusterReport) or not target.links:
         note = f"<p>{esc(NO_LINK_TEST)}</p>"
         box = w.HTML(note)
         box.add_class("ncclnb-links")
-        return View(box, None, note, f"ncclnb link results: {NO_LINK_TEST}")
+        return with_text_form(View(box, None, note, f"ncclnb link results: {NO_LINK_TEST}"), "show_links", target)
     report = target
     problem = None
     if findings is None:
@@ -309,7 +309,8 @@ def show_links(target, findings: Optional[Sequence[Finding]] = None):
     box.add_class("ncclnb-links")
     pair_view = View(None, first_pairs)
     test = report.links[0]
-    return View(box, first, "<h4>Link results</h4>" + summary.value,
+    view = View(box, first, "<h4>Link results</h4>" + summary.value,
                 f"ncclnb link results: {test.backend} on {test.device}, {how_many(len(test.results), 'measurement')}, "
                 f"{how_many(len(test.pairs), 'pair')}, {how_many(len(link_findings(findings)), 'link finding')}",
                 parts=[pair_view])
+    return with_text_form(view, "show_links", target)

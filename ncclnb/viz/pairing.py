@@ -162,7 +162,7 @@ def show_pairing(source):
 
     from ..doctor.facts import run_pairing
     from ..doctor.pairing import Pairing
-    from .widgets import View, _detail_pane, _FigureSlot, _show_hover_on_click
+    from .widgets import View, _detail_pane, _FigureSlot, _show_hover_on_click, with_text_form
 
     facts = source if isinstance(source, Pairing) else run_pairing(source)
     fig = pairing_figure(facts)
@@ -172,5 +172,6 @@ def show_pairing(source):
     box = w.VBox([slot.widget, detail])
     box.add_class("ncclnb-pairing")
     n = len(facts.unpaired)
-    return View(box, fig, "<h4>Send/recv pairing</h4>" + pairing_summary_html(facts),
-                f"ncclnb send/recv pairing: {len(facts.ranks)} ranks, {n} unpaired op{'s' if n != 1 else ''}")
+    return with_text_form(View(box, fig, "<h4>Send/recv pairing</h4>" + pairing_summary_html(facts),
+                               f"ncclnb send/recv pairing: {len(facts.ranks)} ranks, {n} unpaired op{'s' if n != 1 else ''}"),
+                          "show_pairing", facts)

@@ -66,7 +66,13 @@ class View:
 
     ``widget`` is the ipywidgets object; ``figure`` the pure plotly figure
     (or None); ``static_html()`` the fallback HTML (escaped summary plus
-    the figure as :func:`figure_html` draws it: inline SVG by default)."""
+    the figure as :func:`figure_html` draws it: inline SVG by default).
+    ``text`` is a one-line summary; ``text_form``, where set, makes the full
+    text form (what ``%ncclnb`` prints in a terminal), which is the view's
+    text/plain wherever :func:`ncclnb.magics.renderer` says ``text``, such as
+    a view called directly in a terminal IPython."""
+
+    text_form: Optional[Callable[[], str]] = None
 
     def __init__(self, widget, figure=None, summary_html: str = "", text: str = "", parts: Sequence[View] = ()):
         self.widget = widget
@@ -75,6 +81,17 @@ class View:
         self.text = text
         self.parts = tuple(parts)
         self._static: Optional[str] = None
+
+    def plain_text(self) -> str:
+        """The full text form where the frontend shows only text, else the one-line summary."""
+        from .._frontend import renderer
+
+        if self.text_form is not None and renderer() == "text":
+            return self.text_form()
+        return self.text or "ncclnb view"
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
+        printer.text("ncclnb view" if cycle else self.plain_text())
 
     def static_html(self) -> str:
         if self._static is None:
@@ -90,7 +107,7 @@ class View:
     def _repr_mimebundle_(self, include=None, exclude=None):
         """text/plain, text/html (summary + static figure) and the widget's
         view reference: nothing else (widget state is the frontend's to save)."""
-        data = {"text/plain": self.text or "ncclnb view", "text/html": self.static_html()}
+        data = {"text/plain": self.plain_text(), "text/html": self.static_html()}
         live = self.widget._repr_mimebundle_() if self.widget is not None else None
         if isinstance(live, tuple):
             live = live[0]
@@ -103,6 +120,20 @@ class View:
 
 
 # --- plumbing -------------------------------------------------------------
+
+def with_text_form(view: View, name: str, *args, **kwargs) -> View:
+    """``view`` whose full text form is the one the magics print for the
+    view ``name`` of ``args``: made only when a text-only frontend shows the
+    view, and imported from the magics then (as the model's own text forms
+    import the layers that write them), so the text is not written twice."""
+    def text_form() -> str:
+        from ..magics import view_text
+
+        return view_text(name, *args, **kwargs)
+
+    view.text_form = text_form
+    return view
+
 
 _IRI_GRAMMAR = "rfc3987_syntax"
 
@@ -382,8 +413,9 @@ def show_topology(target, host: Optional[str] = None, highlight: Optional[Iterab
     box = w.VBox([w.HBox(controls), slot.widget, detail])
     box.add_class("ncclnb-topology")
     snap = state["snap"]
-    return View(box, fig, f"<h4>Topology of {esc(snap.hostname)}</h4>",
-                f"ncclnb topology view: {snap.hostname}, {len(snap.gpus)} GPUs")
+    return with_text_form(View(box, fig, f"<h4>Topology of {esc(snap.hostname)}</h4>",
+                               f"ncclnb topology view: {snap.hostname}, {len(snap.gpus)} GPUs"),
+                          "show_topology", target, host=snap.hostname)
 
 
 # --- NUMA -------------------------------------------------------------------
@@ -419,8 +451,8 @@ def show_numa(target, host: Optional[str] = None) -> View:
     box = w.VBox(children)
     box.add_class("ncclnb-numa")
     snap = state["snap"]
-    return View(box, fig, f"<h4>NUMA placement on {esc(snap.hostname)}</h4>" + numa_summary(snap, ranks),
-                f"ncclnb NUMA view: {snap.hostname}")
+    return with_text_form(View(box, fig, f"<h4>NUMA placement on {esc(snap.hostname)}</h4>" + numa_summary(snap, ranks),
+                               f"ncclnb NUMA view: {snap.hostname}"), "show_numa", target, host=snap.hostname)
 
 
 # --- ranks --------------------------------------------------------------------
@@ -482,8 +514,8 @@ def show_ranks(target, page_size: int = 32) -> View:
     summary = rank_summary_html(rm)
     box = w.VBox([w.HTML(summary), w.HBox([pager, only]), slot.widget, detail])
     box.add_class("ncclnb-ranks")
-    return View(box, fig, "<h4>Rank map</h4>" + summary,
-                f"ncclnb rank map: {len(rm.hosts)} nodes, WORLD_SIZE {rm.world_size}")
+    return with_text_form(View(box, fig, "<h4>Rank map</h4>" + summary,
+                               f"ncclnb rank map: {len(rm.hosts)} nodes, WORLD_SIZE {rm.world_size}"), "show_ranks", target)
 
 
 # --- versions -----------------------------------------------------------------
@@ -507,7 +539,8 @@ def show_versions(target) -> View:
     box = w.VBox([only, table])
     box.add_class("ncclnb-versions")
     n = len(snapshots_of(target))
-    return View(box, None, html, f"ncclnb version matrix: {n} node{'s' if n != 1 else ''}")
+    return with_text_form(View(box, None, html, f"ncclnb version matrix: {n} node{'s' if n != 1 else ''}"),
+                          "show_versions", target)
 
 
 # --- diagnosis ----------------------------------------------------------------
@@ -526,7 +559,8 @@ def show_diagnosis(diagnosis: Union[Diagnosis, Sequence[Finding]], title: str = 
         html, n = findings_html(findings, title), len(findings)
     box = w.VBox([w.HTML(html)], layout=w.Layout(max_height="640px", overflow="auto"))
     box.add_class("ncclnb-diagnosis-view")
-    return View(box, None, html, f"ncclnb diagnosis: {n} finding{'s' if n != 1 else ''}")
+    return with_text_form(View(box, None, html, f"ncclnb diagnosis: {n} finding{'s' if n != 1 else ''}"),
+                          "show_diagnosis", diagnosis)
 
 
 def run_checks(target) -> tuple[list[Finding], Optional[str]]:
@@ -586,5 +620,5 @@ def dashboard(snapshot_or_report, diagnosis: Optional[Diagnosis] = None) -> View
         tabs.set_title(i, name)
     tabs.add_class("ncclnb-dashboard")
     label = snapshots_of(target)[0].hostname if isinstance(target, NodeSnapshot) else f"{len(target.snapshots)} nodes"
-    return View(tabs, None, f"<h3>ncclnb dashboard: {esc(label)}</h3>",
-                f"ncclnb dashboard: {label}", parts=[v for _, v in parts])
+    return with_text_form(View(tabs, None, f"<h3>ncclnb dashboard: {esc(label)}</h3>",
+                               f"ncclnb dashboard: {label}", parts=[v for _, v in parts]), "dashboard", target, diagnosis)
