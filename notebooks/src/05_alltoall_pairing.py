@@ -119,7 +119,7 @@ for r in range(4):
 
 # %%
 top = broken.diagnosis.top
-print(f"{top.category}  blames rank(s) {list(top.ranks)}  (confidence {top.confidence})")
+print(f"{top.category}  blames rank{'s' if len(top.ranks) != 1 else ''} {', '.join(map(str, top.ranks))}  (confidence {top.confidence})")
 print(top.title)
 for ev in top.evidence:
     print("  ", os.path.basename(ev.source), "|", ev.text)

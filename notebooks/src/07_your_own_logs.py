@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 import ncclnb
+from ncclnb.model.words import how_many
 %load_ext ncclnb
 
 if LOGS is None:
@@ -60,7 +61,7 @@ print("reading:", LOGS)
 # %%
 inputs = LOGS if isinstance(LOGS, (list, tuple)) else [LOGS]
 diagnosis = ncclnb.diagnose(*inputs)
-print(f"{len(diagnosis.sources)} source(s), {diagnosis.lines_read} lines read, {len(diagnosis.findings)} findings")
+print(f"{how_many(len(diagnosis.sources), 'source')}, {diagnosis.lines_read} lines read, {how_many(len(diagnosis.findings), 'finding')}")
 ncclnb.show_diagnosis(diagnosis)
 
 # %% [markdown]
@@ -91,7 +92,7 @@ def head(path, n=65536):
 
 log_dir = inputs[0] if len(inputs) == 1 and os.path.isdir(str(inputs[0])) else None
 dumps = [p for p in sorted(Path(log_dir).rglob("*")) if p.is_file() and looks_like_dump(head(p))] if log_dir else []
-print(f"{len(dumps)} flight-recorder dump(s) found")
+print(f"{how_many(len(dumps), 'flight-recorder dump')} found")
 ncclnb.show_alignment(log_dir) if dumps else print("no dumps: no alignment to draw")
 
 # %% [markdown]
