@@ -10,7 +10,7 @@ reader without a kernel see the view, whatever order cells ran in."""
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterable, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Optional, Sequence, Union
 
 from ..model import ClusterReport, Diagnosis, Finding, NodeSnapshot
 from ._common import esc, pick_snapshot, ranks_of, resolve, snapshots_of
@@ -170,13 +170,12 @@ def defer_iri_grammar() -> bool:
     def is_valid_syntax(term, value):
         return real().is_valid_syntax(term, value)
 
-    stand_in.is_valid_syntax = is_valid_syntax
     def attribute(attr):
         if attr.startswith("__"):   # what the import system asks of any module (__path__, ...): not the grammar
             raise AttributeError(attr)
         return getattr(real(), attr)   # anything else of it: the real module
 
-    stand_in.__getattr__ = attribute
+    vars(stand_in).update(is_valid_syntax=is_valid_syntax, __getattr__=attribute)
     sys.modules[name] = stand_in
     return True
 
@@ -325,7 +324,7 @@ def show_topology(target, host: Optional[str] = None, highlight: Optional[Iterab
     target = resolve(target)
     snaps = snapshots_of(target)
     ranks = ranks_of(target)
-    state = {"snap": pick_snapshot(target, host), "highlight": None if highlight is None else list(highlight),
+    state: dict[str, Any] = {"snap": pick_snapshot(target, host), "highlight": None if highlight is None else list(highlight),
              "rows": None, "cols": None}
     fig = topology_figure(state["snap"], state["highlight"], ranks)
     state["meta"] = dict(fig.layout.meta or {})
