@@ -48,17 +48,24 @@ LINK_MEANING = {
     "SYS": "PCIe and the SMP interconnect between NUMA nodes (QPI/UPI/xGMI)",
     "?": "not known",
 }
-# One colour per class, green (fast) to red (slow); "X" is the diagonal.
+# The one link palette (the live figure, its static SVG and its legend all
+# read it): a sequential ramp sampled from viridis, darkest for the fastest
+# class and lighter with every slower one, monotone in lightness so that the
+# speed order survives any colour-vision deficiency (tests/viz/test_palette.py
+# checks it under simulated protanopia, deuteranopia and tritanopia).
+# "X" (the GPU itself) and "?" (not known) are neutral greys outside the ramp.
 LINK_COLOURS = {
-    "NV#": "#1a9850",
-    "PIX": "#91cf60",
-    "PXB": "#d9ef8b",
-    "PHB": "#fee08b",
-    "NODE": "#fc8d59",
-    "SYS": "#d73027",
+    "NV#": "#440154",
+    "PIX": "#414487",
+    "PXB": "#2a788e",
+    "PHB": "#22a884",
+    "NODE": "#7ad151",
+    "SYS": "#fde725",
     "X": "#bdbdbd",
     "?": "#f0f0f0",
 }
+# Legend names of the classes that are not a ``topo -m`` label.
+LINK_NAMES = {"NV#": "NV# (NVLink)", "X": "self", "?": "not known"}
 LINK_ORDER = ("NV#", "PIX", "PXB", "PHB", "NODE", "SYS", "X", "?")
 
 

@@ -1235,6 +1235,14 @@ def _marker(symbol: object, cx: float, cy: float, size: float, fill: str, stroke
         paint += f' opacity="{_f(opacity)}"'
     inner = _title_el(tip)
     end = f">{inner}</" if inner else "/>"
+    if sym == "x":  # two strokes in the fill colour over a wider outline in the line colour
+        d = f"M{_f(cx - r)},{_f(cy - r)}L{_f(cx + r)},{_f(cy + r)}M{_f(cx - r)},{_f(cy + r)}L{_f(cx + r)},{_f(cy - r)}"
+        w = max(size / 4, 1.5)
+        op = f' opacity="{_f(opacity)}"' if opacity < 1 else ""
+        under = (f'<path d="{d}" fill="none" stroke="{stroke}" stroke-width="{_f(w + 2 * sw)}"{op}/>'
+                 if sw > 0 and not open_ else "")
+        el = f'<path d="{d}" fill="none" stroke="{fill}" stroke-width="{_f(w)}"{op}'
+        return under + el + (end + "path>" if inner else end)
     if sym == "square":
         el = f'<rect x="{_f(cx - r)}" y="{_f(cy - r)}" width="{_f(size)}" height="{_f(size)}" {paint}'
         return el + (end + "rect>" if inner else end)

@@ -11,6 +11,7 @@ from ._common import (
     LINK_CLASSES,
     LINK_COLOURS,
     LINK_MEANING,
+    LINK_NAMES,
     LINK_ORDER,
     bus_text,
     esc,
@@ -24,9 +25,14 @@ from ._common import (
     step_colorscale,
 )
 
-# Past this many columns cell text is unreadable: colour and hover carry it.
+# Past this many columns cell text is unreadable: colour, a mark over each
+# cell whose P2P status is not OK, and hover carry it.
 TEXT_LIMIT = 24
 P2P_PRIMARY = ("read", "write", "nvlink", "atomics", "prop")
+# A P2P status that is not OK is a shape, never a colour alone: "✗" in the
+# cell's text, or this mark over the cell where cells carry no text.
+P2P_MARK = dict(symbol="x", size=9, color="#000000", line=dict(color="#ffffff", width=1))
+P2P_NAME = "✗ P2P not OK"
 
 
 def _p2p_status(snapshot: NodeSnapshot, i: int, j: int) -> dict[str, str]:
@@ -109,10 +115,27 @@ def _scale():
     return step_colorscale(LINK_COLOURS[cls] for cls in LINK_ORDER)
 
 
-def _colorbar():
-    k = len(LINK_ORDER)
-    return dict(title=dict(text="link"), tickvals=list(range(k)),
-                ticktext=[f"{c}" for c in LINK_ORDER[:-2]] + ["self", "unknown"], len=0.9)
+def _keys(z, p2p_cells: list, marked: bool) -> list:
+    """Legend entries, in speed order, for the link classes the cells of
+    ``z`` are drawn in (none other), then one for the P2P mark when a cell
+    has it. ``p2p_cells`` is the (x, y) of each such cell: drawn as marks
+    over the cells when ``marked``, else (the cells say "✗" in their text)
+    listed in the legend only."""
+    import plotly.graph_objects as go
+
+    drawn = {v for row in z for v in row if v is not None}
+    keys = [go.Scatter(x=[None], y=[None], mode="markers", hoverinfo="skip", name=LINK_NAMES.get(cls, cls),
+                       legendgroup="links",
+                       marker=dict(symbol="square", size=12, color=LINK_COLOURS[cls], line=dict(color="#636363", width=1)))
+            for k, cls in enumerate(LINK_ORDER) if k in drawn]
+    if p2p_cells:
+        xs, ys = ([x for x, _ in p2p_cells], [y for _, y in p2p_cells]) if marked else ([None], [None])
+        keys.append(go.Scatter(x=xs, y=ys, mode="markers", hoverinfo="skip", name=P2P_NAME, marker=P2P_MARK))
+    return keys
+
+
+def _legend_layout() -> dict:
+    return dict(title=dict(text="link, fastest first"), itemclick=False, itemdoubleclick=False)
 
 
 def _used_text(snapshot: NodeSnapshot, in_use, limit: int = 16) -> str:
@@ -128,8 +151,10 @@ def topology_figure(snapshot: NodeSnapshot, highlight: Optional[Iterable[int]] =
                     rows=None, cols=None, aggregate: Optional[bool] = None):
     """Pure: a plotly Figure of the node's GPU x GPU and GPU x NIC links.
 
-    Cells are coloured by link class (NV# > PIX > PXB > PHB > NODE > SYS),
-    show the label (NVLink count included) and a P2P status that is not OK;
+    Cells are coloured by link class (NV# > PIX > PXB > PHB > NODE > SYS,
+    darkest first: ``LINK_COLOURS``), show the label (NVLink count included)
+    and a P2P status that is not OK ("✗" in the text, or a ✗ mark over the
+    cell where cells carry no text); the legend lists only the classes drawn;
     hover gives bus ids and NUMA nodes. ``highlight`` lists GPU positions in
     use; by default they come from the rank table (``ranks``) or the
     snapshot's ``CUDA_VISIBLE_DEVICES``. GPUs not in use are dimmed.
@@ -170,6 +195,7 @@ def _cell_figure(snapshot: NodeSnapshot, in_use, rows: tuple[int, int], cols: tu
                 for p in needed}
     nic_desc = [_nic_hover(snapshot, nic_names[k], k) for k in range(len(nic_names))]
     z, text, hover = [], [], []
+    bad_p2p: list = []
     for i in range(r0, r1):
         zr, tr, hr = [], [], []
         for c, label in enumerate(labels[i - r0]):
@@ -183,6 +209,7 @@ def _cell_figure(snapshot: NodeSnapshot, in_use, rows: tuple[int, int], cols: tu
                 primary = _primary_p2p(statuses)
                 if primary and primary[1].strip().upper() not in ("OK", "X"):
                     cell += f"<br>✗{esc(primary[1].strip())}"
+                    bad_p2p.append((columns[c], f"GPU{snapshot.gpus[i].index}"))
                 if statuses:
                     extra = "<br>P2P " + ", ".join(f"{esc(k)} {esc(v)}" for k, v in statuses.items())
                 other = row_desc[j]
@@ -203,9 +230,9 @@ def _cell_figure(snapshot: NodeSnapshot, in_use, rows: tuple[int, int], cols: tu
         z=z, x=columns, y=row_names, zmin=-0.5, zmax=k - 0.5, colorscale=_scale(),
         text=text, texttemplate="%{text}" if show_text else None,
         hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
-        xgap=1, ygap=1, name="links", colorbar=_colorbar(),
+        xgap=1, ygap=1, name="links", showscale=False,
     )
-    fig = go.Figure(heat)
+    fig = go.Figure([heat] + _keys(z, bad_p2p, marked=not show_text))
 
     def tick(p: int) -> str:
         label = f"GPU{snapshot.gpus[p].index}"
@@ -246,6 +273,8 @@ def _cell_figure(snapshot: NodeSnapshot, in_use, rows: tuple[int, int], cols: tu
         margin=dict(l=70, r=20, t=110, b=20),
         plot_bgcolor="white",
         clickmode="event",
+        showlegend=True,
+        legend=_legend_layout(),
         meta=dict(mode="cells", rows=[r0, r1], cols=[c0, c1], nics=len(nic_names)),
     )
     return fig
@@ -376,6 +405,7 @@ def _block_figure(snapshot: NodeSnapshot, in_use, rows: tuple[int, int], cols: t
     x_names, y_names = _unique(x_names), _unique(y_names)
     show_text = len(x_names) <= TEXT_LIMIT
     z, text, hover = [], [], []
+    bad_p2p: list = []
     for (a, b), yname in zip(row_blocks, y_names):
         gg = block_counts(snapshot.links.gpu_gpu, (a, b), col_blocks)
         gn = block_counts(snapshot.links.gpu_nic, (a, b), nic_blocks, skip_diagonal=False)
@@ -402,6 +432,7 @@ def _block_figure(snapshot: NodeSnapshot, in_use, rows: tuple[int, int], cols: t
                 lines.append(f"most common: <b>{esc(common)}</b> · worst: <b>{esc(worst)}</b>")
             if is_gpu and cap and p2p_bad[c]:
                 lines.append(f"P2P {esc(cap)} not OK: {how_many(p2p_bad[c], 'pair')}")
+                bad_p2p.append((x_names[c], yname))
             lines.append("<i>click to zoom in</i>")
             hr.append("<br>".join(lines))
         z.append(zr)
@@ -413,9 +444,9 @@ def _block_figure(snapshot: NodeSnapshot, in_use, rows: tuple[int, int], cols: t
         z=z, x=x_names, y=y_names, zmin=-0.5, zmax=k - 0.5, colorscale=_scale(),
         text=text, texttemplate="%{text}" if show_text else None, textfont=dict(size=9),
         hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
-        xgap=1, ygap=1, name="link blocks", colorbar=_colorbar(),
+        xgap=1, ygap=1, name="link blocks", showscale=False,
     )
-    fig = go.Figure(heat)
+    fig = go.Figure([heat] + _keys(z, bad_p2p, marked=True))
 
     def tick(block, label: str) -> str:
         used = used_per_block.get(block, 0)
@@ -455,6 +486,8 @@ def _block_figure(snapshot: NodeSnapshot, in_use, rows: tuple[int, int], cols: t
         margin=dict(l=110, r=20, t=130, b=20),
         plot_bgcolor="white",
         clickmode="event",
+        showlegend=True,
+        legend=_legend_layout(),
         meta=dict(mode="blocks", rows=list(rows), cols=list(cols), nics=len(nic_names),
                   row_blocks=[list(bl) for bl in row_blocks], col_blocks=[list(bl) for bl in col_blocks],
                   nic_blocks=[list(bl) for bl in nic_blocks]),

@@ -16,7 +16,7 @@ import pytest
 
 import ncclnb
 from ncclnb.viz import numa_figure, rank_map_figure, topology_figure
-from ncclnb.viz._common import LINK_COLOURS, LINK_ORDER
+from ncclnb.viz._common import LINK_COLOURS, LINK_NAMES, LINK_ORDER
 from ncclnb.viz.ranks import KIND_COLOURS, KINDS
 from ncclnb.viz.static import MAX_CELLS, TITLE_BUDGET, figure_svg, plain
 from viewdata import HOSTILE, a10g_report, l40s_node, l40s_report
@@ -73,9 +73,15 @@ def test_topology_of_bundled_machines_is_one_rect_per_cell_in_the_link_colour(na
     if heat.texttemplate and heat.z and heat.z[0]:
         labels = {"".join(t.itertext()) for t in group(root, "heatmap")[0].iter(NS + "text")}
         assert {plain(c).replace("\n", "") for row in heat.text for c in row} <= labels
-    # the colour classes are listed beside it
-    legend = "".join(group(root, "colorbar")[0].itertext())
-    assert all(cls in legend for cls in ("NV#", "SYS", "self", "unknown"))
+    # the link classes drawn, and only those, are listed beside it in their colours
+    drawn = [cls for k, cls in enumerate(LINK_ORDER) if any(k in row for row in heat.z)]
+    (legend,) = group(root, "legend")
+    text = "".join(legend.itertext())
+    assert all(LINK_NAMES.get(cls, cls) in text for cls in drawn)
+    assert not any(LINK_NAMES.get(cls, cls) in text for cls in LINK_ORDER if cls not in drawn)
+    swatches = [r.get("fill") for r in legend.iter(NS + "rect")]
+    assert swatches == [LINK_COLOURS[cls].lower() for cls in drawn]
+    assert not group(root, "colorbar")
 
 
 @pytest.mark.parametrize("name", REPORTS)
