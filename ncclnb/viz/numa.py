@@ -25,6 +25,10 @@ AFFINITY_COLOURS = {
     "remote": "#d73027",   # excludes the GPU's node entirely
     "unknown": "#969696",  # affinity or GPU node not known
 }
+# The status is a shape as well as a colour (never colour alone): the rank
+# markers take these symbols, the summary table's ranks these marks.
+AFFINITY_SYMBOLS = {"local": "circle", "spans": "diamond", "remote": "square", "unknown": "triangle-up"}
+AFFINITY_MARKS = {"local": "●", "spans": "◆", "remote": "■", "unknown": "▲"}
 AFFINITY_MEANING = {
     "local": "CPU affinity is on the GPU's own NUMA node",
     "spans": "CPU affinity spans several NUMA nodes: threads and pinned memory may land on the far socket",
@@ -212,13 +216,14 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
                           + (f"<br>{nic.speed_mbps // 1000} Gb/s" if nic.speed_mbps else ""))
     traces.append(scatter("NICs", xs, ys, texts, hovers, "#abdda4", "diamond", 16, inside=False))
 
-    xs, ys, texts, hovers, colours = [], [], [], [], []
+    xs, ys, texts, hovers, colours, symbols = [], [], [], [], [], []
     lx, ly = [], []
     for nid in cols:
         if fold_ranks:
             for st, (x, y) in zip(rank_markers[nid], _spread(len(rank_markers[nid]), x_of[nid], rank_top)):
                 group = [pl for pl in rank_groups[nid] if pl.status == st]
                 xs.append(x); ys.append(y); texts.append(str(len(group))); colours.append(AFFINITY_COLOURS[st])
+                symbols.append(AFFINITY_SYMBOLS[st])
                 hovers.append(f"<b>{how_many(len(group), 'rank')}</b> on GPUs of {where(nid)}: {esc(AFFINITY_MEANING[st])}"
                               f"<br>ranks {esc(index_span(pl.rank.rank for pl in group))}")
                 for other in sorted({o for pl in group for o in pl.covers if o != nid}, key=str):
@@ -229,6 +234,7 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
         for pl, (x, y) in zip(rank_groups[nid], _spread(len(rank_groups[nid]), x_of[nid], rank_top)):
             r = pl.rank
             xs.append(x); ys.append(y); texts.append(str(r.rank)); colours.append(AFFINITY_COLOURS[pl.status])
+            symbols.append(AFFINITY_SYMBOLS[pl.status])
             gpu = (f"GPU{snapshot.gpus[pl.gpu_pos].index}, {numa_text(pl.gpu_node)}" if pl.gpu_pos is not None
                    else "a GPU not known")
             who = ", ".join(x for x in (f"local {esc(r.local_rank)}" if r.local_rank is not None else "",
@@ -249,7 +255,14 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
                                  line=dict(color=AFFINITY_COLOURS["remote"], dash="dash", width=1),
                                  hoverinfo="skip"))
     if xs:
-        traces.append(scatter("ranks", xs, ys, texts, hovers, colours, "circle", 26 if fold_ranks else 20))
+        traces.append(scatter("ranks", xs, ys, texts, hovers, colours, symbols, 26 if fold_ranks else 20))
+        traces[-1].showlegend = False  # the keys below name each status with its shape and colour
+        for st in statuses:
+            if AFFINITY_SYMBOLS[st] in symbols:  # a status drawn
+                traces.append(go.Scatter(
+                    x=[None], y=[None], mode="markers", hoverinfo="skip", name=f"rank: {st}",
+                    marker=dict(symbol=AFFINITY_SYMBOLS[st], size=12, color=AFFINITY_COLOURS[st],
+                                line=dict(color="#252525", width=1))))
 
     counts = {}
     for pl in places:
@@ -266,7 +279,7 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
         xaxis=dict(visible=False, range=[-0.75, len(cols) - 0.5]),
         yaxis=dict(visible=False, range=[bottom - 0.1, 0.05]),
         height=int(260 + 70 * (gpu_rows + nic_rows + rank_rows)),
-        showlegend=bool(lx),
+        showlegend=bool(lx or places),
         legend=dict(orientation="h", y=-0.02),
         margin=dict(l=60, r=20, t=50, b=20),
         plot_bgcolor="white",
@@ -310,7 +323,7 @@ def numa_summary(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()) -> str
 
 def _rank_span(pl: RankPlacement) -> str:
     return (f'<span style="color:{AFFINITY_COLOURS[pl.status]}" '
-            f'title="{esc_attr(AFFINITY_MEANING[pl.status])}">{pl.rank.rank}</span>')
+            f'title="{esc_attr(AFFINITY_MEANING[pl.status])}">{AFFINITY_MARKS[pl.status]}{pl.rank.rank}</span>')
 
 
 def _ranks_cell(places: list) -> str:
@@ -319,7 +332,8 @@ def _ranks_cell(places: list) -> str:
     tally: dict[str, int] = {}
     for pl in places:
         tally[pl.status] = tally.get(pl.status, 0) + 1
-    counts = ", ".join(f'<span style="color:{AFFINITY_COLOURS[st]}">{n} {st}</span>' for st, n in tally.items())
+    counts = ", ".join(f'<span style="color:{AFFINITY_COLOURS[st]}">{AFFINITY_MARKS[st]} {n} {st}</span>'
+                       for st, n in tally.items())
     odd = [pl for pl in places if pl.status != "local"]
     shown = ", ".join(_rank_span(pl) for pl in odd[:16])
     return f"{len(places)} ranks: {counts}" + (f"; not local: {shown}" + (" …" if len(odd) > 16 else "") if odd else "")

@@ -20,7 +20,7 @@ from ncclnb.viz import (
 )
 from ncclnb.model.cpulist import parse_cpulist
 from ncclnb.viz._common import LINK_ORDER, gpus_in_use
-from ncclnb.viz.numa import rank_placements
+from ncclnb.viz.numa import numa_summary, rank_placements
 from ncclnb.viz.ranks import KINDS
 from viewdata import HOSTILE, a10g_node, a10g_report, l40s_node, l40s_report
 
@@ -122,6 +122,14 @@ def test_numa_figure_columns_and_rank_colours():
     ranks = traces["ranks"]
     colour = dict(zip(ranks.text, ranks.marker.color))
     assert colour["3"] == "#d73027" and colour["0"] == "#1a9850" and colour["2"] == "#fdae61"
+    # and a shape per status, so the colour is never the only thing that tells them apart
+    shape = dict(zip(ranks.text, ranks.marker.symbol))
+    assert shape == {"0": "circle", "1": "circle", "2": "diamond", "3": "square"}
+    keys = [t.name for t in fig.data if t.name and t.name.startswith("rank: ")]
+    assert keys == ["rank: local", "rank: spans", "rank: remote"]
+    # the summary table marks each rank's status with a sign as well as a colour
+    table = numa_summary(rep.snapshots[0], rep.ranks)
+    assert "●0" in table and "◆2" in table and "■3" in table
     # a dashed line for each NUMA node an affinity covers besides its GPU's
     line = traces["affinity off the GPU's node"]
     assert sum(1 for v in line.x if v is None) == 2  # rank 2 -> node 1, rank 3 -> node 0

@@ -112,8 +112,14 @@ def test_numa_ranks_keep_their_affinity_colours():
     fig = numa_figure(report.snapshots[0], report.ranks)
     ranks = next(t for t in fig.data if t.name == "ranks")
     root = parse(figure_svg(fig))
-    circles = [c for g in group(root, "scatter") for c in g.iter(NS + "circle")]
-    assert sorted(c.get("fill") for c in circles) == sorted(c.lower() for c in ranks.marker.color)
+    # each rank keeps its status colour and its status shape (colour is never the only carrier)
+    tag = {"circle": "circle", "square": "rect", "diamond": "polygon", "triangle-up": "polygon"}
+    drawn = group(root, "scatter")[list(fig.data).index(ranks)]  # one group per scatter trace, in order
+    marks = [(el.tag[len(NS):], el.get("fill")) for el in drawn if el.tag[len(NS):] in set(tag.values())]
+    assert marks == [(tag[s], c.lower()) for s, c in zip(ranks.marker.symbol, ranks.marker.color)]
+    assert len(set(ranks.marker.symbol)) == len(set(ranks.marker.color)) > 1
+    legend = "".join(group(root, "legend")[0].itertext())
+    assert all(f"rank: {st}" in legend for st in ("local", "spans", "remote")) and "rank: unknown" not in legend
     # the dashed affinity line and a legend naming it
     assert any(p.get("stroke-dasharray") for p in root.iter(NS + "path"))
     assert "affinity off the GPU" in "".join(group(root, "legend")[0].itertext())
