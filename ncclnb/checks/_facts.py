@@ -8,6 +8,7 @@ from collections import Counter
 from typing import Iterable, Iterator, Optional
 
 from ..model import Gpu, NodeSnapshot, RankEntry, nvlink_count
+from ..model.derive import VisibleDevices, cuda_device, read_visible
 from ..model.words import how_many  # noqa: F401  (the checks import it from here)
 
 # nvidia-smi topo -m labels from nearest to farthest (its own legend order).
@@ -65,8 +66,8 @@ def gpus(snap: NodeSnapshot) -> tuple[Gpu, ...]:
 
 class NodeFacts:
     """Index maps of one snapshot, built once per check call in O(GPUs):
-    a GPU's row in the link matrices, GPUs by NVML index and by UUID (and
-    UUID prefix), and ``CUDA_VISIBLE_DEVICES`` parsed once. Every per-GPU
+    a GPU's row in the link matrices, GPUs by NVML index, UUID and bus id,
+    and ``CUDA_VISIBLE_DEVICES`` read once (by ``model.derive``). Every per-GPU
     or per-rank lookup the checks make goes through one of these, so a
     check is linear in the GPUs and ranks it is given; the only pairwise
     loop (:meth:`linked_pairs`) reads each cell of the GPU x GPU matrix at
@@ -86,8 +87,8 @@ class NodeFacts:
             bus = bus_key(g.pci_bus_id)
             if bus:
                 self.by_bus.setdefault(bus, g)
-        self._uuids: Optional[list[tuple[str, int]]] = None
-        self._visible: Optional[tuple[Optional[list[Gpu]], list[str]]] = None
+        self._visible: Optional[VisibleDevices] = None
+        self._chosen: Optional[list[Gpu]] = None
 
     # --- lookups ---------------------------------------------------------
 
@@ -106,48 +107,24 @@ class NodeFacts:
             return None
         return cell if isinstance(cell, str) else None
 
-    def uuid_prefix(self, prefix: str) -> Optional[Gpu]:
-        """The one GPU whose UUID starts with ``prefix``; None if none or several."""
-        if self._uuids is None:
-            self._uuids = sorted((g.uuid, k) for k, g in enumerate(self.gpus) if isinstance(g.uuid, str))
-        at = bisect_left(self._uuids, (prefix, -1))
-        hits = [u for u in self._uuids[at:at + 2] if u[0].startswith(prefix)]
-        return self.gpus[hits[0][1]] if len(hits) == 1 else None
-
     def parse_visible(self) -> tuple[Optional[list[Gpu]], list[str]]:
-        """GPUs named by ``CUDA_VISIBLE_DEVICES`` in the snapshot env, in CUDA order.
+        """GPUs named by ``CUDA_VISIBLE_DEVICES`` in the snapshot env, in CUDA
+        order, as :func:`ncclnb.model.derive.read_visible` reads it.
 
         Returns ``(gpus, bad_entries)``; ``gpus`` is None when the variable is
-        unset (every GPU visible). Integers are taken as NVML indices, which
-        CUDA also uses when ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` and, for identical
-        GPUs, by default. ``GPU-<uuid>`` entries may be a unique prefix. CUDA
-        stops at the first entry it cannot resolve, so later entries are
-        invisible too; those are returned in ``bad_entries``."""
-        if self._visible is None:
-            self._visible = self._parse_visible()
-        chosen, bad = self._visible
-        return (None if chosen is None else list(chosen)), list(bad)
-
-    def _parse_visible(self):
-        raw = (self.snap.env or {}).get("CUDA_VISIBLE_DEVICES")
-        if not isinstance(raw, str):
+        unset (every GPU visible). CUDA stops at the first entry it cannot
+        resolve, so later entries are invisible too; those are ``bad_entries``."""
+        seen = self._read()
+        if seen.value is None:
             return None, []
-        chosen: list[Gpu] = []
-        seen: set[int] = set()
-        bad: list[str] = []
-        entries = [e.strip() for e in raw.split(",")] if raw.strip() else []
-        for k, entry in enumerate(entries):
-            match = None
-            if _DIGITS.fullmatch(entry):
-                match = self.by_index.get(int(entry))
-            elif entry.startswith("GPU-"):
-                match = self.uuid_prefix(entry)
-            if match is None or id(match) in seen:
-                bad = entries[k:]
-                break
-            chosen.append(match)
-            seen.add(id(match))
-        return chosen, bad
+        if self._chosen is None:
+            self._chosen = [self.gpus[p] for p in seen.positions]
+        return list(self._chosen), list(seen.ignored)
+
+    def _read(self) -> VisibleDevices:
+        if self._visible is None:
+            self._visible = read_visible(self.gpus, (self.snap.env or {}).get("CUDA_VISIBLE_DEVICES"))
+        return self._visible
 
     def visible(self) -> list[Gpu]:
         """GPUs a process on this node sees, in CUDA order."""
@@ -155,8 +132,7 @@ class NodeFacts:
         return list(self.gpus) if chosen is None else chosen
 
     def visible_count(self) -> int:
-        chosen, _ = self.parse_visible()
-        return len(self.gpus) if chosen is None else len(chosen)
+        return len(self._read().positions)
 
     def rank_gpu(self, entry: RankEntry) -> Optional[Gpu]:
         """The physical GPU a rank used: by UUID, else by PCI bus id, else by
@@ -168,14 +144,8 @@ class NodeFacts:
         bus = bus_key(getattr(entry, "bus_id", None))
         if bus and bus in self.by_bus:
             return self.by_bus[bus]
-        if isinstance(entry.cuda_index, int):
-            if self._visible is None:
-                self._visible = self._parse_visible()
-            chosen = self._visible[0]
-            vis = self.gpus if chosen is None else chosen
-            if 0 <= entry.cuda_index < len(vis):
-                return vis[entry.cuda_index]
-        return None
+        pos = cuda_device(self._read().positions, entry.cuda_index)
+        return None if pos is None else self.gpus[pos]
 
     def gpus_in_use(self, ranks: Iterable[RankEntry]) -> tuple[list[Gpu], str]:
         """The GPU set a job uses on this node and how we know it: the rank
@@ -234,9 +204,6 @@ class NodeFacts:
                     yield a, b, cell
 
 
-_DIGITS = re.compile(r"[0-9]+")  # ASCII only, as CUDA reads it: "¹" and "١" name no GPU
-
-
 def bus_key(bus_id: object) -> Optional[str]:
     """A PCI bus id in NVML's form ("00000000:3B:00.0"), whichever form it was
     written in ("0000:3b:00.0", "3b:00.0"); None if it is not one."""
@@ -272,17 +239,6 @@ def index_list(gs: Iterable[Gpu], limit: int = 32) -> str:
         i = j + 1
     more = " …" if i < len(nums) else ""
     return f"{','.join(parts)}{more} ({len(indices)} GPUs)"
-
-
-def parse_visible_devices(snap: NodeSnapshot) -> tuple[Optional[list[Gpu]], list[str]]:
-    """:meth:`NodeFacts.parse_visible` of ``snap`` (O(GPUs); build a
-    NodeFacts once where you need more than one lookup)."""
-    return NodeFacts(snap).parse_visible()
-
-
-def visible_gpus(snap: NodeSnapshot) -> list[Gpu]:
-    """GPUs a process on this node sees, in CUDA order."""
-    return NodeFacts(snap).visible()
 
 
 def gpus_in_use(snap: NodeSnapshot, ranks: tuple[RankEntry, ...]) -> tuple[list[Gpu], str]:

@@ -1,17 +1,20 @@
 """Which GPU CUDA calls ``cuda:N``: ``CUDA_VISIBLE_DEVICES`` applied to the
 NVML list.
 
-CUDA reads the variable as a comma-separated list of device indices, GPU
-UUIDs (a unique prefix is enough) or MIG UUIDs, and stops at the first entry
-it cannot resolve (a bad index, an unknown UUID, a repeat): everything after
-that is hidden. Indices refer to CUDA's own enumeration order, which is PCI
-bus order (NVML's) only with ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` or when all GPUs
-are the same model; otherwise CUDA puts the fastest first and this module
-declines to guess.
+How CUDA reads the variable (indices, UUID prefixes, MIG UUIDs; it stops at
+the first entry it cannot resolve) is :func:`ncclnb.model.derive.read_visible`,
+the one reading the checks and the views use too; this module adds what only
+the collector knows: whether CUDA's order is NVML's. Indices refer to CUDA's
+own enumeration order, which is PCI bus order (NVML's) only with
+``CUDA_DEVICE_ORDER=PCI_BUS_ID`` or when all GPUs are the same model;
+otherwise CUDA puts the fastest first and this module declines to guess.
 """
 from __future__ import annotations
 
 from typing import Mapping, Optional, Sequence
+
+from ..model import Gpu
+from ..model.derive import visible_gpus
 
 
 def cuda_indices(
@@ -30,41 +33,8 @@ def cuda_indices(
             "GPUs of different models and CUDA_DEVICE_ORDER is not PCI_BUS_ID: "
             "CUDA orders them fastest first, which NVML does not say"
         )
-    value = environ.get("CUDA_VISIBLE_DEVICES")
-    if value is None:
-        return list(range(count)), None
+    gpus = [Gpu(index=i, uuid=u) for i, u in enumerate(uuids)]
     result: list[Optional[int]] = [None] * count
-    position = 0
-    for raw in value.split(","):
-        token = raw.strip()
-        index = _resolve(token, uuids, mig_uuids)
-        if index is None or result[index] is not None:
-            break  # CUDA ignores this entry and every one after it
-        result[index] = position
-        position += 1
+    for cuda, pos in enumerate(visible_gpus(gpus, environ.get("CUDA_VISIBLE_DEVICES"), mig_uuids=mig_uuids)):
+        result[pos] = cuda
     return result, None
-
-
-def _resolve(token: str, uuids: Sequence[Optional[str]], mig_uuids) -> Optional[int]:
-    if not token:
-        return None
-    if token.isdigit() or (token.startswith("-") and token[1:].isdigit()):
-        i = int(token)
-        return i if 0 <= i < len(uuids) else None
-    if token.startswith("MIG-"):
-        for i, migs in enumerate(mig_uuids or ()):
-            if token in migs:
-                return i
-        # legacy form MIG-GPU-<uuid>/<gi>/<ci>
-        parent = token[len("MIG-"):].split("/", 1)[0]
-        if parent.startswith("GPU-"):
-            return _by_uuid(parent, uuids)
-        return None
-    if token.startswith("GPU-"):
-        return _by_uuid(token, uuids)
-    return None
-
-
-def _by_uuid(prefix: str, uuids: Sequence[Optional[str]]) -> Optional[int]:
-    hits = [i for i, u in enumerate(uuids) if u and u.startswith(prefix)]
-    return hits[0] if len(hits) == 1 else None

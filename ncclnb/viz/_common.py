@@ -8,10 +8,10 @@ from __future__ import annotations
 import html
 import json
 import os
-from bisect import bisect_left
 from typing import Iterable, Optional, Union
 
 from ..model import ClusterReport, NodeSnapshot, RankEntry, SchemaError, nvlink_count
+from ..model.derive import cuda_device, read_visible
 
 Target = Union[NodeSnapshot, ClusterReport]
 
@@ -146,34 +146,15 @@ def pick_snapshot(target: Target, host: Optional[str] = None) -> NodeSnapshot:
     raise ValueError(f"no snapshot of host {host!r} in the report")
 
 
-def _visible_tokens(snapshot: NodeSnapshot) -> Optional[list[str]]:
-    value = snapshot.env.get("CUDA_VISIBLE_DEVICES")
-    if value is None:
-        return None
-    return [t.strip() for t in value.split(",") if t.strip()]
-
-
-def is_number(text: str) -> bool:
-    """ASCII digits only: str.isdigit() also takes "¹" and "١", which int() refuses."""
-    return text.isascii() and text.isdigit()
-
-
-# Substring matches ("l40s-1" inside "GPU-l40s-1") cost a pass over every UUID
-# per token: allowed for this many (token x UUID) comparisons in one call, so a
-# CUDA_VISIBLE_DEVICES of 20,000 odd tokens on a 20,000-GPU node stays linear.
-SUBSTRING_BUDGET = 1_000_000
-
-
 class GpuPositions:
     """Where each GPU of a snapshot sits (its position in ``snapshot.gpus``),
-    by NVML index, UUID, UUID prefix and CUDA index, built once in O(GPUs) so
-    that resolving every rank of a host costs O(ranks), not O(ranks x GPUs)."""
+    by UUID and bus id, and the GPUs CUDA enumerates (``model.derive``'s
+    reading of ``CUDA_VISIBLE_DEVICES``), built once in O(GPUs) so that
+    resolving every rank of a host costs O(ranks), not O(ranks x GPUs)."""
 
     def __init__(self, snapshot: NodeSnapshot):
         self.snapshot = snapshot
         self.by_uuid: dict[str, int] = {}
-        self.by_index: dict[int, int] = {}
-        self.by_cuda: dict[int, int] = {}
         self.by_bus: dict[str, int] = {}   # NVML form, as the checks' NodeFacts.rank_gpu reads it
         for pos, g in enumerate(snapshot.gpus):
             if g.uuid:
@@ -181,20 +162,11 @@ class GpuPositions:
             bus = _bus_key(g.pci_bus_id)
             if bus:
                 self.by_bus.setdefault(bus, pos)
-            self.by_index.setdefault(g.index, pos)
-            if g.cuda_index is not None:
-                self.by_cuda.setdefault(g.cuda_index, pos)
-        self.tokens = _visible_tokens(snapshot)
-        self._sorted_uuids: Optional[list[tuple[str, int]]] = None
-        self._budget = SUBSTRING_BUDGET
+        self.visible = read_visible(snapshot)
 
     def cuda_to_position(self, cuda_index: int) -> Optional[int]:
         """CUDA index under CUDA_VISIBLE_DEVICES -> snapshot position."""
-        if self.tokens is None:
-            return cuda_index if 0 <= cuda_index < len(self.snapshot.gpus) else None
-        if 0 <= cuda_index < len(self.tokens) and is_number(self.tokens[cuda_index]):
-            return self.by_index.get(int(self.tokens[cuda_index]))
-        return None
+        return cuda_device(self.visible.positions, cuda_index)
 
     def rank_position(self, r: RankEntry) -> Optional[int]:
         """Position of the GPU a rank uses: by UUID, else by PCI bus id, else
@@ -204,27 +176,8 @@ class GpuPositions:
             bus = _bus_key(r.bus_id)
             pos = self.by_bus.get(bus) if bus else None
         if pos is None and r.cuda_index is not None:
-            pos = self.by_cuda.get(r.cuda_index)
-            if pos is None:
-                pos = self.cuda_to_position(r.cuda_index)
+            pos = self.cuda_to_position(r.cuda_index)
         return pos
-
-    def token_position(self, tok: str) -> Optional[int]:
-        """A CUDA_VISIBLE_DEVICES token -> position: an NVML index, else a GPU
-        whose UUID starts with it (the first in GPU order among the first 64
-        such), else, within SUBSTRING_BUDGET, the first whose UUID contains it."""
-        if is_number(tok) and int(tok) in self.by_index:
-            return self.by_index[int(tok)]
-        if self._sorted_uuids is None:
-            self._sorted_uuids = sorted(self.by_uuid.items())
-        at = bisect_left(self._sorted_uuids, (tok, -1))
-        hits = [p for u, p in self._sorted_uuids[at:at + 64] if u.startswith(tok)]
-        if hits:
-            return min(hits)
-        if self._budget < len(self.by_uuid):
-            return None
-        self._budget -= len(self.by_uuid)
-        return next((p for u, p in self.by_uuid.items() if tok in u), None)
 
 
 def _bus_key(bus_id: object) -> Optional[str]:
@@ -240,9 +193,10 @@ def gpus_in_use(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = (),
                 positions: Optional[GpuPositions] = None) -> Optional[list[int]]:
     """Positions (in ``snapshot.gpus`` order) of the GPUs the job uses.
 
-    From the rank table where ranks on this host name their GPU, else from
-    ``CUDA_VISIBLE_DEVICES`` in the snapshot's env (indices or UUIDs);
-    ``None`` when nothing says, meaning "all of them"."""
+    From the rank table where ranks on this host name their GPU, else the
+    GPUs CUDA enumerates under ``CUDA_VISIBLE_DEVICES`` in the snapshot's env
+    (``model.derive.read_visible``, the reading the checks use); ``None``
+    when the variable is unset too, meaning "all of them"."""
     where = positions or GpuPositions(snapshot)
     used: set[int] = set()
     for r in ranks:
@@ -253,19 +207,9 @@ def gpus_in_use(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = (),
             used.add(pos)
     if used:
         return sorted(used)
-    if where.tokens is None:
+    if where.visible.value is None:
         return None
-    for tok in where.tokens:
-        pos = where.token_position(tok)
-        if pos is not None:
-            used.add(pos)
-    return sorted(used)
-
-
-def _cuda_to_position(snapshot: NodeSnapshot, cuda_index: int) -> Optional[int]:
-    """CUDA index under CUDA_VISIBLE_DEVICES -> snapshot position (O(GPUs):
-    build a :class:`GpuPositions` once for many lookups)."""
-    return GpuPositions(snapshot).cuda_to_position(cuda_index)
+    return sorted(where.visible.positions)
 
 
 def index_span(numbers: Iterable[int], limit: int = 24) -> str:
