@@ -31,6 +31,10 @@ FINDINGS_SHOWN = 6   # finding titles in one hover
 RANKS_SHOWN = 4      # ranks named in one cell's text
 SEVERITIES = ("error", "warning", "info")
 MARK_COLOURS = {"error": "#d73027", "warning": "#fc8d59", "info": "#4575b4"}
+# A severity is a shape and a sign as well as a colour (never colour alone):
+# the marks' symbols, and the sign in a node's cell and before its name.
+MARK_SYMBOLS = {"error": "x", "warning": "triangle-up", "info": "circle"}
+SEVERITY_SIGNS = {"error": "✖", "warning": "⚠", "info": "ℹ"}
 MARK_LABELS = {"error": "named by an error finding", "warning": "named by a warning finding",
                "info": "named by an info finding"}
 NUMA_COLOURS = ("#c6dbef", "#c7e9c0", "#fdd0a2", "#dadaeb", "#f2f0a1", "#d9d9d9", "#fcc5c0", "#ccece6")
@@ -310,7 +314,7 @@ def job_map_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] 
                 + (f" · {len(snap.gpus)} GPUs, {len(snap.host.numa_nodes)} NUMA nodes, {len(row.nic_names)} NICs"
                    if snap is not None else ""))
         zr = [INDEX[f"node_{sev or 'ok'}"]]
-        tr = [f"{len(node_marks)}⚠" if node_marks else "✓"]
+        tr = [f"{len(node_marks)}{SEVERITY_SIGNS.get(sev or '', '⚠')}" if node_marks else "✓"]
         hr = [head + (f"<br><i>{esc(gap)}</i>" if gap else "")
               + ("<br>" + _titles(node_marks) if node_marks else "<br>no finding names this node")]
         for p in range(gpu_cols):
@@ -386,7 +390,7 @@ def job_map_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] 
                 xs.append(len(columns) - 1 + 0.3); ys.append(y - 0.25); hs.append(hr[-1])
         z.append(zr); text.append(tr); hover.append(hr)
         colour = MARK_COLOURS.get(sev or "", "")
-        label = f"{'⚠ ' if sev else ''}{host}" + (" (no snapshot)" if snap is None else "")
+        label = f"{SEVERITY_SIGNS.get(sev, '⚠') + ' ' if sev else ''}{host}" + (" (no snapshot)" if snap is None else "")
         ylabels.append(f"<span style='color:{colour}'>{label}</span>" if colour else label)
 
     heat = go.Heatmap(
@@ -401,7 +405,7 @@ def job_map_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] 
             traces.append(go.Scatter(
                 x=xs, y=ys, mode="markers", name=MARK_LABELS[s], hovertext=hs,
                 hovertemplate="%{hovertext}<extra></extra>",
-                marker=dict(symbol="diamond", size=11, color=MARK_COLOURS[s], line=dict(color="#252525", width=1))))
+                marker=dict(symbol=MARK_SYMBOLS[s], size=11, color=MARK_COLOURS[s], line=dict(color="#252525", width=1))))
     keys = [go.Scatter(x=[None], y=[None], mode="markers", hoverinfo="skip", name=_numa_key(c, numa_seen[c]),
                        marker=dict(symbol="square", size=12, color=CLASS_COLOURS[c], line=dict(color="#636363", width=1)))
             for c in CLASSES if c in numa_seen]

@@ -254,3 +254,22 @@ def test_a_rank_is_placed_by_its_bus_id_as_the_checks_read_it():
     cls, text, hover = cell(fig, snap.hostname, "GPU2")
     assert text.startswith("0") and cls == "numa1" and "NUMA 1" in hover
     assert "no GPU" not in fig.layout.meta["columns"]
+
+
+def test_a_severity_is_a_shape_and_a_sign_not_only_a_colour():
+    from ncclnb.viz.jobmap import MARK_COLOURS, SEVERITY_SIGNS
+
+    rep = h100()
+    found = [finding("rank_affinity_numa", ranks=(3,), hosts=(), severity="error", title="rank 3 errs"),
+             finding("rank_affinity_numa", ranks=(12,), hosts=(), severity="warning", title="rank 12 warns"),
+             finding("rank_nic_far", hosts=("h100-node1",), severity="info", title="node1's NIC is far")]
+    fig = job_map_figure(rep, found)
+    drawn = {t.name: t.marker for t in fig.data if t.name in MARK_LABELS.values() and t.x and t.x[0] is not None}
+    assert set(drawn) == {MARK_LABELS["error"], MARK_LABELS["warning"]}
+    assert len({m.symbol for m in drawn.values()}) == len({m.color for m in drawn.values()}) == 2
+    assert {m.color for m in drawn.values()} == {MARK_COLOURS["error"], MARK_COLOURS["warning"]}
+    # the node cell and the row label carry the worst severity's sign beside its colour
+    signs = {cell(fig, h, "node")[1][-1] for h in ("h100-node0", "h100-node1")}
+    assert signs == {SEVERITY_SIGNS["error"], SEVERITY_SIGNS["warning"]}
+    ticks = list(fig.layout.yaxis.ticktext)
+    assert any(SEVERITY_SIGNS["error"] in t for t in ticks) and any(SEVERITY_SIGNS["warning"] in t for t in ticks)
