@@ -179,8 +179,8 @@ def named_pairs(test: LinkTest, findings: Sequence[Finding]) -> dict[int, list[F
 
 def pairs_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] = None, link: int = 0):
     """Pure: one bar per point-to-point pair of the ring (busbw in GB/s),
-    the pairs named by ``link_*`` findings in red with their titles in
-    hover. Past PAIRS_SHOWN pairs, the named ones and then the slowest are
+    the pairs named by ``link_*`` findings in red, with an x on top, and
+    their titles in hover. Past PAIRS_SHOWN pairs, the named ones and then the slowest are
     drawn, in ring order, and the title says how many. Raises ValueError
     when the report has no link test; a test with no pairs gives a figure
     that says so."""
@@ -203,9 +203,15 @@ def pairs_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] = 
                       + ("<br>" + _titles(named[i]) if i in named else ""))
     bars = go.Bar(x=labels, y=ys, marker=dict(color=colours, line=dict(color="#252525", width=0.5)),
                   hovertext=hovers, hovertemplate="%{hovertext}<extra></extra>", name="pairs", showlegend=False)
-    keys = [go.Scatter(x=[None], y=[None], mode="markers", name=text, hoverinfo="skip",
-                       marker=dict(symbol="square", size=12, color=PAIR_COLOURS[kind]))
-            for kind, text in (("measured", "pair"), ("named", "named by a link finding")) if kind != "named" or named]
+    keys = [go.Scatter(x=[None], y=[None], mode="markers", name="pair", hoverinfo="skip",
+                       marker=dict(symbol="square", size=12, color=PAIR_COLOURS["measured"]))]
+    if named:
+        # a named pair is a shape as well as a colour (never colour alone): an x on top of its bar
+        shown = [k for k, i in enumerate(idx) if i in named]
+        keys.append(go.Scatter(x=[labels[k] for k in shown], y=[ys[k] for k in shown], mode="markers",
+                               name="named by a link finding", hoverinfo="skip", cliponaxis=False,
+                               marker=dict(symbol="x", size=10, color=PAIR_COLOURS["named"],
+                                           line=dict(color="#252525", width=1))))
     fig = go.Figure([bars] + keys)
     title = f"Point-to-point pairs · {how_many(len(test.pairs), 'pair')} · {_test_label(test)}"
     if len(idx) < len(test.pairs):

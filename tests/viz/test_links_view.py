@@ -134,6 +134,10 @@ def test_pairs_named_by_link_findings_are_highlighted_and_only_those():
     bars = fig.data[0]
     red = [lab for lab, c in zip(bars.x, bars.marker.color) if c == PAIR_COLOURS["named"]]
     assert red == [f"{slow.src_rank}→{slow.dst_rank}"]  # the finding's direction only: 11→3 ran at full speed
+    # and a shape, not the colour alone: an x on top of each named bar, and only there
+    (mark,) = [t for t in fig.data if t.type == "scatter" and t.x != (None,)]
+    assert list(mark.x) == red and mark.marker.symbol == "x" and list(mark.y) == [slow.busbw_gbps]
+    assert not [t for t in pairs_figure(rep, [other]).data if t.type == "scatter" and t.x != (None,)]
     k = list(bars.x).index(f"{slow.src_rank}→{slow.dst_rank}")
     assert "is slow" in bars.hovertext[k] and bars.y[k] == slow.busbw_gbps
     assert [list(p) for p in fig.layout.meta["named"]] and "link_slow_pair" not in fig.layout.title.text
