@@ -324,7 +324,8 @@ def rank_map_figure(report: ClusterReport, page: int = 0, page_size: int = PAGE_
                     tr.append(f"({cell.missing_rank})")
                 else:
                     e = cell.entry
-                    tr.append(f"{e.rank}<br>{'cuda:' + str(e.cuda_index) if e.cuda_index is not None else '—'}")
+                    sign = " ⚠" if cell.kind != "ok" else ""  # an anomaly is a sign as well as a colour
+                    tr.append(f"{e.rank}{sign}<br>{'cuda:' + str(e.cuda_index) if e.cuda_index is not None else '—'}")
                 hr.append(cell_hover(rm, cell))
         z.append(zr); text.append(tr); hover.append(hr)
         mark = " ⚠" if ni in bad_nodes else ""

@@ -175,6 +175,8 @@ def test_rank_map_figure_colours_and_hover():
     assert fig.layout.yaxis.ticktext[0].startswith("1: node-b")
     assert heat.z[0][3] == KINDS.index("out_of_range")
     assert "Invalid rank requested : 13/12" in heat.hovertext[0][3]
+    # an anomalous cell carries a sign besides its colour, an ok one none
+    assert heat.text[0][3].startswith("13 ⚠") and all("⚠" not in t for t in heat.text[1])
     assert heat.z[1] == (KINDS.index("ok"),) * 4 or list(heat.z[1]) == [KINDS.index("ok")] * 4
     assert "missing" in fig.layout.title.text and "6, 7" in fig.layout.title.text
     legend = [t.name for t in fig.data[1:]]
