@@ -23,6 +23,7 @@ from IPython.core.error import UsageError
 from IPython.display import display
 
 from ._frontend import RENDERER_ENV, RENDERERS, renderer  # noqa: F401  (widget, static or text: decided there)
+from .model.words import how_many
 
 __all__ = ["RENDERERS", "RENDERER_ENV", "STATE", "USAGE", "VERBS", "autodiagnose", "is_distributed_error",
            "ncclnb_doctor_cell", "ncclnb_line", "register", "renderer", "unregister"]
@@ -418,7 +419,7 @@ def _ranks_text(target, limit: int = 256) -> str:
     hosts = len({e.host for e in target.ranks})
     ranks = sorted(target.ranks, key=lambda e: (e.host, e.rank))
     more = f"\n  ... and {len(ranks) - limit} more ranks (`ncclnb show REPORT --json`)" if len(ranks) > limit else ""
-    return (f"Rank map: {len(ranks)} rank{'s' if len(ranks) != 1 else ''} on {hosts} node{'s' if hosts != 1 else ''}\n"
+    return (f"Rank map: {how_many(len(ranks), 'rank')} on {how_many(hosts, 'node')}\n"
             + "\n".join(_rank_rows(ranks[:limit])) + more)
 
 
@@ -427,7 +428,7 @@ def _versions_text(target, limit: int = 32) -> str:
     from .viz._common import snapshots_of
 
     snaps = snapshots_of(target)
-    parts = [f"Versions on {len(snaps)} node{'s' if len(snaps) != 1 else ''}"]
+    parts = [f"Versions on {how_many(len(snaps), 'node')}"]
     for snap in snaps[:limit]:
         block = _sections(_summary(snap), ("Versions",)).split("\n\n")
         parts.append(f"{snap.hostname}\n" + "\n".join(block[1].split("\n")[1:]) if len(block) > 1 else snap.hostname)
@@ -540,7 +541,6 @@ def _pairing_facts(source):
 
 def _alignment_text(facts) -> str:
     from .model._repr import terminal_text
-    from .model.words import how_many
 
     first = facts.first_divergence
     lines = [f"Flight-recorder alignment: {how_many(len(facts.ranks), 'rank')}, {how_many(len(facts.groups), 'group')}; "

@@ -147,7 +147,7 @@ def _node_summary(s: NodeSnapshot, width: int) -> str:
         verdict = "all OK" if bad == 0 else f"{bad} of {total} pairs not OK ({', '.join(sorted({x for r in matrix for x in r} - {'X', 'OK'}))})"
         lines.append(f"  P2P {cap}: {verdict}")
 
-    lines.append(_section(f"NUMA ({len(h.numa_nodes)} node{'s' if len(h.numa_nodes) != 1 else ''})"))
+    lines.append(_section(f"NUMA ({how_many(len(h.numa_nodes), 'node')})"))
     if h.numa_nodes:
         for n in h.numa_nodes:
             gpus = [str(g.index) for g in s.gpus if g.numa_node == n.id]

@@ -29,6 +29,7 @@ from typing import Optional, Sequence
 from .cluster import LinkTest
 from .derive import rdma_nics
 from .node import NodeSnapshot
+from .words import how_many
 
 GiB = 1 << 30
 LINKS_DIR = "ncclnb/recorded/links"
@@ -231,8 +232,8 @@ def match_reference(link: LinkTest, snapshots: Sequence[NodeSnapshot],
     scaled = dataclasses.replace(
         row, scope="inter-node", low_gbps=round(row.low_gbps * nics, 3), high_gbps=round(row.high_gbps * nics, 3),
         hardware=f"{row.hardware} x {nics} per node",
-        note=f"{row.note} Here: {row.low_gbps:g}-{row.high_gbps:g} GB/s per NIC x {nics} NIC{'s' if nics != 1 else ''} "
-             f"per node ({per_node} rank{'s' if per_node != 1 else ''} per node, {min(counts)} such "
+        note=f"{row.note} Here: {row.low_gbps:g}-{row.high_gbps:g} GB/s per NIC x {how_many(nics, 'NIC')} "
+             f"per node ({how_many(per_node, 'rank')} per node, {min(counts)} such "
              f"NIC{'s' if min(counts) != 1 else ''} on the poorest node).")
     return scaled, (f"{nodes} nodes, {nics} x {speed // 1000} Gb/s RDMA NIC{'s' if nics != 1 else ''} "
                     "per node in use")

@@ -6,6 +6,7 @@ import re
 from typing import Iterable, Optional
 
 from ..model import Diagnosis, Finding
+from ..model.words import how_many
 from ._common import esc, esc_attr, shorten
 
 SEVERITY_COLOURS = {"error": "#d73027", "warning": "#f46d43", "info": "#4575b4"}
@@ -40,7 +41,7 @@ def finding_html(finding: Finding, number: Optional[int] = None) -> str:
         ev_lines.append(f'<span style="color:#636363">{where}</span>  {esc(shorten(ev.text, TEXT_LIMIT))}')
     more = f"\n… {len(finding.evidence) - EVIDENCE_LIMIT} more lines" if len(finding.evidence) > EVIDENCE_LIMIT else ""
     evidence = (
-        f"<details open><summary>Evidence ({len(finding.evidence)} line{'s' if len(finding.evidence) != 1 else ''})</summary>"
+        f"<details open><summary>Evidence ({how_many(len(finding.evidence), 'line')})</summary>"
         f'<pre style="white-space:pre-wrap;background:#f7f7f7;padding:4px;margin:2px 0">{chr(10).join(ev_lines)}{more}</pre></details>'
         if finding.evidence else ""
     )

@@ -416,8 +416,8 @@ def job_map_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] 
 
     ranks_total = len(report.ranks)
     marked = sum(1 for h in jm.hosts if h in jm.host_marks)
-    title = (f"Job map · {len(jm.hosts)} node{'s' if len(jm.hosts) != 1 else ''}, {how_many(ranks_total, 'rank')} · "
-             f"{marked} node{'s' if marked != 1 else ''} named by findings{' (first)' if marked and not only_marked else ''}"
+    title = (f"Job map · {how_many(len(jm.hosts), 'node')}, {how_many(ranks_total, 'rank')} · "
+             f"{how_many(marked, 'node')} named by findings{' (first)' if marked and not only_marked else ''}"
              + (f" · page {page + 1}/{pages}" if pages > 1 else ""))
     notes = []
     if not jm.findings:
@@ -460,7 +460,7 @@ def job_map_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] 
 def job_summary_html(jm: JobMap, limit: int = 12) -> str:
     """Escaped HTML: the nodes and ranks the findings name, readable without JavaScript."""
     marked = [h for h in jm.hosts if h in jm.host_marks]
-    head = (f"<p><b>{len(jm.hosts)} node{'s' if len(jm.hosts) != 1 else ''}</b>, {how_many(len(jm.report.ranks), 'rank')}; "
+    head = (f"<p><b>{how_many(len(jm.hosts), 'node')}</b>, {how_many(len(jm.report.ranks), 'rank')}; "
             f"{how_many(len(jm.findings), 'finding')}, {how_many(len(marked), 'node')} named by them.</p>")
     if not marked and not jm.absent:
         return head

@@ -351,7 +351,7 @@ def rank_map_figure(report: ClusterReport, page: int = 0, page_size: int = PAGE_
     counts = ", ".join(kind_count(kd, n) for kd, n in sorted(rm.counts.items(), key=lambda kv: KINDS.index(kv[0])) if kd != "ok")
     world = "not known" if rm.world_size is None else rm.world_size
     title = (f"Rank map · {len(rm.hosts)} nodes × {slots} slots, WORLD_SIZE {world} · "
-             f"{bad} node{'s' if bad != 1 else ''} with anomalies{' (first)' if bad and not only_anomalous else ''}"
+             f"{how_many(bad, 'node')} with anomalies{' (first)' if bad and not only_anomalous else ''}"
              + (f" · page {page + 1}/{pages}" if pages > 1 else "")
              + (f" · blocks of {blocks[0][1] - blocks[0][0]} slots (worst kind shown; click for the ranks)"
                 if blocks is not None else ""))

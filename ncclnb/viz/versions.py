@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Iterable, Union
 
 from ..model import ClusterReport, NodeSnapshot
+from ..model.words import how_many
 from ._common import esc, shorten, snapshots_of
 
 MISSING = "—"
@@ -136,9 +137,9 @@ def version_table(report_or_snapshots, group: object = "auto", only_differing: b
 
     n_nodes = sum(weights)
     n_diff = len({c for (_, c) in marks if c in cols})
-    caption = (f"Versions on {n_nodes} node{'s' if n_nodes != 1 else ''}"
+    caption = (f"Versions on {how_many(n_nodes, 'node')}"
                + (f" ({len(weights)} distinct configurations)" if len(weights) != n_nodes else "")
-               + (f" · {n_diff} component{'s' if n_diff != 1 else ''} differ (red: not the majority; amber: no majority)"
+               + (f" · {how_many(n_diff, 'component')} differ (red: not the majority; amber: no majority)"
                   if n_diff else " · all the same")
                + (f" · {hidden_rows} more configurations ({hidden_nodes} nodes) not shown, the least common; "
                   f"ncclnb.viz.versions.version_frame() has them all" if hidden_rows else ""))

@@ -13,6 +13,7 @@ import os
 from typing import Any, Callable, Iterable, Optional, Sequence, Union
 
 from ..model import ClusterReport, Diagnosis, Finding, NodeSnapshot
+from ..model.words import how_many
 from ._common import esc, pick_snapshot, ranks_of, resolve, snapshots_of
 
 # The static copy of a figure in a view's text/html:
@@ -538,7 +539,7 @@ def show_versions(target) -> View:
     box = w.VBox([only, table])
     box.add_class("ncclnb-versions")
     n = len(snapshots_of(target))
-    return with_text_form(View(box, None, html, f"ncclnb version matrix: {n} node{'s' if n != 1 else ''}"),
+    return with_text_form(View(box, None, html, f"ncclnb version matrix: {how_many(n, 'node')}"),
                           "show_versions", target)
 
 
@@ -558,7 +559,7 @@ def show_diagnosis(diagnosis: Union[Diagnosis, Sequence[Finding]], title: str = 
         html, n = findings_html(findings, title), len(findings)
     box = w.VBox([w.HTML(html)], layout=w.Layout(max_height="640px", overflow="auto"))
     box.add_class("ncclnb-diagnosis-view")
-    return with_text_form(View(box, None, html, f"ncclnb diagnosis: {n} finding{'s' if n != 1 else ''}"),
+    return with_text_form(View(box, None, html, f"ncclnb diagnosis: {how_many(n, 'finding')}"),
                           "show_diagnosis", diagnosis)
 
 
