@@ -52,7 +52,7 @@ from collections import deque
 from itertools import repeat as _repeat
 from operator import itemgetter
 from contextlib import contextmanager
-from typing import BinaryIO, Iterator, Optional
+from typing import BinaryIO, Callable, Iterator, NamedTuple, Optional
 
 from .kb import TRIGGERS
 from .sources import BINARY
@@ -329,6 +329,17 @@ def _code_heads(new) -> None:
         _head_code[head] = ((hid + 1) << 1) | (i in hit)
 
 
+class _Region(NamedTuple):
+    """What :meth:`BulkSkip.region` read of a region, for :meth:`BulkSkip.emit`."""
+    out: list                 # the lines to hand over, in order, the pending one carried in front where it belongs
+    rest_from: Callable       # line number -> every candidate of the region after it
+    lines: int                # lines in the region
+    generation: int           # the caller's generation when the region was read
+    after: Optional[tuple]    # the line pending after the region
+    carried: Optional[tuple]  # the line pending before it
+    candidates: int           # candidate lines in the region
+
+
 class BulkSkip:
     """The candidate lines of a region of complete lines, less those the
     caller needs no more, found without per-line Python work: what
@@ -358,12 +369,10 @@ class BulkSkip:
         self.off = False                      # mostly new messages: this source leaves the bulk path
         self.epoch = _EPOCH[0]
 
-    def region(self, data: bytes, start: int, end: int, max_line: int, base: int):
-        """(the lines to hand over as ``(line number, bytes)``, in order, with
-        the pending one carried in front where it belongs; a callable that
-        gives every candidate after a line number; the number of lines; the
-        caller's generation then; the pending line after the region; the one
-        carried into it; the number of candidates), or None. ``base``: lines before the region (its first is ``base + 1``)."""
+    def region(self, data: bytes, start: int, end: int, max_line: int, base: int) -> Optional[_Region]:
+        """The region data[start:end] read for :meth:`emit` (a :class:`_Region`),
+        or None where the bulk path would not pay. ``base``: lines before the
+        region (its first is ``base + 1``)."""
         if self.off:
             return None
         np = self.np
@@ -456,25 +465,24 @@ class BulkSkip:
             idx = cand_at[cand_at + b1 > line_no]
             return list(zip((idx + b1).tolist(), map(lines.__getitem__, idx.tolist())))
 
-        return out, rest_from, n, gen, after, carried, int(cand_at.size)
+        return _Region(out, rest_from, n, gen, after, carried, int(cand_at.size))
 
     def emit(self, got) -> Iterator[tuple[int, bytes]]:
         """Hand over a region's lines (from :meth:`region`), watching the caller's generation."""
-        out, rest_from, _, gen, after, carried, _ = got
         inert = self.inert
         last = -1
-        for item in out:
-            if inert.generation != gen:
+        for item in got.out:
+            if inert.generation != got.generation:
                 # the caller emptied its cache: what was skipped may matter again, so every candidate not
                 # handed over yet is (the line carried from before the region first)
                 self.pending = None
-                if carried is not None and carried[0] > last:
-                    yield carried
-                yield from rest_from(last)
+                if got.carried is not None and got.carried[0] > last:
+                    yield got.carried
+                yield from got.rest_from(last)
                 return
             yield item
             last = item[0]
-        self.pending = after
+        self.pending = got.after
 
     def flush(self) -> Iterator[tuple[int, bytes]]:
         """The pending line, before a line handed over by another path or at the end."""
@@ -613,8 +621,8 @@ class LineScanner:
                     for item in bulk.emit(got):
                         found += 1
                         yield item
-                    base += got[2]
-                    dense = got[6] >= got[2] * BULK_DENSITY
+                    base += got.lines
+                    dense = got.candidates >= got.lines * BULK_DENSITY
                 else:
                     cands, lines = _filter(data, pos, end, max_line)
                     if cands and bulk is not None:
