@@ -79,10 +79,11 @@ def _pre(text: str) -> str:
 
 
 def _show(value, text: Callable[[], str], view: Optional[Callable[[], Any]] = None, ipython=None,
-          full_plain: bool = False):
+          full_plain: bool = False, fallback: Any = None):
     """Show ``value`` as :func:`renderer` says and return what was shown:
-    ``value``, or when it is None the view (in text mode, no view is built
-    and None is returned). ``text`` makes the full text form, ``view`` the
+    ``value``, or when it is None the view, or when no view was built (text
+    mode) ``fallback``; whichever it is, the shell does not echo it again.
+    ``text`` makes the full text form, ``view`` the
     live view (``None``: the text is all there is, or HTML made of it).
     ``full_plain``: the live view's text/plain is the full text too (cheap
     for a diagnosis or findings), for frontends that show only text such as
@@ -108,6 +109,8 @@ def _show(value, text: Callable[[], str], view: Optional[Callable[[], Any]] = No
             display({"text/plain": text(), "text/html": page}, raw=True)
         if value is None:
             value = built
+    if value is None:
+        value = fallback
     STATE.shown = value
     return value
 
@@ -208,8 +211,8 @@ def _view(name):
         from . import viz
 
         target = _call(_load_one, args) if args else _need_target()
-        shown = _show(None, lambda: _call(_VIEW_TEXT[name], target), lambda: _call(getattr(viz, name), target))
-        return target if shown is None else shown
+        return _show(None, lambda: _call(_VIEW_TEXT[name], target), lambda: _call(getattr(viz, name), target),
+                     fallback=target)
     return verb
 
 
@@ -218,8 +221,8 @@ def _verb_dashboard(args):
 
     target = _call(_load_one, args) if args else _need_target()
     diag = STATE.diagnosis
-    shown = _show(None, lambda: _call(_dashboard_text, target, diag), lambda: _call(dashboard, target, diag))
-    return target if shown is None else shown
+    return _show(None, lambda: _call(_dashboard_text, target, diag), lambda: _call(dashboard, target, diag),
+                 fallback=target)
 
 
 def _run_view(name):
@@ -236,8 +239,7 @@ def _run_view(name):
             raise UsageError(f"no run to show: %ncclnb {name.split('_')[1]} PATH... (a run directory, logs, "
                              "dumps), or run %ncclnb repro NAME or %ncclnb doctor PATH... first")
         facts = _call(_RUN_FACTS[name], source)   # read once: the view and the text draw the same facts
-        shown = _show(None, lambda: _RUN_TEXT[name](facts), lambda: _call(getattr(viz, name), facts))
-        return facts if shown is None else shown
+        return _show(None, lambda: _RUN_TEXT[name](facts), lambda: _call(getattr(viz, name), facts), fallback=facts)
     return verb
 
 

@@ -373,6 +373,20 @@ def test_terminal_ipython_typed_line_by_line_shows_once_and_returns_the_diagnosi
     assert out.count("Most likely: Rank 7 started with a world size of 4") == 1 and "ncclnb diagnosis:" not in out
 
 
+def test_terminal_ipython_typed_views_show_their_text_once(tmp_path):
+    # a view verb typed at the prompt prints its text and returns what it showed (the target, the recorder's
+    # facts) without the shell echoing that again as Out[N]
+    import shutil
+
+    shutil.copytree(FR / "desync", tmp_path / "run")
+    out = _terminal(tmp_path, stdin="%load_ext ncclnb\n%ncclnb load dgx-a100\n%ncclnb topo\n%ncclnb dashboard\n"
+                                    "%ncclnb alignment run\nt = _\nt is not None\nexit\n")
+    assert "UsageError" not in out and "Traceback" not in out
+    assert out.count("Topology of dgx-a100") == 1 and out.count("Flight-recorder alignment:") == 1
+    assert not any(f"Out[{n}]" in out for n in (2, 3, 4, 5))
+    assert "Out[7]: True" in out   # each still is the cell's result
+
+
 def test_terminal_ipython_repro_pairing_snapshot_and_autodiagnose_print_text(tmp_path):
     from ncclnb.guard.p2p import p2p_plan_line
 
