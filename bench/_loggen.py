@@ -11,6 +11,7 @@ replayed by 1024 ranks on 128 hosts, about a third of them candidate lines,
 with one planted watchdog timeout; optionally the same lines as one file per
 rank.
 """
+
 from __future__ import annotations
 
 import os
@@ -92,9 +93,19 @@ def generate(path: str, size_mb: int, hosts: int = 64, seed: int = 1234) -> int:
                     tpl = rng.choice(_BULK)
                 else:
                     tpl = rng.choice(_CHATTER)
-                text = tpl.format(h=h, p=pid % 250, r=r, n=nranks, nn=hosts, d=d, d1=(d + 1) % 8,
-                                  r1=(r + 1) % nranks, r0=(r - 1) % nranks, c=rng.randrange(24),
-                                  x=rng.random())
+                text = tpl.format(
+                    h=h,
+                    p=pid % 250,
+                    r=r,
+                    n=nranks,
+                    nn=hosts,
+                    d=d,
+                    d1=(d + 1) % 8,
+                    r1=(r + 1) % nranks,
+                    r0=(r - 1) % nranks,
+                    c=rng.randrange(24),
+                    x=rng.random(),
+                )
                 if "NCCL INFO" in text and not text.startswith("["):
                     text = f"node{h:03d}:{pid}:{pid + rng.randrange(1, 400)} [{d}] {text}"
                 block.append(text)
@@ -115,7 +126,7 @@ _CAPTURES = ("ncclnb/recorded/links", "ncclnb/repro/recorded")
 _NCCL_PREFIX = re.compile(r"^[A-Za-z0-9][\w.-]*:\d+:\d+ \[\d+\] (NCCL INFO .*)$")
 _COMM = re.compile(r"rank \d+ nRanks \d+ nNodes \d+ localRanks \d+ localRank \d+")
 _INIT_LINE = re.compile(r"rank \d+ nranks \d+ cudaDev \d+ nvmlDev \d+")
-_VERSION = re.compile(r"NCCL version \S+")   # the captures come from three NCCL releases; one job runs one
+_VERSION = re.compile(r"NCCL version \S+")  # the captures come from three NCCL releases; one job runs one
 
 
 def capture_messages(root: str) -> list[str]:
@@ -136,13 +147,16 @@ def capture_messages(root: str) -> list[str]:
 
 def planted_timeout(rank: int) -> str:
     """The one real failure of the hit-dense log: a watchdog timeout on ``rank``."""
-    return (f"[rank{rank}]:[E304 17:41:12.735149131 ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught "
-            "collective operation timeout: WorkNCCL(SeqNum=52, OpType=ALLREDUCE, NumelIn=4194304, "
-            "NumelOut=4194304, Timeout(ms)=600000) ran for 600031 milliseconds before timing out.")
+    return (
+        f"[rank{rank}]:[E304 17:41:12.735149131 ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=52, OpType=ALLREDUCE, NumelIn=4194304, "
+        "NumelOut=4194304, Timeout(ms)=600000) ran for 600031 milliseconds before timing out."
+    )
 
 
-def generate_dense(path: str, size_mb: int, rank_dir: Optional[str] = None, hosts: int = 128,
-                   per_host: int = 8, seed: int = 99, root: str = ".") -> int:
+def generate_dense(
+    path: str, size_mb: int, rank_dir: Optional[str] = None, hosts: int = 128, per_host: int = 8, seed: int = 99, root: str = "."
+) -> int:
     """Write about ``size_mb`` MiB of hit-dense log to ``path``: every rank of
     ``hosts`` x ``per_host`` replays the real captures' NCCL lines (its own
     host:pid:tid [dev] prefix, its own rank in the comm lines), ranks
@@ -191,7 +205,7 @@ def generate_dense(path: str, size_mb: int, rank_dir: Optional[str] = None, host
                 for r, lines in per_rank.items():
                     with open(os.path.join(rank_dir, f"rank{r}.log"), "a", encoding="utf-8", newline="\n") as out:
                         out.write("\n".join(lines) + "\n")
-        if mark is not None:   # a tiny size may end before the mark
+        if mark is not None:  # a tiny size may end before the mark
             text = planted_timeout(victim)
             fh.write(text + "\n")
             written += len(text) + 1

@@ -8,6 +8,7 @@ without a GPU.
 
     python bench/collect_and_import.py [--repeat 9]
 """
+
 from __future__ import annotations
 
 import argparse

@@ -4,6 +4,7 @@ Each record holds the log of a real report and its confirmed category. Prints
 JSON: top-1 and top-3 category accuracy and every miss with what the doctor
 said instead. Usage: python bench/doctor_corpus.py [CORPUS.jsonl]
 """
+
 from __future__ import annotations
 
 import json
@@ -43,11 +44,24 @@ def evaluate(path: str) -> dict:
             top1 += hit1
             top3 += hit3
             if not hit1:
-                misses.append({"id": rec["id"], "expected": rec["category"], "got": cats,
-                               "top_rule": diag.findings[0].rule if diag.findings else None, "in_top3": hit3})
-    return {"corpus": os.path.normpath(path), "cases": total,
-            "top1": round(top1 / total, 3) if total else None, "top3": round(top3 / total, 3) if total else None,
-            "top1_hits": top1, "top3_hits": top3, "misses": misses}
+                misses.append(
+                    {
+                        "id": rec["id"],
+                        "expected": rec["category"],
+                        "got": cats,
+                        "top_rule": diag.findings[0].rule if diag.findings else None,
+                        "in_top3": hit3,
+                    }
+                )
+    return {
+        "corpus": os.path.normpath(path),
+        "cases": total,
+        "top1": round(top1 / total, 3) if total else None,
+        "top3": round(top3 / total, 3) if total else None,
+        "top1_hits": top1,
+        "top3_hits": top3,
+        "misses": misses,
+    }
 
 
 def main(argv: list[str]) -> int:

@@ -21,6 +21,7 @@ planted failure. Targets: ratio >= 0.5 on all three, peak RSS < 256 MB.
 
 Usage: python bench/doctor_throughput.py [--size-mb 256] [--keep DIR]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,6 +45,7 @@ def _wait_measured(proc) -> tuple:
     once per process in the sum, so it overstates a little."""
     try:
         import psutil
+
         top = psutil.Process(proc.pid)
     except (ImportError, Exception):
         top = None
@@ -59,7 +61,7 @@ def _wait_measured(proc) -> tuple:
             except Exception:  # a worker ended between the listing and the read
                 pass
         time.sleep(0.02)
-    return (round(peak / 2**20, 1) if top is not None else None), usage.ru_maxrss / 1024   # KiB on Linux
+    return (round(peak / 2**20, 1) if top is not None else None), usage.ru_maxrss / 1024  # KiB on Linux
 
 
 GREP_WORDS = "warn|error|fail|timeout|timed out|abort|exception|mismatch|refused|reset|unavailable"
@@ -81,8 +83,7 @@ def _doctor(path: str, env_workers) -> tuple:
         env["NCCLNB_DOCTOR_WORKERS"] = str(env_workers)
     t0 = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([sys.executable, "-m", "ncclnb", "doctor", "--json", path],
-                                stdout=out, stderr=err, env=env)
+        proc = subprocess.Popen([sys.executable, "-m", "ncclnb", "doctor", "--json", path], stdout=out, stderr=err, env=env)
         tree, rss = _wait_measured(proc)
         took = time.perf_counter() - t0
         out.seek(0)
@@ -102,8 +103,11 @@ def _grep(path: str) -> tuple:
     if g.returncode not in (0, 1):
         raise SystemExit(f"grep failed: {g.stderr.decode(errors='replace').strip()}")
     counts = [line.rsplit(b":", 1)[-1] for line in g.stdout.splitlines()]
-    return took, sum(int(c) for c in counts if c.isdigit()), " ".join(cmd[:4] + (["-r"] if os.path.isdir(path) else [])
-                                                                    + [repr(GREP_WORDS), os.path.basename(path)])
+    return (
+        took,
+        sum(int(c) for c in counts if c.isdigit()),
+        " ".join(cmd[:4] + (["-r"] if os.path.isdir(path) else []) + [repr(GREP_WORDS), os.path.basename(path)]),
+    )
 
 
 def _planted_first(diag: dict, rank: int | None, rule_words: tuple) -> bool:
@@ -115,8 +119,7 @@ def _planted_first(diag: dict, rank: int | None, rule_words: tuple) -> bool:
     named = any(w in first["rule"] for w in rule_words)
     if rank is None:
         return named
-    said = rank in first["ranks"] or any(f"rank{rank}]" in e["text"] or f"Rank {rank}]" in e["text"]
-                                         for e in first["evidence"])
+    said = rank in first["ranks"] or any(f"rank{rank}]" in e["text"] or f"Rank {rank}]" in e["text"] for e in first["evidence"])
     return named and said
 
 
@@ -129,23 +132,37 @@ def measure(label: str, path: str, size: int, single: bool, planted: tuple) -> d
     out: dict = {"input": label, "size_mb": round(mb, 1)}
     grep_s, grep_lines, grep_cmd = _grep(path)
     doctor_s, diag, tree, rss = _doctor(path, None)
-    out.update({"lines": diag["lines_read"], "doctor_s": round(doctor_s, 2), "doctor_mb_s": round(mb / doctor_s, 1),
-                "doctor_worker_processes": workers_for(size) if os.path.isfile(path) else 0,
-                "doctor_peak_rss_mb": round(rss, 1),
-                "doctor_peak_rss_all_processes_mb": tree,
-                "grep_command": grep_cmd, "grep_s": round(grep_s, 2), "grep_mb_s": round(mb / grep_s, 1),
-                "grep_matching_lines": grep_lines,
-                "ratio_vs_grep": round(grep_s / doctor_s, 3)})
+    out.update(
+        {
+            "lines": diag["lines_read"],
+            "doctor_s": round(doctor_s, 2),
+            "doctor_mb_s": round(mb / doctor_s, 1),
+            "doctor_worker_processes": workers_for(size) if os.path.isfile(path) else 0,
+            "doctor_peak_rss_mb": round(rss, 1),
+            "doctor_peak_rss_all_processes_mb": tree,
+            "grep_command": grep_cmd,
+            "grep_s": round(grep_s, 2),
+            "grep_mb_s": round(mb / grep_s, 1),
+            "grep_matching_lines": grep_lines,
+            "ratio_vs_grep": round(grep_s / doctor_s, 3),
+        }
+    )
     if single:
         single_s, single_diag, _, single_rss = _doctor(path, 0)
-        out.update({"doctor_single_process_s": round(single_s, 2),
-                    "single_process_ratio_vs_grep": round(grep_s / single_s, 3),
-                    "single_process_peak_rss_mb": round(single_rss, 1),
-                    "single_process_same_result": single_diag["findings"] == diag["findings"]
-                    and single_diag["lines_read"] == diag["lines_read"]})
+        out.update(
+            {
+                "doctor_single_process_s": round(single_s, 2),
+                "single_process_ratio_vs_grep": round(grep_s / single_s, 3),
+                "single_process_peak_rss_mb": round(single_rss, 1),
+                "single_process_same_result": single_diag["findings"] == diag["findings"]
+                and single_diag["lines_read"] == diag["lines_read"],
+            }
+        )
     out["planted_first"] = _planted_first(diag, *planted)
-    out["findings"] = [{"rule": f["rule"], "category": f["category"], "severity": f["severity"],
-                        "ranks": f["ranks"][:8]} for f in diag["findings"][:6]]
+    out["findings"] = [
+        {"rule": f["rule"], "category": f["category"], "severity": f["severity"], "ranks": f["ranks"][:8]}
+        for f in diag["findings"][:6]
+    ]
     return out
 
 
@@ -158,21 +175,30 @@ def run(size_mb: int, workdir: str, root: str) -> dict:
     dense_size = _loggen.generate_dense(dense, size_mb, rank_dir=ranks, root=root)
     dir_size = sum(os.path.getsize(os.path.join(ranks, n)) for n in os.listdir(ranks))
     gen_s = time.perf_counter() - t0
-    results = [measure("sparse", sparse, sparse_size, True, (None, ("desync", "nccl_version"))),
-               measure("dense", dense, dense_size, True, (517, ("watchdog",))),
-               measure("dir", ranks, dir_size, False, (517, ("watchdog",)))]
-    return {"generate_s": round(gen_s, 1),
-            "cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-            "inputs": results,
-            "summary": {r["input"]: {"ratio_vs_grep": r["ratio_vs_grep"],
-                                     "single_process_ratio_vs_grep": r.get("single_process_ratio_vs_grep"),
-                                     "peak_rss_mb": r["doctor_peak_rss_mb"], "planted_first": r["planted_first"]}
-                        for r in results},
-            "targets": {"ratio_vs_grep": ">= 0.5", "doctor_peak_rss_mb": "< 256"},
-            "note": "ratio_vs_grep = grep's seconds / the doctor's seconds on the same bytes (so MB/s over MB/s); "
-                    "grep runs in one process on one core, the doctor as shipped (worker processes on files of "
-                    "64 MiB and more) and, on files, in one process too. Both read from the page cache; the "
-                    "doctor's time includes interpreter start-up (about 0.2 s here)."}
+    results = [
+        measure("sparse", sparse, sparse_size, True, (None, ("desync", "nccl_version"))),
+        measure("dense", dense, dense_size, True, (517, ("watchdog",))),
+        measure("dir", ranks, dir_size, False, (517, ("watchdog",))),
+    ]
+    return {
+        "generate_s": round(gen_s, 1),
+        "cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "inputs": results,
+        "summary": {
+            r["input"]: {
+                "ratio_vs_grep": r["ratio_vs_grep"],
+                "single_process_ratio_vs_grep": r.get("single_process_ratio_vs_grep"),
+                "peak_rss_mb": r["doctor_peak_rss_mb"],
+                "planted_first": r["planted_first"],
+            }
+            for r in results
+        },
+        "targets": {"ratio_vs_grep": ">= 0.5", "doctor_peak_rss_mb": "< 256"},
+        "note": "ratio_vs_grep = grep's seconds / the doctor's seconds on the same bytes (so MB/s over MB/s); "
+        "grep runs in one process on one core, the doctor as shipped (worker processes on files of "
+        "64 MiB and more) and, on files, in one process too. Both read from the page cache; the "
+        "doctor's time includes interpreter start-up (about 0.2 s here).",
+    }
 
 
 def main(argv=None) -> int:
@@ -180,7 +206,7 @@ def main(argv=None) -> int:
     ap.add_argument("--size-mb", type=int, default=256, help="size of each generated input (default 256)")
     ap.add_argument("--keep", metavar="DIR", help="generate into DIR and keep the files")
     args = ap.parse_args(argv)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the captures are read from the repository
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the captures are read from the repository
     if args.keep:
         os.makedirs(args.keep, exist_ok=True)
         print(json.dumps(run(args.size_mb, args.keep, root), indent=2))

@@ -15,6 +15,7 @@ whether the shipped first view is under the 1 s target.
 
 Usage: python bench/first_view.py [--runs 5] [--machine a30-nvlink-pairs]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,12 +63,17 @@ def main(argv=None) -> int:
     for way in ("shipped", "without_deferral"):
         runs = [_run(way, args.machine) for _ in range(args.runs)]
         totals = [r["total_s"] for r in runs]
-        result[way] = {"median_s": round(statistics.median(totals), 3), "best_s": round(min(totals), 3),
-                       "grammar_compiled": runs[0]["grammar_compiled"]}
+        result[way] = {
+            "median_s": round(statistics.median(totals), 3),
+            "best_s": round(min(totals), 3),
+            "grammar_compiled": runs[0]["grammar_compiled"],
+        }
     result["speedup"] = round(result["without_deferral"]["median_s"] / result["shipped"]["median_s"], 2)
     result["under_target"] = result["shipped"]["median_s"] < result["target_s"]
-    result["note"] = ("seconds from after a warm 'import plotly.graph_objects' to the first view built "
-                      "(import ncclnb + load a bundled machine + show_topology), each run a fresh process")
+    result["note"] = (
+        "seconds from after a warm 'import plotly.graph_objects' to the first view built "
+        "(import ncclnb + load a bundled machine + show_topology), each run a fresh process"
+    )
     print(json.dumps(result, indent=2))
     return 0
 

@@ -16,6 +16,7 @@ an input that needs more dies with MemoryError there and is counted. The
 alternative in the same run: ``json.loads`` on the same JSON inputs, to show
 the fuzz cost is ncclnb's, not the parser's. Prints one JSON object.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,28 +47,47 @@ def _material():
 
 def _hostile(rng: random.Random) -> str:
     kind = rng.randrange(9)
-    if kind == 0:   # a flight-recorder-shaped dump with many empty entries
+    if kind == 0:  # a flight-recorder-shaped dump with many empty entries
         return '{"pg_config":{},"version":"2.4","entries":[' + ",".join(["[]"] * rng.randrange(1, 20000)) + "]}"
-    if kind == 1:   # deep nesting
+    if kind == 1:  # deep nesting
         d = rng.randrange(100, 20000)
         return rng.choice(["[", '{"entries":[', '{"a":']) * d
-    if kind == 2:   # numbers past int()'s digit limit, in places logs put numbers
+    if kind == 2:  # numbers past int()'s digit limit, in places logs put numbers
         n = "9" * rng.randrange(4000, 9000)
-        return rng.choice([f"[rank{n}]: NCCL WARN x", f"comm 0x1 rank {n} nRanks {n} nNodes 1 localRanks 1 localRank 0",
-                           f"rank < size. {n} vs 4", f'{{"schema": "ncclnb.node/{n}"}}'])
-    if kind == 3:   # Unicode digits
+        return rng.choice(
+            [
+                f"[rank{n}]: NCCL WARN x",
+                f"comm 0x1 rank {n} nRanks {n} nNodes 1 localRanks 1 localRank 0",
+                f"rank < size. {n} vs 4",
+                f'{{"schema": "ncclnb.node/{n}"}}',
+            ]
+        )
+    if kind == 3:  # Unicode digits
         d = rng.choice("³١٣५߃")
-        return rng.choice([f"[rank{d}]: error", f"GLOBAL_RANK: {d}, MEMBER: 1/4", f'{{"schema": "ncclnb.node/{d}"}}',
-                           f"Timed out after {d} seconds waiting for clients. {d}/8 clients joined."])
-    if kind == 4:   # long cpulists in a pasted topo -m
+        return rng.choice(
+            [
+                f"[rank{d}]: error",
+                f"GLOBAL_RANK: {d}, MEMBER: 1/4",
+                f'{{"schema": "ncclnb.node/{d}"}}',
+                f"Timed out after {d} seconds waiting for clients. {d}/8 clients joined.",
+            ]
+        )
+    if kind == 4:  # long cpulists in a pasted topo -m
         spans = ",".join(f"{i * 100000000}-{i * 100000000 + 99999999}" for i in range(rng.randrange(1, 60)))
-        return ("\tGPU0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \t" + spans + "\t0\n\nLegend:\n  X    = Self\n")
-    if kind == 5:   # control characters and escapes
-        return "".join(rng.choice(["\x1b]0;t\x07", "\x1b[2J", "\x9b31m", "\x08", "\x00", "NCCL WARN ", "error "])
-                       for _ in range(rng.randrange(1, 200)))
+        return "\tGPU0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \t" + spans + "\t0\n\nLegend:\n  X    = Self\n"
+    if kind == 5:  # control characters and escapes
+        return "".join(
+            rng.choice(["\x1b]0;t\x07", "\x1b[2J", "\x9b31m", "\x08", "\x00", "NCCL WARN ", "error "])
+            for _ in range(rng.randrange(1, 200))
+        )
     if kind == 6:
-        return json.dumps({"schema": "ncclnb.node/1", "missing": {"gpus[0].x": "a", f"gpus[{10**rng.randrange(3, 30)}].x": "b"},
-                           "host": {"hostname": "h", "shm_total_bytes": 10 ** rng.randrange(10, 500)}})
+        return json.dumps(
+            {
+                "schema": "ncclnb.node/1",
+                "missing": {"gpus[0].x": "a", f"gpus[{10 ** rng.randrange(3, 30)}].x": "b"},
+                "host": {"hostname": "h", "shm_total_bytes": 10 ** rng.randrange(10, 500)},
+            }
+        )
     if kind == 7:
         return bytes(rng.randrange(256) for _ in range(rng.randrange(1, 4000))).decode("latin-1")
     return "\n".join(rng.choice(["", " ", "\t", "x" * rng.randrange(1, 5000)]) for _ in range(rng.randrange(1, 50)))
@@ -86,8 +106,9 @@ def _mutate(rng: random.Random, text: str) -> str:
 def make_input(rng: random.Random, lines: list, machines: list) -> str:
     roll = rng.random()
     if roll < 0.35:
-        return "\n".join(_mutate(rng, rng.choice(lines)) if rng.random() < 0.5 else rng.choice(lines)
-                         for _ in range(rng.randrange(1, 40)))
+        return "\n".join(
+            _mutate(rng, rng.choice(lines)) if rng.random() < 0.5 else rng.choice(lines) for _ in range(rng.randrange(1, 40))
+        )
     if roll < 0.6:
         return _mutate(rng, rng.choice(machines))
     return _hostile(rng)
@@ -132,8 +153,15 @@ def _worker(args) -> dict:
         except ALLOWED:
             pass
         except BaseException as exc:  # what the bench is looking for
-            out["escaped"].append({"input": i, "target": target, "error": f"{type(exc).__name__}: {str(exc)[:200]}",
-                                   "where": traceback.format_exc().strip().splitlines()[-3][:200], "head": text[:120]})
+            out["escaped"].append(
+                {
+                    "input": i,
+                    "target": target,
+                    "error": f"{type(exc).__name__}: {str(exc)[:200]}",
+                    "where": traceback.format_exc().strip().splitlines()[-3][:200],
+                    "head": text[:120],
+                }
+            )
         out["ncclnb_s"] += time.perf_counter() - t0
         if target == "load":
             t0 = time.perf_counter()
@@ -171,16 +199,26 @@ def main(argv=None) -> int:
     for e in totals["escaped"]:
         key = (e["target"], e["error"].split(":")[0], e["where"])
         escaped_kinds.setdefault(str(key), e)
-    print(json.dumps({
-        "inputs": totals["inputs"], "targets": list(TARGETS), "seed": args.seed,
-        "memory_limit_mb_per_input": args.mem_mb, "workers": args.workers,
-        "escaped_exceptions": len(totals["escaped"]), "escaped_kinds": list(escaped_kinds.values())[:30],
-        "over_memory": len(totals["memory"]), "over_memory_examples": totals["memory"][:10],
-        "ncclnb_seconds": round(totals["ncclnb_s"], 1),
-        "json_loads_seconds_on_the_load_inputs": round(totals["json_loads_s"], 2),
-        "wall_seconds": round(time.time() - t0, 1),
-        "allowed": "ValueError (SchemaError, ParseError), OSError (DoctorInputError): one-line errors",
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "inputs": totals["inputs"],
+                "targets": list(TARGETS),
+                "seed": args.seed,
+                "memory_limit_mb_per_input": args.mem_mb,
+                "workers": args.workers,
+                "escaped_exceptions": len(totals["escaped"]),
+                "escaped_kinds": list(escaped_kinds.values())[:30],
+                "over_memory": len(totals["memory"]),
+                "over_memory_examples": totals["memory"][:10],
+                "ncclnb_seconds": round(totals["ncclnb_s"], 1),
+                "json_loads_seconds_on_the_load_inputs": round(totals["json_loads_s"], 2),
+                "wall_seconds": round(time.time() - t0, 1),
+                "allowed": "ValueError (SchemaError, ParseError), OSError (DoctorInputError): one-line errors",
+            },
+            indent=2,
+        )
+    )
     return 0
 
 

@@ -19,6 +19,7 @@ steps). Ratios are to ``none``. Target: the every-100-steps guards under 2%.
 
     python bench/guard_overhead.py [--steps 400] [--warmup 100] [--world 4]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,7 +47,10 @@ def worker(config: str, rank: int, world: int, port: str, out: str, steps: int, 
 
     torch.set_num_threads(1)
     dist.init_process_group(
-        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+        "gloo",
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=world,
         timeout=datetime.timedelta(seconds=60),
     )
     torch.manual_seed(0)
@@ -67,7 +71,7 @@ def worker(config: str, rank: int, world: int, port: str, out: str, steps: int, 
         offset = 0
         for p in params:
             n = p.numel()
-            p.grad.copy_(flat[offset: offset + n].view_as(p))
+            p.grad.copy_(flat[offset : offset + n].view_as(p))
             offset += n
         opt.step()
         start = time.perf_counter()
@@ -110,11 +114,15 @@ def launch(config: str, world: int, steps: int, warmup: int, out: str, timeout_s
     try:
         for rank in range(world):
             with open(os.path.join(out, f"{config}.rank{rank}.log"), "wb") as log:
-                procs.append(subprocess.Popen(
-                    [sys.executable, __file__, "--worker", config, str(rank), str(world), port, out, str(steps),
-                     str(warmup)],
-                    stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-                ))
+                procs.append(
+                    subprocess.Popen(
+                        [sys.executable, __file__, "--worker", config, str(rank), str(world), port, out, str(steps), str(warmup)],
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        env=env,
+                        start_new_session=True,
+                    )
+                )
         end = time.monotonic() + timeout_s
         for p in procs:
             p.wait(timeout=max(0.1, end - time.monotonic()))
@@ -138,7 +146,7 @@ def launch(config: str, world: int, steps: int, warmup: int, out: str, timeout_s
 
 def summarise(data: dict) -> dict:
     times, guard = data["times_s"], data["guard_s"]
-    windows = [statistics.fmean(times[i: i + WINDOW]) for i in range(0, len(times) - WINDOW + 1, WINDOW)]
+    windows = [statistics.fmean(times[i : i + WINDOW]) for i in range(0, len(times) - WINDOW + 1, WINDOW)]
     share = sum(guard) / sum(times)
     return {
         "step_ms": statistics.median(windows) * 1e3,

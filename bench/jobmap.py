@@ -21,6 +21,7 @@ nodes) and its findings are ``ncclnb.check`` of it, measured first
 
 Target: a page in well under 1 s.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,10 +48,18 @@ def naive_figure(report, findings):
         for r in f.ranks:
             named.setdefault(r, []).append(f.title)
     row = {s.hostname: i for i, s in enumerate(report.snapshots)}
-    traces = [go.Scatter(x=[r.cuda_index], y=[row.get(r.host, -1)], mode="markers+text", text=[str(r.rank)],
-                         name=f"rank {r.rank}", hovertext=[f"{r.host} cuda:{r.cuda_index} " + "; ".join(named.get(r.rank, []))],
-                         marker=dict(color="red" if r.rank in named else "green"))
-              for r in report.ranks]
+    traces = [
+        go.Scatter(
+            x=[r.cuda_index],
+            y=[row.get(r.host, -1)],
+            mode="markers+text",
+            text=[str(r.rank)],
+            name=f"rank {r.rank}",
+            hovertext=[f"{r.host} cuda:{r.cuda_index} " + "; ".join(named.get(r.rank, []))],
+            marker=dict(color="red" if r.rank in named else "green"),
+        )
+        for r in report.ranks
+    ]
     return go.Figure(traces)
 
 
@@ -69,13 +78,21 @@ def main(argv=None) -> int:
     show_s, view = best_of(lambda: show_job_map(report, findings), args.repeat)
     naive_s, naive = best_of(lambda: naive_figure(report, findings), 1)
     out = {
-        "nodes": args.nodes, "ranks": len(report.ranks), "findings": len(findings),
-        "nodes_named": sum(1 for h in jm.hosts if h in jm.host_marks), "pages": jm.pages(),
-        "check_s": round(check_s, 4), "analyse_s": round(analyse_s, 4),
-        "page_s": round(page_s, 4), "last_page_s": round(last_s, 4), "show_s": round(show_s, 4),
-        "page_json_bytes": len(fig.to_json().encode()), "page_static_bytes": len(figure_svg(fig).encode()),
+        "nodes": args.nodes,
+        "ranks": len(report.ranks),
+        "findings": len(findings),
+        "nodes_named": sum(1 for h in jm.hosts if h in jm.host_marks),
+        "pages": jm.pages(),
+        "check_s": round(check_s, 4),
+        "analyse_s": round(analyse_s, 4),
+        "page_s": round(page_s, 4),
+        "last_page_s": round(last_s, 4),
+        "show_s": round(show_s, 4),
+        "page_json_bytes": len(fig.to_json().encode()),
+        "page_static_bytes": len(figure_svg(fig).encode()),
         "show_static_html_bytes": len(view.static_html().encode()),
-        "naive_s": round(naive_s, 4), "naive_json_bytes": len(naive.to_json().encode()),
+        "naive_s": round(naive_s, 4),
+        "naive_json_bytes": len(naive.to_json().encode()),
         "naive_traces": len(naive.data),
     }
     print(json.dumps(out, indent=1))

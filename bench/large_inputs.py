@@ -27,6 +27,7 @@ Measured, each against the obvious alternative in the same run:
 The builders here (``huge_node``, ``huge_report``, ``many_ranks_report``)
 are shared with tests/checks/test_linear.py and tests/viz/test_large.py.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,11 +45,20 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from ncclnb.model import (  # noqa: E402
-    ClusterReport, Gpu, Host, Library, Links, Nic, NodeSnapshot, NumaNode, RankEntry, Versions,
+    ClusterReport,
+    Gpu,
+    Host,
+    Library,
+    Links,
+    Nic,
+    NodeSnapshot,
+    NumaNode,
+    RankEntry,
+    Versions,
 )
 
 BUDGET_BYTES = 5 * 1024 * 1024
-BLOCK = 8          # GPUs joined by NVLink in the synthetic node (one "board")
+BLOCK = 8  # GPUs joined by NVLink in the synthetic node (one "board")
 NUMA_NODES = 8
 
 
@@ -56,8 +66,9 @@ def _gpu_uuid(host: str, i: int) -> str:
     return f"GPU-{zlib.crc32(host.encode()) & 0xFFFF:04x}{i:08x}-5e1f-4c1a-9d7e-{i:012x}"
 
 
-def huge_node(gpus: int = 20_000, matrix: int = 64, hostname: str = "huge-node", env: dict | None = None,
-              nic_rows: bool = True) -> NodeSnapshot:
+def huge_node(
+    gpus: int = 20_000, matrix: int = 64, hostname: str = "huge-node", env: dict | None = None, nic_rows: bool = True
+) -> NodeSnapshot:
     """One host with ``gpus`` GPUs in ``NUMA_NODES`` NUMA nodes.
 
     The GPU x GPU link and P2P matrices cover only the first ``matrix`` GPUs
@@ -72,10 +83,18 @@ def huge_node(gpus: int = 20_000, matrix: int = 64, hostname: str = "huge-node",
     numa_of = [i // per_numa for i in range(gpus)]
     cpus = {n: f"{n * 28}-{n * 28 + 27}" for n in range(NUMA_NODES)}
     gpu_list = tuple(
-        Gpu(index=i, cuda_index=i, uuid=_gpu_uuid(hostname, i), name="NVIDIA H100 80GB HBM3",
-            pci_bus_id=f"{i >> 8:08X}:{i & 0xFF:02X}:00.0", numa_node=numa_of[i], cpu_affinity=cpus[numa_of[i]],
-            memory_total_mib=81559)
-        for i in range(gpus))
+        Gpu(
+            index=i,
+            cuda_index=i,
+            uuid=_gpu_uuid(hostname, i),
+            name="NVIDIA H100 80GB HBM3",
+            pci_bus_id=f"{i >> 8:08X}:{i & 0xFF:02X}:00.0",
+            numa_node=numa_of[i],
+            cpu_affinity=cpus[numa_of[i]],
+            memory_total_mib=81559,
+        )
+        for i in range(gpus)
+    )
     m = min(matrix, gpus)
 
     def label(i: int, j: int) -> str:
@@ -88,35 +107,67 @@ def huge_node(gpus: int = 20_000, matrix: int = 64, hostname: str = "huge-node",
     gg = tuple(tuple(label(i, j) for j in range(m)) for i in range(m))
     p2p = tuple(tuple("X" if i == j else ("OK" if i // BLOCK == j // BLOCK else "CNS") for j in range(m)) for i in range(m))
     nic_names = tuple(f"mlx5_{k}" for k in range(NUMA_NODES // 2))  # NICs on the even NUMA nodes only
-    gn = tuple(tuple("PIX" if numa_of[i] == 2 * k and i % BLOCK == 0 else ("NODE" if numa_of[i] == 2 * k else "SYS")
-                     for k in range(len(nic_names))) for i in range(gpus)) if nic_rows else ()
-    nics = tuple(Nic(name, kind="infiniband", state="up", numa_node=2 * k, speed_mbps=400_000, ib_port_state="ACTIVE")
-                 for k, name in enumerate(nic_names))
-    nics += (Nic("eth0", kind="ethernet", state="up", numa_node=0, speed_mbps=25_000),
-             Nic("lo", kind="loopback", state="unknown"), Nic("docker0", kind="virtual", state="down"))
+    gn = (
+        tuple(
+            tuple(
+                "PIX" if numa_of[i] == 2 * k and i % BLOCK == 0 else ("NODE" if numa_of[i] == 2 * k else "SYS")
+                for k in range(len(nic_names))
+            )
+            for i in range(gpus)
+        )
+        if nic_rows
+        else ()
+    )
+    nics = tuple(
+        Nic(name, kind="infiniband", state="up", numa_node=2 * k, speed_mbps=400_000, ib_port_state="ACTIVE")
+        for k, name in enumerate(nic_names)
+    )
+    nics += (
+        Nic("eth0", kind="ethernet", state="up", numa_node=0, speed_mbps=25_000),
+        Nic("lo", kind="loopback", state="unknown"),
+        Nic("docker0", kind="virtual", state="down"),
+    )
     visible = [gpu_list[i].uuid[:16] for i in range(min(10, gpus - 1))] + [str(i) for i in range(min(10, gpus - 1), gpus - 1)]
-    base_env = {"CUDA_VISIBLE_DEVICES": ",".join(visible), "NCCL_P2P_DISABLE": "1", "NCCL_IB_DISABLE": "1",
-                "NCCL_SOCKET_IFNAME": "eth,lo", "WORLD_SIZE": str(gpus), "NCCL_DEBUG": "INFO"}
+    base_env = {
+        "CUDA_VISIBLE_DEVICES": ",".join(visible),
+        "NCCL_P2P_DISABLE": "1",
+        "NCCL_IB_DISABLE": "1",
+        "NCCL_SOCKET_IFNAME": "eth,lo",
+        "WORLD_SIZE": str(gpus),
+        "NCCL_DEBUG": "INFO",
+    }
     return NodeSnapshot(
-        host=Host(hostname=hostname, cpu_count=28 * NUMA_NODES,
-                  numa_nodes=tuple(NumaNode(n, cpus[n], 256_000) for n in range(NUMA_NODES)),
-                  iommu="on", shm_total_bytes=64 << 20, shm_free_bytes=1 << 20,
-                  rlimit_nofile_soft=1024, rlimit_nofile_hard=4096,
-                  rlimit_memlock_soft=64 << 10, rlimit_memlock_hard=64 << 10),
+        host=Host(
+            hostname=hostname,
+            cpu_count=28 * NUMA_NODES,
+            numa_nodes=tuple(NumaNode(n, cpus[n], 256_000) for n in range(NUMA_NODES)),
+            iommu="on",
+            shm_total_bytes=64 << 20,
+            shm_free_bytes=1 << 20,
+            rlimit_nofile_soft=1024,
+            rlimit_nofile_hard=4096,
+            rlimit_memlock_soft=64 << 10,
+            rlimit_memlock_hard=64 << 10,
+        ),
         gpus=gpu_list,
         links=Links(gpu_gpu=gg, gpu_nic=gn, nic_names=nic_names, p2p={"read": p2p}),
         nics=nics,
-        versions=Versions(driver="535.54.03", cuda_driver="12.2", torch="2.4.0", torch_cuda="12.4",
-                          nccl_torch="2.20.5", nccl_pip={"nvidia-nccl-cu12": "2.20.5", "nvidia-nccl-cu11": "2.14.3"},
-                          nccl_system=(Library("/usr/lib/x86_64-linux-gnu/libnccl.so.2.18.3", "2.18.3", "ldconfig"),)),
+        versions=Versions(
+            driver="535.54.03",
+            cuda_driver="12.2",
+            torch="2.4.0",
+            torch_cuda="12.4",
+            nccl_torch="2.20.5",
+            nccl_pip={"nvidia-nccl-cu12": "2.20.5", "nvidia-nccl-cu11": "2.14.3"},
+            nccl_system=(Library("/usr/lib/x86_64-linux-gnu/libnccl.so.2.18.3", "2.18.3", "ldconfig"),),
+        ),
         env={**base_env, **(env or {})},
         origin="recorded",
         description=f"synthetic: {gpus} GPUs, link matrices for the first {m} only",
     )
 
 
-def node_ranks(snap: NodeSnapshot, every: int = 1, duplicate_every: int = 0, unset_every: int = 0,
-               index_only_every: int = 3):
+def node_ranks(snap: NodeSnapshot, every: int = 1, duplicate_every: int = 0, unset_every: int = 0, index_only_every: int = 3):
     """A rank table on one host: rank i on GPU i (by UUID) for every
     ``every``-th GPU; every ``duplicate_every``-th rank is started twice,
     every ``unset_every``-th rank never set its device and every
@@ -126,10 +177,17 @@ def node_ranks(snap: NodeSnapshot, every: int = 1, duplicate_every: int = 0, uns
     for r in range(world):
         g = snap.gpus[r * every]
         unset = unset_every and r % unset_every == 0
-        e = RankEntry(rank=r, host=snap.hostname, local_rank=r, world_size=world, node_rank=0, pid=10_000 + r,
-                      cuda_index=None if unset else r,
-                      gpu_uuid=None if unset or (index_only_every and r % index_only_every == 1) else g.uuid,
-                      cpu_affinity=g.cpu_affinity)
+        e = RankEntry(
+            rank=r,
+            host=snap.hostname,
+            local_rank=r,
+            world_size=world,
+            node_rank=0,
+            pid=10_000 + r,
+            cuda_index=None if unset else r,
+            gpu_uuid=None if unset or (index_only_every and r % index_only_every == 1) else g.uuid,
+            cpu_affinity=g.cpu_affinity,
+        )
         out.append(e)
         if duplicate_every and r % duplicate_every == 0:
             out.append(dataclasses.replace(e, pid=e.pid + 1_000_000, local_rank=r + 1))
@@ -157,8 +215,17 @@ def huge_report(ranks: int = 50_000, per_node: int = 8) -> ClusterReport:
     for n, snap in enumerate(snaps):
         for lr in range(per_node):
             r = n * per_node + lr
-            e = RankEntry(rank=r, host=snap.hostname, local_rank=lr, world_size=world, node_rank=n, pid=10_000 + lr,
-                          cuda_index=lr, gpu_uuid=snap.gpus[lr].uuid, cpu_affinity=snap.gpus[lr].cpu_affinity)
+            e = RankEntry(
+                rank=r,
+                host=snap.hostname,
+                local_rank=lr,
+                world_size=world,
+                node_rank=n,
+                pid=10_000 + lr,
+                cuda_index=lr,
+                gpu_uuid=snap.gpus[lr].uuid,
+                cpu_affinity=snap.gpus[lr].cpu_affinity,
+            )
             if r % 1009 == 500:
                 e = dataclasses.replace(e, rank=world + r)
             elif r % 101 == 50:
@@ -166,22 +233,34 @@ def huge_report(ranks: int = 50_000, per_node: int = 8) -> ClusterReport:
             elif r % 89 == 40:
                 e = dataclasses.replace(e, cuda_index=(lr + 1) % per_node, gpu_uuid=None)
             if r % 97 == 60 and n + 1 < nodes:
-                table.append(dataclasses.replace(e, host=snaps[n + 1].hostname, node_rank=n + 1, pid=e.pid + 7,
-                                                 gpu_uuid=None, cuda_index=None, local_rank=per_node + lr))
+                table.append(
+                    dataclasses.replace(
+                        e,
+                        host=snaps[n + 1].hostname,
+                        node_rank=n + 1,
+                        pid=e.pid + 7,
+                        gpu_uuid=None,
+                        cuda_index=None,
+                        local_rank=per_node + lr,
+                    )
+                )
             table.append(e)
-    return ClusterReport(snapshots=tuple(snaps), ranks=tuple(table),
-                         description=f"synthetic: {nodes} nodes x {per_node} GPUs, {len(table)} ranks, anomalies planted")
+    return ClusterReport(
+        snapshots=tuple(snaps),
+        ranks=tuple(table),
+        description=f"synthetic: {nodes} nodes x {per_node} GPUs, {len(table)} ranks, anomalies planted",
+    )
 
 
 def many_ranks_report(gpus: int = 20_000, duplicate_every: int = 7, unset_every: int = 5) -> ClusterReport:
     """The ``huge_node`` with a rank per GPU, some ranks started twice and
     some without a device: the node checks resolve every rank's GPU."""
     snap = huge_node(gpus)
-    return ClusterReport(snapshots=(snap,), ranks=node_ranks(snap, duplicate_every=duplicate_every,
-                                                             unset_every=unset_every))
+    return ClusterReport(snapshots=(snap,), ranks=node_ranks(snap, duplicate_every=duplicate_every, unset_every=unset_every))
 
 
 # --- measuring -----------------------------------------------------------------
+
 
 def _rss_mib() -> float:
     with open("/proc/self/statm") as fh:
@@ -206,8 +285,12 @@ def measure(fn, timeout: int = 900) -> dict:
             extra = fn() or {}
             wall = time.perf_counter() - t
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            out = {"wall_s": round(wall, 3), "peak_rss_mib": round(peak, 1),
-                   "rss_added_mib": round(max(0.0, peak - start_rss), 1), **extra}
+            out = {
+                "wall_s": round(wall, 3),
+                "peak_rss_mib": round(peak, 1),
+                "rss_added_mib": round(max(0.0, peak - start_rss), 1),
+                **extra,
+            }
         except BaseException as exc:  # report it, never fall back into the parent's code
             out, code = {"error": f"{type(exc).__name__}: {exc}"[:300]}, 1
         with os.fdopen(write, "w") as fh:
@@ -251,10 +334,11 @@ def main(argv=None) -> int:
     out: dict = {
         "inputs": {
             "node": f"{len(node.gpus)} GPUs, {len(node.links.gpu_gpu)} x {len(node.links.gpu_gpu)} GPU link matrix, "
-                    f"{len(node.links.nic_names)} NICs",
+            f"{len(node.links.nic_names)} NICs",
             "node_with_ranks": f"that node with {len(node_ranks_report.ranks)} ranks",
             "report": f"{len(report.snapshots)} nodes x 8 GPUs, {len(report.ranks)} ranks",
-            "build_s": round(built, 2), "first_use_imports_s": round(warm, 2),
+            "build_s": round(built, 2),
+            "first_use_imports_s": round(warm, 2),
         },
         "budget_bytes": BUDGET_BYTES,
     }
@@ -283,13 +367,25 @@ def main(argv=None) -> int:
 
     # views of the report, and the large node's own views
     out["views"] = {
-        "report": {name: measure(lambda show=show: _view_numbers(show(report)))
-                   for name, show in (("show_topology", show_topology), ("show_numa", show_numa),
-                                      ("show_ranks", show_ranks), ("show_versions", show_versions),
-                                      ("dashboard", dashboard))},
-        "node_with_ranks": {name: measure(lambda show=show: _view_numbers(show(node_ranks_report)))
-                 for name, show in (("show_topology", show_topology), ("show_numa", show_numa),
-                                    ("show_ranks", show_ranks), ("dashboard", dashboard))},
+        "report": {
+            name: measure(lambda show=show: _view_numbers(show(report)))
+            for name, show in (
+                ("show_topology", show_topology),
+                ("show_numa", show_numa),
+                ("show_ranks", show_ranks),
+                ("show_versions", show_versions),
+                ("dashboard", dashboard),
+            )
+        },
+        "node_with_ranks": {
+            name: measure(lambda show=show: _view_numbers(show(node_ranks_report)))
+            for name, show in (
+                ("show_topology", show_topology),
+                ("show_numa", show_numa),
+                ("show_ranks", show_ranks),
+                ("dashboard", dashboard),
+            )
+        },
     }
     # the alternative for the topology: every GPU pair as a cell, at 500 GPUs (past that it runs out of memory here)
     five_hundred = huge_node(500, matrix=500)
@@ -303,8 +399,9 @@ def main(argv=None) -> int:
         "alternative_cells": measure(lambda: figure_bytes(topology_figure(five_hundred, aggregate=False))),
     }
     views = [v for group in out["views"].values() for v in group.values()]
-    out["all_views_within_5mb"] = all(v.get("within_5mb") for group in out["views"].values()
-                                      for name, v in group.items() if not name.startswith("alternative"))
+    out["all_views_within_5mb"] = all(
+        v.get("within_5mb") for group in out["views"].values() for name, v in group.items() if not name.startswith("alternative")
+    )
     print(json.dumps(out, indent=1))
     errors = [v for v in views + list(out["check"].values()) if "error" in v]
     return 1 if errors else 0

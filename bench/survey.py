@@ -38,6 +38,7 @@ findings ``ncclnb.check`` gives it, written as the survey writes it.
 ``rank0_received_bytes`` is the same sum at that size. Target: the
 report under 50 MB.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -74,8 +75,7 @@ def _env() -> dict:
 def _together(argvs: list, timeout: float) -> tuple[float, list]:
     """Start every command at once, wait for all; (seconds, their stdout)."""
     started = time.perf_counter()
-    procs = [subprocess.Popen(a, env=_env(), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for a in argvs]
+    procs = [subprocess.Popen(a, env=_env(), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for a in argvs]
     outs = []
     try:
         for p in procs:
@@ -93,12 +93,14 @@ def _together(argvs: list, timeout: float) -> tuple[float, list]:
 
 # --- the workers this script starts ----------------------------------------------------
 
+
 def gloo_worker(rank: int, world: int, port: int) -> None:
     import torch.distributed as dist
 
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                            timeout=datetime.timedelta(seconds=60))
-    dist.barrier()   # rank 0 hosts the store: leaving before the others finish connecting would break them
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=60)
+    )
+    dist.barrier()  # rank 0 hosts the store: leaving before the others finish connecting would break them
     dist.destroy_process_group()
 
 
@@ -111,8 +113,9 @@ def gather_worker(rank: int, world: int, port: int, report_path: str) -> None:
     report = json.loads(Path(report_path).read_text(encoding="utf-8"))
     entry = next(e for e in report["ranks"] if e["rank"] == rank)
     snapshot = report["snapshots"][0] if rank == 0 else None
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                            timeout=datetime.timedelta(seconds=60))
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=60)
+    )
     cpu = torch.device("cpu")
     times = []
     for i in range(ROUNDS + 1):
@@ -120,7 +123,7 @@ def gather_worker(rank: int, world: int, port: int, report_path: str) -> None:
         t = time.perf_counter()
         gather_json(cpu, entry)
         gather_json(cpu, snapshot, dst=0)
-        dist.barrier()   # the exchange is done when the slowest rank is done
+        dist.barrier()  # the exchange is done when the slowest rank is done
         if i:
             times.append(time.perf_counter() - t)
     dist.destroy_process_group()
@@ -130,8 +133,9 @@ def gather_worker(rank: int, world: int, port: int, report_path: str) -> None:
 
 # --- measurements ------------------------------------------------------------------------
 
+
 def _compact(value) -> int:
-    return len(json.dumps(value, sort_keys=True).encode("utf-8"))   # as gather_json sends it
+    return len(json.dumps(value, sort_keys=True).encode("utf-8"))  # as gather_json sends it
 
 
 def measure(n: int, repeat: int, timeout: float) -> dict:
@@ -140,9 +144,25 @@ def measure(n: int, repeat: int, timeout: float) -> dict:
     with tempfile.TemporaryDirectory(prefix="ncclnb-bench-survey-") as tmp:
         for k in range(repeat):
             out = Path(tmp, f"run{k}")
-            seconds, _ = _together([[sys.executable, "-m", "ncclnb", "survey", "--local", "--nproc", str(n),
-                                     "--out", str(out), "--no-link-test", "--timeout", f"{timeout:g}"]],
-                                   4 * timeout + 60)
+            seconds, _ = _together(
+                [
+                    [
+                        sys.executable,
+                        "-m",
+                        "ncclnb",
+                        "survey",
+                        "--local",
+                        "--nproc",
+                        str(n),
+                        "--out",
+                        str(out),
+                        "--no-link-test",
+                        "--timeout",
+                        f"{timeout:g}",
+                    ]
+                ],
+                4 * timeout + 60,
+            )
             survey.append(seconds)
             report_path = out / "report.json"
         report = json.loads(report_path.read_text(encoding="utf-8"))
@@ -160,11 +180,18 @@ def measure(n: int, repeat: int, timeout: float) -> dict:
     assert len(entries) == n, f"the survey of {n} ranks reported {len(entries)}"
     best = min(survey)
     return {
-        "ranks": n, "survey_s": round(best, 3), "survey_runs_s": [round(s, 3) for s in survey],
-        "python_pass_s": round(min(passes), 3), "gloo_init_s": round(min(inits), 3),
-        "gather_s": round(gather_s, 5), "gather_fraction": round(gather_s / best, 5),
-        "entry_bytes": sum(entries), "entry_bytes_max": max(entries), "snapshot_bytes": sum(snapshots),
-        "snapshots": len(snapshots), "report_bytes": report_bytes,
+        "ranks": n,
+        "survey_s": round(best, 3),
+        "survey_runs_s": [round(s, 3) for s in survey],
+        "python_pass_s": round(min(passes), 3),
+        "gloo_init_s": round(min(inits), 3),
+        "gather_s": round(gather_s, 5),
+        "gather_fraction": round(gather_s / best, 5),
+        "entry_bytes": sum(entries),
+        "entry_bytes_max": max(entries),
+        "snapshot_bytes": sum(snapshots),
+        "snapshots": len(snapshots),
+        "report_bytes": report_bytes,
         "rank0_received_bytes": n * max(entries) + sum(snapshots) + (n - len(snapshots)) * len(b"null"),
     }
 
@@ -181,23 +208,32 @@ def estimate(rows: list) -> dict:
     per_rank = max([gpu_entry] + [row["entry_bytes_max"] for row in rows])
     per_node = max([gpu_node] + [row["snapshot_bytes"] // max(1, row["snapshots"]) for row in rows])
     nodes, per = 1024, 8
-    snaps = tuple(dataclasses.replace(node, host=dataclasses.replace(node.host, hostname=f"node{k:04d}"))
-                  for k in range(nodes))
-    table = tuple(dataclasses.replace(ranks[i % per], rank=k * per + i, host=f"node{k:04d}", node_rank=k,
-                                      world_size=nodes * per, pid=10_000 + i)
-                  for k in range(nodes) for i in range(per))
+    snaps = tuple(dataclasses.replace(node, host=dataclasses.replace(node.host, hostname=f"node{k:04d}")) for k in range(nodes))
+    table = tuple(
+        dataclasses.replace(
+            ranks[i % per], rank=k * per + i, host=f"node{k:04d}", node_rank=k, world_size=nodes * per, pid=10_000 + i
+        )
+        for k in range(nodes)
+        for i in range(per)
+    )
     big = ClusterReport(snapshots=snaps, ranks=table, links=demo.links, description=demo.description)
     started = time.perf_counter()
     big = dataclasses.replace(big, findings=tuple(ncclnb.check(big)))
     check_s = time.perf_counter() - started
-    text = json.dumps(big.to_dict(), indent=1, ensure_ascii=False) + "\n"   # as the survey writes report.json
+    text = json.dumps(big.to_dict(), indent=1, ensure_ascii=False) + "\n"  # as the survey writes report.json
     report_bytes = len(text.encode("utf-8"))
     return {
-        "nodes": nodes, "ranks": nodes * per, "bytes_per_rank": per_rank, "bytes_per_node": per_node,
+        "nodes": nodes,
+        "ranks": nodes * per,
+        "bytes_per_rank": per_rank,
+        "bytes_per_node": per_node,
         "payload_bytes": nodes * per * per_rank + nodes * per_node,
         "rank0_received_bytes": nodes * per * per_rank + nodes * per_node + nodes * (per - 1) * len(b"null"),
-        "report_bytes": report_bytes, "report_findings": len(big.findings), "check_s": round(check_s, 2),
-        "target_report_bytes": TARGET_REPORT_BYTES, "report_under_target": report_bytes < TARGET_REPORT_BYTES,
+        "report_bytes": report_bytes,
+        "report_findings": len(big.findings),
+        "check_s": round(check_s, 2),
+        "target_report_bytes": TARGET_REPORT_BYTES,
+        "report_under_target": report_bytes < TARGET_REPORT_BYTES,
     }
 
 
@@ -212,8 +248,16 @@ def main(argv=None) -> int:
     for n in counts:
         rows.append(measure(n, args.repeat, args.timeout))
         print(f"{n} ranks: {rows[-1]['survey_s']} s", file=sys.stderr, flush=True)
-    print(json.dumps({"machine": {"cpu_count": os.cpu_count(), "python": sys.version.split()[0]},
-                      "rows": rows, "estimate_1024x8": estimate(rows)}, indent=1))
+    print(
+        json.dumps(
+            {
+                "machine": {"cpu_count": os.cpu_count(), "python": sys.version.split()[0]},
+                "rows": rows,
+                "estimate_1024x8": estimate(rows),
+            },
+            indent=1,
+        )
+    )
     return 0
 
 

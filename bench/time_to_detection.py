@@ -10,6 +10,7 @@ against torch's own, each measured over several launches).
 
 Prints one JSON object.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,13 +23,18 @@ import time
 from pathlib import Path
 
 # what the failure would have cost with torch's defaults, by the category the doctor names
-DEFAULT_COST_S = {"rendezvous_unreachable": 1800, "rank_world_size_mismatch": 1800, "collective_desync": 600,
-                  "slow_rank_timeout": 600, "p2p_pairing": 600, "oom_or_resource": 600}
+DEFAULT_COST_S = {
+    "rendezvous_unreachable": 1800,
+    "rank_world_size_mismatch": 1800,
+    "collective_desync": 600,
+    "slow_rank_timeout": 600,
+    "p2p_pairing": 600,
+    "oom_or_resource": 600,
+}
 
 
 def _named(result) -> bool:
-    return bool(result.diagnosis and result.diagnosis.top
-                and set(result.culprit_ranks) <= set(result.diagnosis.top.ranks))
+    return bool(result.diagnosis and result.diagnosis.top and set(result.culprit_ranks) <= set(result.diagnosis.top.ranks))
 
 
 def _named_after(result, started: float):
@@ -60,24 +66,38 @@ def scenarios_table() -> list:
         with tempfile.TemporaryDirectory() as tmp:
             started = time.time()
             plain = reproduce(name, keep=os.path.join(tmp, "broken"))
-            row = {"scenario": name, "seed": sc.seed, "expected": sc.expected_category,
-                   "default_timeout_cost_s": DEFAULT_COST_S.get(sc.expected_category),
-                   "repro_timeout_s": plain.timeout_s,
-                   "as_is": {"stopped_after_s": plain.seconds, "first_blamed_exit_s": _named_after(plain, started),
-                             "completed": plain.completed, "cause_named": plain.diagnosed_as_expected}}
+            row = {
+                "scenario": name,
+                "seed": sc.seed,
+                "expected": sc.expected_category,
+                "default_timeout_cost_s": DEFAULT_COST_S.get(sc.expected_category),
+                "repro_timeout_s": plain.timeout_s,
+                "as_is": {
+                    "stopped_after_s": plain.seconds,
+                    "first_blamed_exit_s": _named_after(plain, started),
+                    "completed": plain.completed,
+                    "cause_named": plain.diagnosed_as_expected,
+                },
+            }
             if "guarded" in sc.variants:
                 started = time.time()
                 guarded = reproduce(name, variant="guarded", keep=os.path.join(tmp, "guarded"))
-                row["prevention_on"] = {"stopped_after_s": guarded.seconds,
-                                        "first_blamed_exit_s": _named_after(guarded, started),
-                                        "completed": guarded.completed, "cause_named": _named(guarded),
-                                        "by": guarded.diagnosis.top.rule if guarded.diagnosis.top else None}
+                row["prevention_on"] = {
+                    "stopped_after_s": guarded.seconds,
+                    "first_blamed_exit_s": _named_after(guarded, started),
+                    "completed": guarded.completed,
+                    "cause_named": _named(guarded),
+                    "by": guarded.diagnosis.top.rule if guarded.diagnosis.top else None,
+                }
             else:
                 row["prevention_on"] = None
         rows.append(row)
-        print(f"{name}: {row['as_is']['stopped_after_s']} s as is, "
-              f"{row['prevention_on']['stopped_after_s'] if row['prevention_on'] else '-'} s with prevention",
-              file=sys.stderr, flush=True)
+        print(
+            f"{name}: {row['as_is']['stopped_after_s']} s as is, "
+            f"{row['prevention_on']['stopped_after_s'] if row['prevention_on'] else '-'} s with prevention",
+            file=sys.stderr,
+            flush=True,
+        )
     return rows
 
 
@@ -91,10 +111,24 @@ def launch_check_cost(repeat: int) -> dict:
     base = get("store_host_missing")
 
     def scenario(args):
-        return parse({"name": "launch_cost", "seed": "", "title": "t", "story": "s", "worker": base.worker,
-                      "nproc": 8, "nodes": 1, "launcher": "processes", "expected_category": "unknown",
-                      "culprit_ranks": [], "lesson": "l", "variants": {"broken": {"args": args},
-                                                                          "fixed": {"args": args}}}, "bench")
+        return parse(
+            {
+                "name": "launch_cost",
+                "seed": "",
+                "title": "t",
+                "story": "s",
+                "worker": base.worker,
+                "nproc": 8,
+                "nodes": 1,
+                "launcher": "processes",
+                "expected_category": "unknown",
+                "culprit_ranks": [],
+                "lesson": "l",
+                "variants": {"broken": {"args": args}, "fixed": {"args": args}},
+            },
+            "bench",
+        )
+
     times = {"torch_init": [], "ncclnb_init": []}
     for _ in range(repeat):
         for key, args in (("torch_init", {"steps": 2}), ("ncclnb_init", {"steps": 2, "ncclnb_init": True})):
@@ -104,10 +138,15 @@ def launch_check_cost(repeat: int) -> dict:
                 raise SystemExit(f"healthy start did not complete: {result.exit_codes}")
             times[key].append(result.seconds)
     med = {k: statistics.median(v) for k, v in times.items()}
-    return {"ranks": 8, "repeat": repeat, "seconds": times, "median_s": med,
-            "added_median_s": round(med["ncclnb_init"] - med["torch_init"], 2),
-            "note": "each figure is a whole launch (Python start, imports, rendezvous, 2 steps) on a 2-core VM "
-                    "running 8 ranks; the difference is the launch check plus the cross-rank comparison"}
+    return {
+        "ranks": 8,
+        "repeat": repeat,
+        "seconds": times,
+        "median_s": med,
+        "added_median_s": round(med["ncclnb_init"] - med["torch_init"], 2),
+        "note": "each figure is a whole launch (Python start, imports, rendezvous, 2 steps) on a 2-core VM "
+        "running 8 ranks; the difference is the launch check plus the cross-rank comparison",
+    }
 
 
 def main(argv=None) -> int:
@@ -117,14 +156,23 @@ def main(argv=None) -> int:
     t0 = time.time()
     rows = scenarios_table()
     cost = launch_check_cost(args.repeat)
-    print(json.dumps({"machine": {"cpu_count": os.cpu_count()}, "scenarios": rows, "launch_check": cost,
-                      "target": "every seed scenario with prevention stopped with the cause named in under 5 s; "
-                                "the launch check adds under 1 s to a healthy 8-rank start",
-                      "fields": "stopped_after_s: first process start to last exit of the whole run (ranks the "
-                                "failure does not touch may run on to their end); first_blamed_exit_s: launch to "
-                                "the first exit of a rank the diagnosis blames, which includes starting Python and "
-                                "importing torch in every process (compare launch_check.median_s)",
-                      "bench_s": round(time.time() - t0, 1)}, indent=2))
+    print(
+        json.dumps(
+            {
+                "machine": {"cpu_count": os.cpu_count()},
+                "scenarios": rows,
+                "launch_check": cost,
+                "target": "every seed scenario with prevention stopped with the cause named in under 5 s; "
+                "the launch check adds under 1 s to a healthy 8-rank start",
+                "fields": "stopped_after_s: first process start to last exit of the whole run (ranks the "
+                "failure does not touch may run on to their end); first_blamed_exit_s: launch to "
+                "the first exit of a rank the diagnosis blames, which includes starting Python and "
+                "importing torch in every process (compare launch_check.median_s)",
+                "bench_s": round(time.time() - t0, 1),
+            },
+            indent=2,
+        )
+    )
     return 0
 
 

@@ -14,6 +14,7 @@ a session and is not counted), ``widget_s`` the whole ``show_*`` call
 one-time cost of importing plotly/pandas/ipywidgets on first use is
 measured on a tiny report first and printed as ``first_use_imports_s``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,22 +31,50 @@ from synthetic import big_report, nvl72_report  # noqa: E402
 import ncclnb.viz.widgets as widgets  # noqa: E402
 from ncclnb.model import Diagnosis, Evidence, Finding, RankStatus  # noqa: E402
 from ncclnb.viz import (  # noqa: E402
-    dashboard, diagnosis_html, numa_figure, run_checks, rank_map_figure, show_diagnosis, show_numa, show_ranks,
-    show_topology, show_versions, topology_figure, version_table,
+    dashboard,
+    diagnosis_html,
+    numa_figure,
+    run_checks,
+    rank_map_figure,
+    show_diagnosis,
+    show_numa,
+    show_ranks,
+    show_topology,
+    show_versions,
+    topology_figure,
+    version_table,
 )
 
 LIMIT_S, LIMIT_BYTES = 1.0, 5 * 1024 * 1024
 
 
 def _diagnosis(report) -> Diagnosis:
-    ev = tuple(Evidence(f"rank{r}.log", 100 + r, f"[rank{r}]: Watchdog caught collective operation timeout: "
-                        f"WorkNCCL(SeqNum=1474236, OpType=_ALLGATHER_BASE) ran for 600068 milliseconds")
-               for r in range(64))
-    findings = tuple(Finding(rule=f"bench.{i}", category="collective_desync", severity="error", confidence=0.5,
-                             title=f"finding {i}", evidence=ev, fix="make every rank run the same collectives",
-                             ranks=tuple(range(64))) for i in range(10))
-    ranks = tuple(RankStatus(rank=r.rank, host=r.host, local_rank=r.local_rank, pid=r.pid, last_seq=1474236,
-                             last_op="_ALLGATHER_BASE") for r in report.ranks)
+    ev = tuple(
+        Evidence(
+            f"rank{r}.log",
+            100 + r,
+            f"[rank{r}]: Watchdog caught collective operation timeout: "
+            f"WorkNCCL(SeqNum=1474236, OpType=_ALLGATHER_BASE) ran for 600068 milliseconds",
+        )
+        for r in range(64)
+    )
+    findings = tuple(
+        Finding(
+            rule=f"bench.{i}",
+            category="collective_desync",
+            severity="error",
+            confidence=0.5,
+            title=f"finding {i}",
+            evidence=ev,
+            fix="make every rank run the same collectives",
+            ranks=tuple(range(64)),
+        )
+        for i in range(10)
+    )
+    ranks = tuple(
+        RankStatus(rank=r.rank, host=r.host, local_rank=r.local_rank, pid=r.pid, last_seq=1474236, last_op="_ALLGATHER_BASE")
+        for r in report.ranks
+    )
     return Diagnosis(findings=findings, ranks=ranks, sources=("bench",), lines_read=len(ranks) * 40)
 
 
@@ -58,10 +87,16 @@ def bench(name, report, repeat):
         build_s, value = best_of(build, repeat)
         widget_s, shown = best_of(show, repeat)
         static = shown.static_html()
-        rows.append({
-            "scenario": name, "view": view, "build_s": round(build_s, 4), "widget_s": round(widget_s, 4),
-            **size_of(value), "static_html_bytes": len(static.encode()),
-        })
+        rows.append(
+            {
+                "scenario": name,
+                "view": view,
+                "build_s": round(build_s, 4),
+                "widget_s": round(widget_s, 4),
+                **size_of(value),
+                "static_html_bytes": len(static.encode()),
+            }
+        )
 
     fig_size = lambda fig: {"figure_json_bytes": len(fig.to_json().encode())}  # noqa: E731
     html_size = lambda html: {"html_bytes": len(html.encode())}  # noqa: E731
@@ -94,8 +129,17 @@ def main(argv=None) -> int:
     for r in rows:
         size = max(v for k, v in r.items() if k.endswith("bytes"))
         r["within_targets"] = r["build_s"] < LIMIT_S and r["widget_s"] < LIMIT_S and size < LIMIT_BYTES
-    print(json.dumps({"first_use_imports_s": round(warm, 2), "synthetic_data_s": round(made, 2), "targets": {"seconds": LIMIT_S, "bytes": LIMIT_BYTES},
-                      "views": rows}, indent=1))
+    print(
+        json.dumps(
+            {
+                "first_use_imports_s": round(warm, 2),
+                "synthetic_data_s": round(made, 2),
+                "targets": {"seconds": LIMIT_S, "bytes": LIMIT_BYTES},
+                "views": rows,
+            },
+            indent=1,
+        )
+    )
     return 0 if all(r["within_targets"] for r in rows) else 1
 
 

@@ -4,6 +4,7 @@
 pynvml, plotly, pandas nor ipywidgets. Each public name below is resolved
 from its layer on first use.
 """
+
 from __future__ import annotations
 
 import importlib

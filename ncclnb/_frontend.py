@@ -2,6 +2,7 @@
 plotly picks its renderer): the magics show a live widget, a static HTML
 copy or the full text by it, and any layer may ask. Imports nothing of
 ncclnb and nothing heavy (ipywidgets is looked for, not imported)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -30,7 +31,7 @@ def renderer(ipython=None) -> str:
     forced = os.environ.get(RENDERER_ENV, "").strip().lower()
     if forced in RENDERERS:
         return forced
-    if ipython is None and "IPython" in sys.modules:   # not imported: no IPython shell runs
+    if ipython is None and "IPython" in sys.modules:  # not imported: no IPython shell runs
         ipython = sys.modules["IPython"].get_ipython()
     if ipython is None:
         return "text"

@@ -3,6 +3,7 @@ processes (the doctor's parallel scan, the repro runner, the survey): their
 ``finally`` blocks then stop and reap what they started, where the default
 action of these signals would kill the parent alone and orphan the rest.
 Standard library only, so any layer may use it."""
+
 from __future__ import annotations
 
 import signal

@@ -10,6 +10,7 @@ Every verb shows what it made the way this frontend can (:func:`renderer`
 decides: a live widget, a static HTML copy, or the full text a terminal
 prints) and returns it (``d = %ncclnb doctor LOG`` is the Diagnosis,
 ``v = %ncclnb topo`` the view); the shell does not echo it a second time."""
+
 from __future__ import annotations
 
 import html
@@ -25,12 +26,26 @@ from IPython.display import display
 from ._frontend import RENDERER_ENV, RENDERERS, renderer  # noqa: F401  (widget, static or text: decided there)
 from .model.words import how_many
 
-__all__ = ["RENDERERS", "RENDERER_ENV", "STATE", "USAGE", "VERBS", "autodiagnose", "is_distributed_error",
-           "ncclnb_doctor_cell", "ncclnb_line", "register", "renderer", "unregister"]
+__all__ = [
+    "RENDERERS",
+    "RENDERER_ENV",
+    "STATE",
+    "USAGE",
+    "VERBS",
+    "autodiagnose",
+    "is_distributed_error",
+    "ncclnb_doctor_cell",
+    "ncclnb_line",
+    "register",
+    "renderer",
+    "unregister",
+]
 
-USAGE = ("Usage: %ncclnb snapshot | load PATH|NAME | check | doctor PATH... | topo | numa | ranks"
-         " | jobmap | links | versions | dashboard | repro list | repro NAME [--fixed|--guarded] [--nproc N] [--timeout S]"
-         " | alignment [PATH...] | pairing [PATH...] | autodiagnose on|off")
+USAGE = (
+    "Usage: %ncclnb snapshot | load PATH|NAME | check | doctor PATH... | topo | numa | ranks"
+    " | jobmap | links | versions | dashboard | repro list | repro NAME [--fixed|--guarded] [--nproc N] [--timeout S]"
+    " | alignment [PATH...] | pairing [PATH...] | autodiagnose on|off"
+)
 REPRO_USAGE = "Usage: %ncclnb repro list | %ncclnb repro NAME [--fixed | --guarded] [--nproc N] [--timeout S] [--keep DIR]"
 
 # verb -> its Python twin, for the docs and the error messages
@@ -58,17 +73,19 @@ DIST_ERRORS = ("DistBackendError", "DistStoreError", "DistNetworkError", "DistEr
 @dataclass
 class State:
     """What the magics remember between cells."""
-    target: Any = None          # NodeSnapshot or ClusterReport
+
+    target: Any = None  # NodeSnapshot or ClusterReport
     target_name: str = ""
-    diagnosis: Any = None       # last Diagnosis from doctor
+    diagnosis: Any = None  # last Diagnosis from doctor
     autodiagnose: bool = False
-    shown: Any = None           # what the running cell's verb showed and returned: not echoed again
+    shown: Any = None  # what the running cell's verb showed and returned: not echoed again
 
 
 STATE = State()
 
 
 # --- how to show: widget, static HTML or text ---------------------------------
+
 
 def _width() -> int:
     return max(100, shutil.get_terminal_size((100, 24)).columns)
@@ -78,8 +95,14 @@ def _pre(text: str) -> str:
     return f'<pre class="ncclnb-text" style="white-space:pre;overflow-x:auto">{html.escape(text)}</pre>'
 
 
-def _show(value, text: Callable[[], str], view: Optional[Callable[[], Any]] = None, ipython=None,
-          full_plain: bool = False, fallback: Any = None):
+def _show(
+    value,
+    text: Callable[[], str],
+    view: Optional[Callable[[], Any]] = None,
+    ipython=None,
+    full_plain: bool = False,
+    fallback: Any = None,
+):
     """Show ``value`` as :func:`renderer` says and return what was shown:
     ``value``, or when it is None the view, or when no view was built (text
     mode) ``fallback``; whichever it is, the shell does not echo it again.
@@ -173,8 +196,9 @@ def _verb_check(args):
 
     target = _call(_load_one, args) if args else _need_target()
     findings = _call(check, target)
-    return _show(findings, lambda: _findings_text(findings, target), lambda: show_diagnosis(findings, title="Checks"),
-                 full_plain=True)
+    return _show(
+        findings, lambda: _findings_text(findings, target), lambda: show_diagnosis(findings, title="Checks"), full_plain=True
+    )
 
 
 def _load_one(args):
@@ -211,8 +235,8 @@ def _view(name):
         from . import viz
 
         target = _call(_load_one, args) if args else _need_target()
-        return _show(None, lambda: _call(_VIEW_TEXT[name], target), lambda: _call(getattr(viz, name), target),
-                     fallback=target)
+        return _show(None, lambda: _call(_VIEW_TEXT[name], target), lambda: _call(getattr(viz, name), target), fallback=target)
+
     return verb
 
 
@@ -221,13 +245,13 @@ def _verb_dashboard(args):
 
     target = _call(_load_one, args) if args else _need_target()
     diag = STATE.diagnosis
-    return _show(None, lambda: _call(_dashboard_text, target, diag), lambda: _call(dashboard, target, diag),
-                 fallback=target)
+    return _show(None, lambda: _call(_dashboard_text, target, diag), lambda: _call(dashboard, target, diag), fallback=target)
 
 
 def _run_view(name):
     """``%ncclnb alignment|pairing [PATH...]``: the paths given, else the files
     of the last diagnosis (``%ncclnb doctor`` or ``%ncclnb repro``)."""
+
     def verb(args):
         from . import viz
 
@@ -236,10 +260,13 @@ def _run_view(name):
         elif STATE.diagnosis is not None:
             source = STATE.diagnosis
         else:
-            raise UsageError(f"no run to show: %ncclnb {name.split('_')[1]} PATH... (a run directory, logs, "
-                             "dumps), or run %ncclnb repro NAME or %ncclnb doctor PATH... first")
-        facts = _call(_RUN_FACTS[name], source)   # read once: the view and the text draw the same facts
+            raise UsageError(
+                f"no run to show: %ncclnb {name.split('_')[1]} PATH... (a run directory, logs, "
+                "dumps), or run %ncclnb repro NAME or %ncclnb doctor PATH... first"
+            )
+        facts = _call(_RUN_FACTS[name], source)  # read once: the view and the text draw the same facts
         return _show(None, lambda: _RUN_TEXT[name](facts), lambda: _call(getattr(viz, name), facts), fallback=facts)
+
     return verb
 
 
@@ -263,15 +290,21 @@ class _LiveRanks:
             f"<tr><td>{html.escape(str(r.get('rank')))}</td><td>{html.escape(str(r.get('state')))}</td>"
             f"<td>{'' if r.get('exit_code') is None else html.escape(str(r.get('exit_code')))}</td>"
             f"<td style='text-align:left;font-family:monospace'>{html.escape(str(r.get('last_line', ''))[:160])}</td></tr>"
-            for r in self.status.get("ranks", ()))
-        return (f"<div><b>{html.escape(self.title)}</b>: {html.escape(str(self.status.get('phase')))}, "
-                f"{self.status.get('elapsed', 0):.1f} s<table><tr><th>rank</th><th>state</th><th>exit</th>"
-                f"<th>last line</th></tr>{rows}</table></div>")
+            for r in self.status.get("ranks", ())
+        )
+        return (
+            f"<div><b>{html.escape(self.title)}</b>: {html.escape(str(self.status.get('phase')))}, "
+            f"{self.status.get('elapsed', 0):.1f} s<table><tr><th>rank</th><th>state</th><th>exit</th>"
+            f"<th>last line</th></tr>{rows}</table></div>"
+        )
 
     def __repr__(self) -> str:
         lines = [f"{self.title}: {self.status.get('phase')}, {self.status.get('elapsed', 0):.1f} s"]
-        lines += [f"  rank {r.get('rank')}: {r.get('state')} {'' if r.get('exit_code') is None else r.get('exit_code')}"
-                  f"  {str(r.get('last_line', ''))[:100]}" for r in self.status.get("ranks", ())]
+        lines += [
+            f"  rank {r.get('rank')}: {r.get('state')} {'' if r.get('exit_code') is None else r.get('exit_code')}"
+            f"  {str(r.get('last_line', ''))[:100]}"
+            for r in self.status.get("ranks", ())
+        ]
         return "\n".join(lines)
 
 
@@ -329,21 +362,34 @@ def _verb_repro(args):
             handle.update(live)
 
     try:
-        result = reproduce(name, variant=opts["variant"], nproc=opts["nproc"], timeout=opts["timeout"],
-                           keep=opts["keep"], progress=progress)
+        result = reproduce(
+            name, variant=opts["variant"], nproc=opts["nproc"], timeout=opts["timeout"], keep=opts["keep"], progress=progress
+        )
     except ScenarioError as exc:
         raise UsageError(str(exc)) from None
     # the last progress call ("diagnosing") carries no rows: leave the table showing how each rank ended
-    live.status = {"phase": "completed" if result.completed else "ended", "elapsed": result.seconds, "ranks": [
-        {"rank": "agent" if e.rank is None else e.rank, "state": "killed" if e.exit_code is None else "exited",
-         "exit_code": e.exit_code, "last_line": e.last_line} for e in result.exits]}
+    live.status = {
+        "phase": "completed" if result.completed else "ended",
+        "elapsed": result.seconds,
+        "ranks": [
+            {
+                "rank": "agent" if e.rank is None else e.rank,
+                "state": "killed" if e.exit_code is None else "exited",
+                "exit_code": e.exit_code,
+                "last_line": e.last_line,
+            }
+            for e in result.exits
+        ],
+    }
     if handle is not None:
         handle.update(live)
     elif text_mode:
         print(repr(live))
     ok, why = outcome(result, scenario)
-    print(f"{name} ({result.variant}) on {result.backend}: "
-          f"{'completed' if result.completed else 'failed'} in {result.seconds:g} s; logs in {result.run_dir}")
+    print(
+        f"{name} ({result.variant}) on {result.backend}: "
+        f"{'completed' if result.completed else 'failed'} in {result.seconds:g} s; logs in {result.run_dir}"
+    )
     for note in result.notes:
         print(f"  note: {note}")
     if result.diagnosis is not None and result.diagnosis.findings:
@@ -358,6 +404,7 @@ def _verb_repro(args):
 # --- the text forms a terminal prints -----------------------------------------
 # Made from the model and the existing text renderers (ncclnb.summary,
 # ncclnb.doctor.report, the check CLI's findings text): no widget, no figure.
+
 
 def _summary(target) -> str:
     from .model._repr import terminal_text
@@ -378,8 +425,14 @@ def _node_of(target, host=None):
     from .viz._common import pick_snapshot, snapshots_of
 
     snap, n = pick_snapshot(target, host), len(snapshots_of(target))
-    note = terminal_text(f"\n\n(node {snap.hostname} of {n}: ncclnb.show_topology(report, host=NAME), "
-                         f"ncclnb.show_numa(report, host=NAME) or `ncclnb show` for the others)") if n > 1 else ""
+    note = (
+        terminal_text(
+            f"\n\n(node {snap.hostname} of {n}: ncclnb.show_topology(report, host=NAME), "
+            f"ncclnb.show_numa(report, host=NAME) or `ncclnb show` for the others)"
+        )
+        if n > 1
+        else ""
+    )
     return snap, note
 
 
@@ -390,9 +443,22 @@ def _rank_rows(ranks) -> list:
         return "-" if value is None or value == "" else terminal_text(str(value))
 
     rows = [["rank", "host", "local", "world", "node", "cuda", "bus id", "NUMA", "CPUs", "NIC", "pid"]]
-    rows += [[cell(e.rank), cell(e.host), cell(e.local_rank), cell(e.world_size), cell(e.node_rank),
-              cell(e.cuda_index), cell(e.bus_id), cell(e.numa_node), cell(e.cpu_affinity), cell(e.nic), cell(e.pid)]
-             for e in ranks]
+    rows += [
+        [
+            cell(e.rank),
+            cell(e.host),
+            cell(e.local_rank),
+            cell(e.world_size),
+            cell(e.node_rank),
+            cell(e.cuda_index),
+            cell(e.bus_id),
+            cell(e.numa_node),
+            cell(e.cpu_affinity),
+            cell(e.nic),
+            cell(e.pid),
+        ]
+        for e in ranks
+    ]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
 
@@ -421,8 +487,9 @@ def _ranks_text(target, limit: int = 256) -> str:
     hosts = len({e.host for e in target.ranks})
     ranks = sorted(target.ranks, key=lambda e: (e.host, e.rank))
     more = f"\n  ... and {len(ranks) - limit} more ranks (`ncclnb show REPORT --json`)" if len(ranks) > limit else ""
-    return (f"Rank map: {how_many(len(ranks), 'rank')} on {how_many(hosts, 'node')}\n"
-            + "\n".join(_rank_rows(ranks[:limit])) + more)
+    return (
+        f"Rank map: {how_many(len(ranks), 'rank')} on {how_many(hosts, 'node')}\n" + "\n".join(_rank_rows(ranks[:limit])) + more
+    )
 
 
 def _versions_text(target, limit: int = 32) -> str:
@@ -476,20 +543,29 @@ def _links_text(target) -> str:
     try:
         from .model.bandwidth import size_text
     except ImportError:
+
         def size_text(n):
             return f"{n} B"
+
     out = ["Link results"]
     for test in target.links:
-        out.append(f"\n{test.backend} on {test.device}: {test.world_size} ranks on {test.nodes} "
-                   f"node{'s' if test.nodes != 1 else ''}, {test.iterations} iterations")
+        out.append(
+            f"\n{test.backend} on {test.device}: {test.world_size} ranks on {test.nodes} "
+            f"node{'s' if test.nodes != 1 else ''}, {test.iterations} iterations"
+        )
         if test.results:
             out.append(f"  {'collective':15} {'size':>10} {'time (us)':>12} {'algbw GB/s':>11} {'busbw GB/s':>11}")
-            out += [f"  {m.collective:15} {size_text(m.size_bytes):>10} {m.time_us:12.1f} {m.algbw_gbps:11.2f} "
-                    f"{m.busbw_gbps:11.2f}" for m in test.results]
+            out += [
+                f"  {m.collective:15} {size_text(m.size_bytes):>10} {m.time_us:12.1f} {m.algbw_gbps:11.2f} {m.busbw_gbps:11.2f}"
+                for m in test.results
+            ]
         if test.pairs:
             out.append("  pairs")
-            out += [f"    {p.src_rank} ({p.src_host}) -> {p.dst_rank} ({p.dst_host}): {size_text(p.size_bytes)}, "
-                    f"{p.busbw_gbps:.2f} GB/s" for p in test.pairs]
+            out += [
+                f"    {p.src_rank} ({p.src_host}) -> {p.dst_rank} ({p.dst_host}): {size_text(p.size_bytes)}, "
+                f"{p.busbw_gbps:.2f} GB/s"
+                for p in test.pairs
+            ]
         for t in test.transports[:64]:
             out.append(f"  rank {t.rank} -> {t.peer} via {t.transport}")
         for part, why in test.missing.items():
@@ -545,8 +621,10 @@ def _alignment_text(facts) -> str:
     from .model._repr import terminal_text
 
     first = facts.first_divergence
-    lines = [f"Flight-recorder alignment: {how_many(len(facts.ranks), 'rank')}, {how_many(len(facts.groups), 'group')}; "
-             + (f"first divergence at #{first[1].seq} of group {first[0].pg}" if first else "no divergence")]
+    lines = [
+        f"Flight-recorder alignment: {how_many(len(facts.ranks), 'rank')}, {how_many(len(facts.groups), 'group')}; "
+        + (f"first divergence at #{first[1].seq} of group {first[0].pg}" if first else "no divergence")
+    ]
     for f in getattr(facts, "findings", ())[:8]:
         lines.append(f"  {f.severity.upper():8}{f.title}")
     return terminal_text("\n".join(lines))
@@ -639,6 +717,7 @@ def ncclnb_doctor_cell(line: str, cell: str):
 
 # --- autodiagnose -------------------------------------------------------------
 
+
 def is_distributed_error(exc: BaseException) -> bool:
     """torch.distributed's errors (by class name, torch not imported) and
     RuntimeErrors that mention NCCL or gloo."""
@@ -701,15 +780,17 @@ class _EchoFilter:
             if not hook.quiet():
                 hook.update_user_ns(result)
                 hook.fill_exec_result(result)
-        except AttributeError:   # not IPython's DisplayHook: nothing to record
+        except AttributeError:  # not IPython's DisplayHook: nothing to record
             pass
         return None
 
 
 # --- registration ---------------------------------------------------------------
 
+
 def register(ipython) -> None:
     """Register ``%ncclnb`` and ``%%ncclnb_doctor`` on an IPython shell."""
+
     def line_magic(line):
         return ncclnb_line(line, ipython)
 

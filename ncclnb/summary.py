@@ -3,6 +3,7 @@
 Formatting only: it reads a frozen snapshot and never collects anything, so
 `ncclnb show` of a snapshot saved on a cluster node reads the same on a laptop.
 """
+
 from __future__ import annotations
 
 import re
@@ -47,7 +48,7 @@ def _fmt_limit(n: Optional[int]) -> str:
 
 def _implausible(n) -> str:
     if not isinstance(n, int):
-        return f"? (implausible: {n!r})"   # inf or nan, in a snapshot built in Python
+        return f"? (implausible: {n!r})"  # inf or nan, in a snapshot built in Python
     return f"? (implausible: {'-' if n < 0 else ''}{n.bit_length()}-bit number)"
 
 
@@ -55,12 +56,12 @@ def _or(value, default="?") -> str:
     if value is None or value == "":
         return default
     if isinstance(value, int) and not isinstance(value, bool) and not -_IMPLAUSIBLE < value < _IMPLAUSIBLE:
-        return _implausible(value)   # str() of an int past 4300 digits raises
+        return _implausible(value)  # str() of an int past 4300 digits raises
     return str(value)
 
 
 def _said(label: str, value, text: Optional[str] = None) -> str:
-    """"OS Ubuntu 22.04" or, where the value is not known, "OS not known":
+    """ "OS Ubuntu 22.04" or, where the value is not known, "OS not known":
     an unknown said in words in running text (table cells keep "?")."""
     if value is None or value == "":
         return f"{label} not known"
@@ -68,7 +69,7 @@ def _said(label: str, value, text: Optional[str] = None) -> str:
 
 
 def _versioned(label: str, version, cuda) -> str:
-    """"driver 535.54.03 (CUDA 12.2)", "torch not known", "torch 2.4.0 (CUDA not known)"."""
+    """ "driver 535.54.03 (CUDA 12.2)", "torch not known", "torch 2.4.0 (CUDA not known)"."""
     if version in (None, "") and cuda in (None, ""):
         return f"{label} not known"
     return f"{_said(label, version)} ({_said('CUDA', cuda)})"
@@ -96,18 +97,30 @@ def _node_summary(s: NodeSnapshot, width: int) -> str:
         lines.append(f"  {s.description}")
     lines.append(
         f"  {_said('OS', h.os)} | {_said('kernel', h.kernel)} | "
-        + (f"CPU {_or(h.cpu_model)}" + (f" x{_or(h.cpu_count)}" if h.cpu_count is not None else "") if h.cpu_model
-           else f"CPU model not known, {_or(h.cpu_count)} CPUs" if h.cpu_count is not None else "CPU not known")
+        + (
+            f"CPU {_or(h.cpu_model)}" + (f" x{_or(h.cpu_count)}" if h.cpu_count is not None else "")
+            if h.cpu_model
+            else f"CPU model not known, {_or(h.cpu_count)} CPUs"
+            if h.cpu_count is not None
+            else "CPU not known"
+        )
         + f" | container {', '.join(h.container) or ('not known' if 'host.container' in s.missing else 'none')}"
         f" | {_said('IOMMU', h.iommu)}"
     )
-    shm = ("/dev/shm not known" if h.shm_free_bytes is None and h.shm_total_bytes is None else
-           f"/dev/shm {_fmt_bytes(h.shm_free_bytes)} free of {_fmt_bytes(h.shm_total_bytes)}"
-           if h.shm_free_bytes is not None and h.shm_total_bytes is not None else
-           _said("/dev/shm", h.shm_total_bytes, f"{_fmt_bytes(h.shm_total_bytes)} (free not known)")
-           if h.shm_total_bytes is not None else f"/dev/shm {_fmt_bytes(h.shm_free_bytes)} free")
-    nofile = ("nofile not known" if h.rlimit_nofile_soft is None and h.rlimit_nofile_hard is None else
-              f"nofile {_fmt_limit(h.rlimit_nofile_soft)}/{_fmt_limit(h.rlimit_nofile_hard)}")
+    shm = (
+        "/dev/shm not known"
+        if h.shm_free_bytes is None and h.shm_total_bytes is None
+        else f"/dev/shm {_fmt_bytes(h.shm_free_bytes)} free of {_fmt_bytes(h.shm_total_bytes)}"
+        if h.shm_free_bytes is not None and h.shm_total_bytes is not None
+        else _said("/dev/shm", h.shm_total_bytes, f"{_fmt_bytes(h.shm_total_bytes)} (free not known)")
+        if h.shm_total_bytes is not None
+        else f"/dev/shm {_fmt_bytes(h.shm_free_bytes)} free"
+    )
+    nofile = (
+        "nofile not known"
+        if h.rlimit_nofile_soft is None and h.rlimit_nofile_hard is None
+        else f"nofile {_fmt_limit(h.rlimit_nofile_soft)}/{_fmt_limit(h.rlimit_nofile_hard)}"
+    )
     memlock = _said("memlock", h.rlimit_memlock_soft, _fmt_bytes(h.rlimit_memlock_soft))
     lines.append(f"  {shm} | {nofile} | {memlock}")
 
@@ -115,11 +128,19 @@ def _node_summary(s: NodeSnapshot, width: int) -> str:
     if s.gpus:
         rows = [["#", "cuda", "name", "bus id", "NUMA", "CPU affinity", "memory", "MIG", "compute"]]
         for g in s.gpus:
-            rows.append([
-                str(g.index), _or(g.cuda_index, "-"), _or(g.name), _or(g.pci_bus_id), _or(g.numa_node),
-                _or(g.cpu_affinity), f"{_or(g.memory_total_mib)} MiB" if g.memory_total_mib is not None else "?",
-                _or(g.mig_mode, "-"), _or(g.compute_mode, "-"),
-            ])
+            rows.append(
+                [
+                    str(g.index),
+                    _or(g.cuda_index, "-"),
+                    _or(g.name),
+                    _or(g.pci_bus_id),
+                    _or(g.numa_node),
+                    _or(g.cpu_affinity),
+                    f"{_or(g.memory_total_mib)} MiB" if g.memory_total_mib is not None else "?",
+                    _or(g.mig_mode, "-"),
+                    _or(g.compute_mode, "-"),
+                ]
+            )
         lines += _table(rows)
     else:
         lines.append("  none" + (f" ({s.missing['gpus']})" if "gpus" in s.missing else ""))
@@ -144,7 +165,11 @@ def _node_summary(s: NodeSnapshot, width: int) -> str:
     for cap, matrix in sorted(links.p2p.items()):
         bad = sum(1 for r in matrix for x in r if x not in ("X", "OK"))
         total = sum(1 for r in matrix for x in r if x != "X")
-        verdict = "all OK" if bad == 0 else f"{bad} of {total} pairs not OK ({', '.join(sorted({x for r in matrix for x in r} - {'X', 'OK'}))})"
+        verdict = (
+            "all OK"
+            if bad == 0
+            else f"{bad} of {total} pairs not OK ({', '.join(sorted({x for r in matrix for x in r} - {'X', 'OK'}))})"
+        )
         lines.append(f"  P2P {cap}: {verdict}")
 
     lines.append(_section(f"NUMA ({how_many(len(h.numa_nodes), 'node')})"))
@@ -153,7 +178,9 @@ def _node_summary(s: NodeSnapshot, width: int) -> str:
             gpus = [str(g.index) for g in s.gpus if g.numa_node == n.id]
             nics = [x.name for x in s.nics if x.numa_node == n.id]
             mem = f", {_or(n.memory_mib)} MiB" if n.memory_mib is not None else ""
-            lines.append(f"  node {n.id}: CPUs {n.cpus or '?'}{mem} | GPUs {','.join(gpus) or '-'} | NICs {','.join(nics) or '-'}")
+            lines.append(
+                f"  node {n.id}: CPUs {n.cpus or '?'}{mem} | GPUs {','.join(gpus) or '-'} | NICs {','.join(nics) or '-'}"
+            )
     else:
         lines.append("  unknown")
 
@@ -162,18 +189,27 @@ def _node_summary(s: NodeSnapshot, width: int) -> str:
         rows = [["name", "kind", "state", "speed", "NUMA", "addresses", "IB"]]
         for n in s.nics:
             ib = "/".join(x for x in (n.ib_device, n.ib_port_state, n.ib_link_layer) if x) or "-"
-            rows.append([
-                n.name, _or(n.kind), _or(n.state), f"{_or(n.speed_mbps)} Mb/s" if n.speed_mbps else "?",
-                _or(n.numa_node), ", ".join(n.addresses) or "-", ib,
-            ])
+            rows.append(
+                [
+                    n.name,
+                    _or(n.kind),
+                    _or(n.state),
+                    f"{_or(n.speed_mbps)} Mb/s" if n.speed_mbps else "?",
+                    _or(n.numa_node),
+                    ", ".join(n.addresses) or "-",
+                    ib,
+                ]
+            )
         lines += _table(rows)
     elif links.nic_names:
         lines.append(f"  from topo -m only: {', '.join(links.nic_names)}")
 
     v = s.versions
     lines.append(_section("Versions"))
-    lines.append(f"  {_versioned('driver', v.driver, v.cuda_driver)} | {_versioned('torch', v.torch, v.torch_cuda)}"
-                 f" | {_said('python', v.python)}")
+    lines.append(
+        f"  {_versioned('driver', v.driver, v.cuda_driver)} | {_versioned('torch', v.torch, v.torch_cuda)}"
+        f" | {_said('python', v.python)}"
+    )
     nccl = [f"torch reports {v.nccl_torch}"] if v.nccl_torch else []
     nccl += [f"a process loaded {v.nccl_loaded} (NCCL_DEBUG=INFO)"] if v.nccl_loaded else []
     nccl += [f"pip {k}=={val}" for k, val in sorted(v.nccl_pip.items())]

@@ -29,6 +29,7 @@ holds exactly the cells (type, source, tags) of its ``src/*.py`` and that
 every notebook has a source, so the two cannot drift. NAME is a file stem
 (``01_world_size_and_rendezvous``) or any unique prefix of one (``01``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -124,8 +125,7 @@ def _cells_of(nb: dict) -> list[dict]:
         src = cell.get("source", "")
         if isinstance(src, list):
             src = "".join(src)
-        out.append({"cell_type": cell.get("cell_type"), "source": src,
-                    "tags": list(cell.get("metadata", {}).get("tags", []))})
+        out.append({"cell_type": cell.get("cell_type"), "source": src, "tags": list(cell.get("metadata", {}).get("tags", []))})
     return out
 
 
@@ -134,8 +134,10 @@ def to_notebook(cells: list[dict], name: str):
     from nbformat import v4
 
     nb = v4.new_notebook()
-    nb.metadata = {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
-                   "language_info": {"name": "python"}}
+    nb.metadata = {
+        "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+    }
     for i, c in enumerate(cells):
         make = v4.new_markdown_cell if c["cell_type"] == "markdown" else v4.new_code_cell
         cell = make(c["source"])
@@ -178,8 +180,9 @@ def sources(names: list[str]) -> list[Path]:
         stem = Path(name).stem
         hits = [p for p in all_src if p.stem == stem] or [p for p in all_src if p.stem.startswith(stem)]
         if len(hits) != 1:
-            raise SystemExit(f"build: {name!r} matches {len(hits)} sources in {SRC} (names: "
-                             + ", ".join(p.stem for p in all_src) + ")")
+            raise SystemExit(
+                f"build: {name!r} matches {len(hits)} sources in {SRC} (names: " + ", ".join(p.stem for p in all_src) + ")"
+            )
         picked.append(hits[0])
     return picked
 
@@ -204,9 +207,15 @@ def build(src: Path, timeout: int, verbose: bool = False) -> tuple[int, float, l
 
     cells = parse(src.read_text(encoding="utf-8"), str(src))
     nb = to_notebook(cells, src.stem)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=True,
-                            store_widget_state=False, skip_cells_with_tag="nbval-skip",
-                            resources={"metadata": {"path": str(HERE)}})
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        record_timing=True,
+        store_widget_state=False,
+        skip_cells_with_tag="nbval-skip",
+        resources={"metadata": {"path": str(HERE)}},
+    )
     t0 = time.monotonic()
     client.execute()
     seconds = time.monotonic() - t0
@@ -241,13 +250,13 @@ def check(srcs: list[Path], whole: bool) -> list[str]:
         if got == want:
             continue
         if len(got) != len(want):
-            problems.append(f"{nb_path.name} has {len(got)} cells, src/{src.name} {len(want)}: "
-                            f"run notebooks/build.py {src.stem}")
+            problems.append(f"{nb_path.name} has {len(got)} cells, src/{src.name} {len(want)}: run notebooks/build.py {src.stem}")
             continue
         i = next(i for i, (a, b) in enumerate(zip(got, want)) if a != b)
         what = next(k for k in ("cell_type", "tags", "source") if got[i][k] != want[i][k])
-        problems.append(f"{nb_path.name} cell {i + 1} differs from src/{src.name} in its {what}: "
-                        f"run notebooks/build.py {src.stem}")
+        problems.append(
+            f"{nb_path.name} cell {i + 1} differs from src/{src.name} in its {what}: run notebooks/build.py {src.stem}"
+        )
     if whole:
         stems = {p.stem for p in srcs}
         for nb_path in sorted(HERE.glob("*.ipynb")):

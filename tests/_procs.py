@@ -1,4 +1,5 @@
 """The process table, read from /proc: what a test left running."""
+
 from __future__ import annotations
 
 import os

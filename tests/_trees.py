@@ -1,4 +1,5 @@
 """The recorded filesystem trees under tests/data/sysfs, copied for a test."""
+
 from __future__ import annotations
 
 import os

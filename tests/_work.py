@@ -1,6 +1,7 @@
 """A machine-independent measure of work for the linear-time tests: lines
 executed inside ncclnb plus Python calls anywhere, counted with a tracer,
 so "linear" is checked by counting, never by timing."""
+
 from __future__ import annotations
 
 import sys

@@ -1,4 +1,5 @@
 """Shared test helpers: where the public captures live, and a CLI runner."""
+
 from __future__ import annotations
 
 import os
@@ -16,17 +17,23 @@ CAPTURES = REPO / "tests" / "data" / "public_captures"
 def run_cli(*args: str, input: bytes | None = None, env: dict | None = None, timeout: float = 120):
     """Run the real `ncclnb` command in a subprocess; returns CompletedProcess (text)."""
     full_env = dict(os.environ, PYTHONUNBUFFERED="1")
-    for name in ("NO_COLOR", "FORCE_COLOR", "COLUMNS"):   # the caller's terminal settings are not the test's
+    for name in ("NO_COLOR", "FORCE_COLOR", "COLUMNS"):  # the caller's terminal settings are not the test's
         full_env.pop(name, None)
     if env:
         full_env.update(env)
     proc = subprocess.run(
         [sys.executable, "-m", "ncclnb", *args],
-        input=input, capture_output=True, env=full_env, timeout=timeout, cwd=REPO,
+        input=input,
+        capture_output=True,
+        env=full_env,
+        timeout=timeout,
+        cwd=REPO,
     )
     return subprocess.CompletedProcess(
-        proc.args, proc.returncode,
-        proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"),
+        proc.args,
+        proc.returncode,
+        proc.stdout.decode("utf-8", "replace"),
+        proc.stderr.decode("utf-8", "replace"),
     )
 
 

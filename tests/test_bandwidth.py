@@ -1,5 +1,6 @@
 """The "is this normal?" table (ncclnb.model.bandwidth): its rows are honest
 about their sources, and reference_for picks the row a person would."""
+
 from __future__ import annotations
 
 import re
@@ -14,8 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _node(host: str, gpu: str = "NVIDIA H100 80GB HBM3", count: int = 8, nics=()) -> NodeSnapshot:
-    return NodeSnapshot(host=Host(hostname=host), gpus=tuple(Gpu(index=i, name=gpu) for i in range(count)),
-                        nics=tuple(nics))
+    return NodeSnapshot(host=Host(hostname=host), gpus=tuple(Gpu(index=i, name=gpu) for i in range(count)), nics=tuple(nics))
 
 
 def _link(world: int = 8, nodes: int = 1, backend: str = "nccl", device: str = "cuda", **env) -> LinkTest:
@@ -29,7 +29,7 @@ def test_rows_are_sound_and_sourced():
         assert 0 < r.low_gbps < r.high_gbps, r.id
         assert r.basis in ("measured", "derived", "reported") and r.source and r.min_size_bytes >= 1 << 20
         assert r.scope in ("intra-node", "inter-node per NIC") and r.algo in ("ring", "nvls", "any")
-        if r.basis == "measured":   # the log it was read from is bundled and holds a busbw inside the band
+        if r.basis == "measured":  # the log it was read from is bundled and holds a busbw inside the band
             kept = re.search(r"ncclnb/recorded/links/(\S+\.txt)", r.source)
             assert kept, r.id
             text = (REPO / "ncclnb" / "recorded" / "links" / kept.group(1)).read_text(encoding="utf-8")
@@ -45,25 +45,42 @@ def test_gpu_family_reads_the_names_the_tools_print():
     assert gpu_family("NVIDIA H100 80GB HBM3") == "h100"
     assert gpu_family("NVIDIA A100-SXM4-80GB") == "a100"
     assert gpu_family("NVIDIA H200") == "h200" and gpu_family("NVIDIA B200") == "b200"
-    for other in ("NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA H200 NVL", "NVIDIA A100 80GB PCIe",
-                  "NVIDIA GeForce RTX 2080 Ti", None, ""):
+    for other in (
+        "NVIDIA H100 PCIe",
+        "NVIDIA H100 NVL",
+        "NVIDIA H200 NVL",
+        "NVIDIA A100 80GB PCIe",
+        "NVIDIA GeForce RTX 2080 Ti",
+        None,
+        "",
+    ):
         assert gpu_family(other) is None, other
 
 
-@pytest.mark.parametrize("algo,wanted", [("", "default"), ("Ring", "ring"), ("^NVLS", "ring"), ("NVLS", "nvls"),
-                                         ("Tree", "other"), ("allreduce:ring;allgather:nvls", "ring"),
-                                         ("allgather:ring", "default"), ("^Tree", "default")])
+@pytest.mark.parametrize(
+    "algo,wanted",
+    [
+        ("", "default"),
+        ("Ring", "ring"),
+        ("^NVLS", "ring"),
+        ("NVLS", "nvls"),
+        ("Tree", "other"),
+        ("allreduce:ring;allgather:nvls", "ring"),
+        ("allgather:ring", "default"),
+        ("^Tree", "default"),
+    ],
+)
 def test_wanted_algo(algo, wanted):
     assert wanted_algo({"NCCL_ALGO": algo}) == wanted
 
 
 def test_one_node_rows_follow_gpu_and_algo():
     h100 = [_node("a")]
-    assert reference_for(_link(), h100).id == "h100-sxm-8x-nvls"            # NCCL's default on 8 H100s
+    assert reference_for(_link(), h100).id == "h100-sxm-8x-nvls"  # NCCL's default on 8 H100s
     assert reference_for(_link(NCCL_ALGO="Ring"), h100).id == "h100-sxm-8x-ring"
     assert reference_for(_link(NCCL_ALGO="Tree"), h100) is None
     a100 = [_node("a", "NVIDIA A100-SXM4-80GB")]
-    assert reference_for(_link(), a100).id == "a100-sxm-8x-ring"            # A100 has no NVLS row
+    assert reference_for(_link(), a100).id == "a100-sxm-8x-ring"  # A100 has no NVLS row
     assert reference_for(_link(NCCL_ALGO="NVLS"), a100) is None
     assert reference_for(_link(), [_node("a", "NVIDIA B200")]).id == "b200-8x-nvls"
     assert reference_for(_link(), [_node("a", "NVIDIA H200")]).id == "h200-sxm-8x-nvls"

@@ -1,4 +1,5 @@
 """The `ncclnb` command end to end, in real subprocesses: the verbs of the foundation."""
+
 import json
 
 import pytest
@@ -70,23 +71,33 @@ def test_ingest_reads_stdin(cli):
     assert len(json.loads(proc.stdout)["gpus"]) == 8
 
 
-@pytest.mark.parametrize("content", [
-    b"",
-    b"\x00\xff\xfe\x89PNG\r\n\x1a\n" * 50,
-    b"\tGPU0\tGPU1\tGPU2\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV4\tSYS\t0-7\t0\nGPU1\tNV4\t X \n",
-    b"\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV4\t0-7\t0\nGPU1\tNV4\t0-7\t0\n",
-    b'{"gpus": 3}',
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"\x00\xff\xfe\x89PNG\r\n\x1a\n" * 50,
+        b"\tGPU0\tGPU1\tGPU2\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV4\tSYS\t0-7\t0\nGPU1\tNV4\t X \n",
+        b"\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV4\t0-7\t0\nGPU1\tNV4\t0-7\t0\n",
+        b'{"gpus": 3}',
+    ],
+)
 def test_ingest_malformed_input_is_one_line_exit_2(cli, tmp_path, content):
     bad = tmp_path / "bad.txt"
     bad.write_bytes(content)
     one_line_error(cli("ingest", str(bad)))
 
 
-@pytest.mark.parametrize("content", [
-    b"", b"not json", b"\x00\x01\x02", b"[1, 2]", b'{"schema": "ncclnb.node/99", "host": {"hostname": "x"}}',
-    b'{"schema": "ncclnb.node/1", "host": {"hostname": "x"}, "gpus": [{"index": "zero"}]}',
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"not json",
+        b"\x00\x01\x02",
+        b"[1, 2]",
+        b'{"schema": "ncclnb.node/99", "host": {"hostname": "x"}}',
+        b'{"schema": "ncclnb.node/1", "host": {"hostname": "x"}, "gpus": [{"index": "zero"}]}',
+    ],
+)
 def test_show_malformed_json_is_one_line_exit_2(cli, tmp_path, content):
     bad = tmp_path / "bad.json"
     bad.write_bytes(content)

@@ -5,6 +5,7 @@ address-space limit, so a regression fails the test (MemoryError, a crash)
 instead of taking the machine down; CLI children also report their peak RSS.
 No assertion here is about time.
 """
+
 from __future__ import annotations
 
 import copy
@@ -50,8 +51,11 @@ def run_limited_cli(*args: str, stdin=None, timeout: float = 120):
     """(exit status, stdout, stderr without the RSS line, peak RSS in MiB)."""
     proc = subprocess.run(
         [sys.executable, "-c", _CLI_CHILD.format(limit=LIMIT_AS), *args],
-        stdin=stdin if stdin is not None else subprocess.DEVNULL, capture_output=True,
-        timeout=timeout, cwd=REPO)
+        stdin=stdin if stdin is not None else subprocess.DEVNULL,
+        capture_output=True,
+        timeout=timeout,
+        cwd=REPO,
+    )
     err = proc.stderr.decode("utf-8", "replace")
     rss = 0
     lines = err.rstrip("\n").split("\n")
@@ -64,8 +68,7 @@ def run_limited_cli(*args: str, stdin=None, timeout: float = 120):
 def run_limited_python(code: str, timeout: float = 120) -> subprocess.CompletedProcess:
     """Run Python ``code`` under the address-space limit; text output."""
     prelude = f"import resource\nresource.setrlimit(resource.RLIMIT_AS, ({LIMIT_AS}, {LIMIT_AS}))\n"
-    return subprocess.run([sys.executable, "-c", prelude + code], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO)
+    return subprocess.run([sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=timeout, cwd=REPO)
 
 
 def assert_one_line_error(rc: int, err: str, verb: str, *needles: str) -> str:
@@ -97,6 +100,7 @@ BIG = big_cpulist()
 
 
 # --- 1. cpulists ---------------------------------------------------------------
+
 
 def test_cpulist_spans_and_count_work_on_ranges():
     from ncclnb.model.cpulist import MAX_CPUS, count, format_spans, parse_cpulist, spans
@@ -162,8 +166,11 @@ def test_numa_views_of_huge_cpulists_stay_small(tmp_path):
     snap = json.loads(json.dumps(H100))
     snap["host"]["numa_nodes"][0]["cpus"] = BIG
     snap["gpus"][0]["cpu_affinity"] = BIG
-    report = {"schema": "ncclnb.report/1", "snapshots": [snap],
-              "ranks": [{"rank": 0, "host": snap["host"]["hostname"], "cuda_index": 0, "cpu_affinity": BIG}]}
+    report = {
+        "schema": "ncclnb.report/1",
+        "snapshots": [snap],
+        "ranks": [{"rank": 0, "host": snap["host"]["hostname"], "cuda_index": 0, "cpu_affinity": BIG}],
+    }
     path = write_json(tmp_path / "report.json", report)
     code = f"""
 import ncclnb
@@ -181,6 +188,7 @@ print(ncclnb.summary(report.snapshots[0]).count("NUMA"))
 
 # --- 2. show: missing keys far apart, huge numbers -------------------------------------
 
+
 @pytest.mark.parametrize("far", [3 * 10**9, 10**30])
 def test_show_groups_missing_keys_far_apart(tmp_path, far):
     snap = json.loads(json.dumps(H100))
@@ -195,8 +203,11 @@ def test_show_groups_missing_keys_far_apart(tmp_path, far):
 def test_grouped_missing_still_folds_runs():
     from ncclnb.summary import _grouped_missing
 
-    got = dict(_grouped_missing({"gpus[0].x": "a", "gpus[1].x": "a", "gpus[2].x": "a", "gpus[5].y": "b",
-                                 "gpus[7].y": "b", "nics[\u0661].z": "c"}))
+    got = dict(
+        _grouped_missing(
+            {"gpus[0].x": "a", "gpus[1].x": "a", "gpus[2].x": "a", "gpus[5].y": "b", "gpus[7].y": "b", "nics[\u0661].z": "c"}
+        )
+    )
     assert got == {"gpus[0..2].x": "a", "gpus[5,7].y": "b", "nics[\u0661].z": "c"}
 
 
@@ -207,15 +218,26 @@ def test_show_huge_byte_count_is_one_line_or_sane(tmp_path):
     rc, out, err, _ = run_limited_cli("show", str(path))
     assert_one_line_error(rc, err, "show", str(path), "host.shm_total_bytes")
     # a value built in Python (no schema check) still prints
-    text = summary(NodeSnapshot(host=Host(hostname="h", shm_total_bytes=10**400, shm_free_bytes=10**5000,
-                                                 rlimit_memlock_soft=-(10**400), rlimit_nofile_soft=10**5000)))
+    text = summary(
+        NodeSnapshot(
+            host=Host(
+                hostname="h",
+                shm_total_bytes=10**400,
+                shm_free_bytes=10**5000,
+                rlimit_memlock_soft=-(10**400),
+                rlimit_nofile_soft=10**5000,
+            )
+        )
+    )
     assert "/dev/shm" in text
     assert summary(NodeSnapshot(host=Host(hostname="h", shm_total_bytes=64 << 30))).count("64.0 GiB") == 1
 
 
 def test_numbers_out_of_range_are_schema_errors():
-    diag = {"schema": "ncclnb.diagnosis/1", "findings": [
-        {"rule": "r", "category": "unknown", "severity": "info", "confidence": 10**400, "title": "t"}]}
+    diag = {
+        "schema": "ncclnb.diagnosis/1",
+        "findings": [{"rule": "r", "category": "unknown", "severity": "info", "confidence": 10**400, "title": "t"}],
+    }
     with pytest.raises(SchemaError, match=r"^d\.json: findings\[0\]\.confidence: "):
         load_bytes(json.dumps(diag).encode(), "d.json")
     snap = json.loads(json.dumps(H100))
@@ -235,6 +257,7 @@ def test_report_with_wrong_typed_snapshots_is_one_line(snapshots):
 
 
 # --- 3. bounded reads -------------------------------------------------------------------
+
 
 @pytest.fixture
 def sparse(tmp_path) -> Path:
@@ -283,8 +306,8 @@ def test_text_is_bounded_in_lines_too():
     from ncclnb.collectors.parsers import as_text
     from ncclnb.model.limits import TEXT_LINES
 
-    as_text("a\r\n" * (TEXT_LINES - 10))           # CRLF counts once, as str.splitlines() sees it
-    for sep in ("\n", "\r", "\x1c", "\u2028"):        # every break splitlines() knows
+    as_text("a\r\n" * (TEXT_LINES - 10))  # CRLF counts once, as str.splitlines() sees it
+    for sep in ("\n", "\r", "\x1c", "\u2028"):  # every break splitlines() knows
         with pytest.raises(ParseError, match="too many lines"):
             as_text("a" + sep * (TEXT_LINES + 1))
 
@@ -315,6 +338,7 @@ print("ok")
 
 # --- 4. deep JSON -------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("verb", ["ingest", "show", "check"])
 @pytest.mark.parametrize("opener", ["[", '{"a":'])
 def test_deeply_nested_json_is_one_line(tmp_path, verb, opener):
@@ -339,6 +363,7 @@ def test_deeply_nested_json_python_twins(tmp_path):
 
 # --- 5. ASCII, bounded numbers --------------------------------------------------------
 
+
 @pytest.mark.parametrize("version", ["\u00b9", "\u0661", "9" * 5000, "1" * 40, "", "1.0", " 1"])
 @pytest.mark.parametrize("kind", ["ncclnb.node", "ncclnb.report", "ncclnb.diagnosis"])
 def test_schema_tag_version_is_ascii_and_bounded(kind, version):
@@ -354,9 +379,11 @@ def test_nvlink_count_is_ascii_and_bounded():
 
 
 BIGNUM = "9" * 5000
-SMI = ("| NVIDIA-SMI 550.90.07              Driver Version: 550.90.07      CUDA Version: 12.4     |\n"
-       "|   IDX  NVIDIA GeForce RTX 2080 Ti     On  |   00000000:B4:00.0 Off |                  N/A |\n"
-       "| 29%   31C    P8             20W /  250W |       1MiB /  MEMMiB |      0%      Default |\n")
+SMI = (
+    "| NVIDIA-SMI 550.90.07              Driver Version: 550.90.07      CUDA Version: 12.4     |\n"
+    "|   IDX  NVIDIA GeForce RTX 2080 Ti     On  |   00000000:B4:00.0 Off |                  N/A |\n"
+    "| 29%   31C    P8             20W /  250W |       1MiB /  MEMMiB |      0%      Default |\n"
+)
 BAD_NUMBERS = {
     "smi_memory_long": SMI.replace("IDX", "0").replace("MEM", BIGNUM),
     "smi_index_long": SMI.replace("IDX", BIGNUM).replace("MEM", "11"),
@@ -410,19 +437,45 @@ def test_line_splitters_read_what_the_old_patterns_read():
     old_kv = re.compile(r"([A-Za-z][A-Za-z0-9 ()_./+-]*?)\s*:(?:\s(.*)|)$")
     old_gpu = re.compile(r"GPU ([0-9]+): (.+?)(?: \(UUID: [^)]*\))?\s*$")
     old_name = re.compile(r"\s*([0-9]+)\s+(.*?)\s+(On|Off|WDDM|TCC|N/A)\s*")
-    pieces = ["GPU ", "0", "12", ":", " ", "\t", "a", "B", " (UUID: ", ")", "(", "-", "On", "Off", "N/A", "  ", "/",
-              "\u00a0", "http://x"]
+    pieces = [
+        "GPU ",
+        "0",
+        "12",
+        ":",
+        " ",
+        "\t",
+        "a",
+        "B",
+        " (UUID: ",
+        ")",
+        "(",
+        "-",
+        "On",
+        "Off",
+        "N/A",
+        "  ",
+        "/",
+        "\u00a0",
+        "http://x",
+    ]
     rng = random.Random(7)
-    lines = ["OS: Ubuntu 22.04.1 LTS (x86_64)", "GPU 0: NVIDIA A100 (UUID: GPU-1a2b)", "Is debug build: False",
-             "  0  NVIDIA GeForce RTX 2080 Ti     On  ", "CPU(s):", "Key: http://x"]
+    lines = [
+        "OS: Ubuntu 22.04.1 LTS (x86_64)",
+        "GPU 0: NVIDIA A100 (UUID: GPU-1a2b)",
+        "Is debug build: False",
+        "  0  NVIDIA GeForce RTX 2080 Ti     On  ",
+        "CPU(s):",
+        "Key: http://x",
+    ]
     lines += ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 9))) for _ in range(20000)]
     for line in lines:
         m = old_kv.fullmatch(line)
         new = _key_value(line)
         assert ((" ".join(m.group(1).split()), (m.group(2) or "").strip()) if m else None) == (
-            (" ".join(new[0].split()), new[1].strip()) if new else None), line
+            (" ".join(new[0].split()), new[1].strip()) if new else None
+        ), line
         m = old_gpu.fullmatch(line)
-        if not (m and not m.group(2).strip()):   # an empty name: now no GPU line at all
+        if not (m and not m.group(2).strip()):  # an empty name: now no GPU line at all
             assert ((m.group(1), m.group(2).strip()) if m else None) == _gpu_line(line), line
         m = old_name.fullmatch(line)
         if not (m and not m.group(2)):
@@ -432,21 +485,65 @@ def test_line_splitters_read_what_the_old_patterns_read():
 # --- fuzz ---------------------------------------------------------------------------
 
 _NASTY_SCALARS = st.one_of(
-    st.sampled_from([10**400, -(10**400), 2**63, 2**64, -(2**63) - 1, 10**4000, 1e308, -1, 0, True, None,
-                     "", "\u00b3", "\u0661\u0662", "NV\u0661", "NV" + "9" * 4400, "0-99999999",
-                     big_cpulist(400), "gpus[99999999999].x", [], {}, 1.5])
-    | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30)
+    st.sampled_from(
+        [
+            10**400,
+            -(10**400),
+            2**63,
+            2**64,
+            -(2**63) - 1,
+            10**4000,
+            1e308,
+            -1,
+            0,
+            True,
+            None,
+            "",
+            "\u00b3",
+            "\u0661\u0662",
+            "NV\u0661",
+            "NV" + "9" * 4400,
+            "0-99999999",
+            big_cpulist(400),
+            "gpus[99999999999].x",
+            [],
+            {},
+            1.5,
+        ]
+    )
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text(max_size=30)
 )
-_PATHS = [("schema",), ("host",), ("host", "hostname"), ("host", "shm_total_bytes"), ("host", "cpu_count"),
-          ("host", "numa_nodes"), ("host", "numa_nodes", 0), ("host", "numa_nodes", 0, "cpus"),
-          ("host", "numa_nodes", 0, "id"), ("gpus",), ("gpus", 0), ("gpus", 0, "index"),
-          ("gpus", 0, "cpu_affinity"), ("gpus", 3, "memory_total_mib"), ("links", "gpu_gpu"),
-          ("links", "gpu_gpu", 0), ("links", "gpu_gpu", 0, 1), ("links", "p2p"), ("missing",), ("env",),
-          ("versions", "nccl_pip"), ("nics",), ("sources",)]
+_PATHS = [
+    ("schema",),
+    ("host",),
+    ("host", "hostname"),
+    ("host", "shm_total_bytes"),
+    ("host", "cpu_count"),
+    ("host", "numa_nodes"),
+    ("host", "numa_nodes", 0),
+    ("host", "numa_nodes", 0, "cpus"),
+    ("host", "numa_nodes", 0, "id"),
+    ("gpus",),
+    ("gpus", 0),
+    ("gpus", 0, "index"),
+    ("gpus", 0, "cpu_affinity"),
+    ("gpus", 3, "memory_total_mib"),
+    ("links", "gpu_gpu"),
+    ("links", "gpu_gpu", 0),
+    ("links", "gpu_gpu", 0, 1),
+    ("links", "p2p"),
+    ("missing",),
+    ("env",),
+    ("versions", "nccl_pip"),
+    ("nics",),
+    ("sources",),
+]
 
 
 def _set(data, path, value):
-    value = copy.deepcopy(value)   # sampled [] and {} are shared objects: never nest one in itself
+    value = copy.deepcopy(value)  # sampled [] and {} are shared objects: never nest one in itself
     node = data
     for key in path[:-1]:
         try:
@@ -466,8 +563,11 @@ def hostile_snapshot_bytes(draw) -> bytes:
     for _ in range(draw(st.integers(1, 4))):
         _set(data, draw(st.sampled_from(_PATHS)), draw(_NASTY_SCALARS))
     if kind == "ncclnb.report":
-        data = {"schema": "ncclnb.report/1", "snapshots": [data],
-                "ranks": [{"rank": draw(_NASTY_SCALARS), "host": "hgx-h100", "cpu_affinity": draw(_NASTY_SCALARS)}]}
+        data = {
+            "schema": "ncclnb.report/1",
+            "snapshots": [data],
+            "ranks": [{"rank": draw(_NASTY_SCALARS), "host": "hgx-h100", "cpu_affinity": draw(_NASTY_SCALARS)}],
+        }
         for _ in range(draw(st.integers(0, 2))):
             data[draw(st.sampled_from(["snapshots", "ranks", "description", "captured_at"]))] = draw(_NASTY_SCALARS)
     elif kind != "ncclnb.node":
@@ -496,7 +596,7 @@ def _assert_clean(exc: BaseException, label: str) -> None:
 def test_fuzz_load_bytes_gives_only_one_line_errors(raw):
     try:
         value = load_bytes(raw, "fuzz.json")
-    except (ValueError, OSError) as exc:   # SchemaError is a ValueError
+    except (ValueError, OSError) as exc:  # SchemaError is a ValueError
         _assert_clean(exc, "fuzz.json")
         return
     if isinstance(value, (NodeSnapshot, ncclnb.ClusterReport)):
@@ -504,24 +604,72 @@ def test_fuzz_load_bytes_gives_only_one_line_errors(raw):
     assert type(value).from_dict(value.to_dict()) == value
 
 
-_TOKENS = st.sampled_from([
-    "GPU0", "GPU1", "GPU\u0661", "GPU" + "9" * 30, " X ", "X", "NV12", "NV\u0661", "PIX", "SYS", "OK", "CNS",
-    "CPU Affinity", "NUMA Affinity", "GPU NUMA ID", "0-63", "0-99999999", big_cpulist(300), "N/A", "\u00b3",
-    "\u0661", "9" * 4400, "|", "MiB", "NIC0", "mlx5_0", "NIC Legend:", "Legend:", "[", "{", "]" ,"}",
-    "NCCL version 2.19.3+cuda12.3", "NCCL INFO cudaDriverVersion", "PyTorch version:", "CPU(s):",
-    "NUMA node0 CPU(s):", "GPU 0:", "Collecting environment information...", "=====", "GPU Topology:",
-    "Environment Variables", "NCCL_DEBUG=INFO", "root@node1:~#", "$ nvidia-smi topo -p2p r", "\t", ":", "-", ",",
-    "| NVIDIA-SMI 550.90.07              Driver Version: 550.90.07      CUDA Version: 12.4     |",
-    "|   0  NVIDIA A100     On  |   00000000:B4:00.0 Off |                  N/A |",
-    "| 29%   31C    P8             20W /  250W |       1MiB /  11264MiB |      0%      Default |",
-    "\x1b[31m", "\x00", "\u2028", "\r", "#",
-])
+_TOKENS = st.sampled_from(
+    [
+        "GPU0",
+        "GPU1",
+        "GPU\u0661",
+        "GPU" + "9" * 30,
+        " X ",
+        "X",
+        "NV12",
+        "NV\u0661",
+        "PIX",
+        "SYS",
+        "OK",
+        "CNS",
+        "CPU Affinity",
+        "NUMA Affinity",
+        "GPU NUMA ID",
+        "0-63",
+        "0-99999999",
+        big_cpulist(300),
+        "N/A",
+        "\u00b3",
+        "\u0661",
+        "9" * 4400,
+        "|",
+        "MiB",
+        "NIC0",
+        "mlx5_0",
+        "NIC Legend:",
+        "Legend:",
+        "[",
+        "{",
+        "]",
+        "}",
+        "NCCL version 2.19.3+cuda12.3",
+        "NCCL INFO cudaDriverVersion",
+        "PyTorch version:",
+        "CPU(s):",
+        "NUMA node0 CPU(s):",
+        "GPU 0:",
+        "Collecting environment information...",
+        "=====",
+        "GPU Topology:",
+        "Environment Variables",
+        "NCCL_DEBUG=INFO",
+        "root@node1:~#",
+        "$ nvidia-smi topo -p2p r",
+        "\t",
+        ":",
+        "-",
+        ",",
+        "| NVIDIA-SMI 550.90.07              Driver Version: 550.90.07      CUDA Version: 12.4     |",
+        "|   0  NVIDIA A100     On  |   00000000:B4:00.0 Off |                  N/A |",
+        "| 29%   31C    P8             20W /  250W |       1MiB /  11264MiB |      0%      Default |",
+        "\x1b[31m",
+        "\x00",
+        "\u2028",
+        "\r",
+        "#",
+    ]
+)
 
 
 @st.composite
 def hostile_paste(draw):
-    lines = draw(st.lists(st.lists(_TOKENS | st.text(max_size=8), max_size=10).map(lambda t: " ".join(t)),
-                          max_size=12))
+    lines = draw(st.lists(st.lists(_TOKENS | st.text(max_size=8), max_size=10).map(lambda t: " ".join(t)), max_size=12))
     text = "\n".join(lines) + "\n"
     if draw(st.booleans()):
         text = draw(st.sampled_from(["[" * 5000, "{}", '{"schema": "ncclnb.node/\u0661"}', "[1, 2]"])) + text
@@ -541,7 +689,7 @@ def hostile_paste(draw):
 def test_fuzz_ingest_gives_only_one_line_errors(source):
     try:
         snap = ncclnb.ingest(source)
-    except (ValueError, OSError) as exc:   # ParseError is a ValueError
+    except (ValueError, OSError) as exc:  # ParseError is a ValueError
         text = str(exc)
         assert "\n" not in text.strip(), text[:500]
         return

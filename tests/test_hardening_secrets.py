@@ -7,6 +7,7 @@ and passwords inside URLs are replaced by ``<redacted>``; diagnostic
 settings (``NCCL_IB_PKEY``) stay readable. The tokens below are made up and
 assembled from pieces so that no literal token sits in the source.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,8 +45,12 @@ ENV_CASES = [
     # passwords inside URLs and user:password@host without a scheme
     ("MASTER_URI", "alice:s3cr3tpw@10.0.0.1:29500", f"alice:{R}@10.0.0.1:29500", ["s3cr3tpw"]),
     ("MASTER_ADDR", "https://u:pa/ss@w0rd@head.example:29500", f"https://u:{R}@head.example:29500", ["pa/ss", "w0rd"]),
-    ("TORCHELASTIC_RDZV_URL", "https://store.example/rdzv?token=tok0123&key=key4567&sig=sig89ab&n=4",
-     f"https://store.example/rdzv?token={R}&key={R}&sig={R}&n=4", ["tok0123", "key4567", "sig89ab"]),
+    (
+        "TORCHELASTIC_RDZV_URL",
+        "https://store.example/rdzv?token=tok0123&key=key4567&sig=sig89ab&n=4",
+        f"https://store.example/rdzv?token={R}&key={R}&sig={R}&n=4",
+        ["tok0123", "key4567", "sig89ab"],
+    ),
     # secret names
     ("MASTER_AUTH", "opensesame1", R, ["opensesame1"]),
     ("MASTER_PASS", "opensesame2", R, ["opensesame2"]),
@@ -85,25 +90,34 @@ def collected(tmp_path_factory):
     root = tmp_path_factory.mktemp("bare-root")
     environ = {name: value for name, value, _, _ in ENV_CASES}
     environ.update({"NCCL_DEBUG": "INFO", "TORCH_MULTILINE_KEYFILE_HINT": PEM_MULTI, "HF_TOKEN": HF})
-    snap = ncclnb.collect(environ=environ, sysfs_root=str(root), procfs_root=str(root / "proc"),
-                          run=no_commands, probe_torch=False, hostname="node-a", timeout=0.5)
+    snap = ncclnb.collect(
+        environ=environ,
+        sysfs_root=str(root),
+        procfs_root=str(root / "proc"),
+        run=no_commands,
+        probe_torch=False,
+        hostname="node-a",
+        timeout=0.5,
+    )
     return snap
 
 
-ENV_BANNER = "\n".join([
-    "Collecting environment information...",
-    "==============================",
-    "        System Info",
-    "==============================",
-    "OS                           : Ubuntu 22.04.4 LTS (x86_64)",
-    "==============================",
-    "       PyTorch Info",
-    "==============================",
-    "PyTorch version              : 2.6.0+cu124",
-    "==============================",
-    "     Environment Variables",
-    "==============================",
-])
+ENV_BANNER = "\n".join(
+    [
+        "Collecting environment information...",
+        "==============================",
+        "        System Info",
+        "==============================",
+        "OS                           : Ubuntu 22.04.4 LTS (x86_64)",
+        "==============================",
+        "       PyTorch Info",
+        "==============================",
+        "PyTorch version              : 2.6.0+cu124",
+        "==============================",
+        "     Environment Variables",
+        "==============================",
+    ]
+)
 
 
 @pytest.fixture(scope="module")
@@ -156,13 +170,22 @@ def test_the_collectors_and_the_doctor_share_one_policy():
 # ---- the doctor ---------------------------------------------------------------
 # (log fragment after "Socket Timeout", what the redacted fragment must read, secrets)
 LOG_CASES = [
-    ("connecting to MASTER_URI=alice:s3cr3tpw@10.0.0.1:29500", f"connecting to MASTER_URI=alice:{R}@10.0.0.1:29500",
-     ["s3cr3tpw"]),
+    (
+        "connecting to MASTER_URI=alice:s3cr3tpw@10.0.0.1:29500",
+        f"connecting to MASTER_URI=alice:{R}@10.0.0.1:29500",
+        ["s3cr3tpw"],
+    ),
     ("store https://u:pa/ss@w0rd@head.example:29500/x", f"store https://u:{R}@head.example:29500/x", ["pa/ss", "w0rd"]),
-    ("GET https://hub.example/f?token=tok0123&sig=sig89ab&n=4", f"GET https://hub.example/f?token={R}&sig={R}&n=4",
-     ["tok0123", "sig89ab"]),
-    ("env WANDB_API_KEY=wandbsecret1 HF_TOKEN=hfsecret2 NCCL_IB_PKEY=0x8001",
-     f"env WANDB_API_KEY={R} HF_TOKEN={R} NCCL_IB_PKEY=0x8001", ["wandbsecret1", "hfsecret2"]),
+    (
+        "GET https://hub.example/f?token=tok0123&sig=sig89ab&n=4",
+        f"GET https://hub.example/f?token={R}&sig={R}&n=4",
+        ["tok0123", "sig89ab"],
+    ),
+    (
+        "env WANDB_API_KEY=wandbsecret1 HF_TOKEN=hfsecret2 NCCL_IB_PKEY=0x8001",
+        f"env WANDB_API_KEY={R} HF_TOKEN={R} NCCL_IB_PKEY=0x8001",
+        ["wandbsecret1", "hfsecret2"],
+    ),
     (f"hub login {HF}", f"hub login {R}", [HF[3:]]),
     (f"git clone https://{GHP}@github.com/org/repo", f"git clone https://{R}@github.com/org/repo", [GHP[4:]]),
     (f"pat {GH_PAT}", f"pat {R}", [GH_PAT[11:]]),
@@ -173,8 +196,7 @@ LOG_CASES = [
     (f"slack {SLACK}", f"slack {R}", [SLACK[5:]]),
     (f"key {PEM}", f"key -----BEGIN RSA PRIVATE KEY-----{R}-----END RSA PRIVATE KEY-----", [PEM_BODY]),
 ]
-LOG = "".join(f"[rank{r}]: torch.distributed.DistStoreError: Socket Timeout {frag}\n"
-              for r, (frag, _, _) in enumerate(LOG_CASES))
+LOG = "".join(f"[rank{r}]: torch.distributed.DistStoreError: Socket Timeout {frag}\n" for r, (frag, _, _) in enumerate(LOG_CASES))
 ALL_SECRETS = [s for _, _, secrets in LOG_CASES for s in secrets]
 
 

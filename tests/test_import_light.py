@@ -1,4 +1,5 @@
 """`import ncclnb` touches no hardware and imports none of the heavy libraries."""
+
 import json
 import subprocess
 import sys

@@ -1,4 +1,5 @@
 """The bundled recorded machines and ``load``."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,19 @@ from ncclnb.recorded.build import RECIPES, main as build_main, to_json
 from ncclnb.model import ClusterReport, NodeSnapshot, SchemaError, nvlink_count
 from tests.conftest import CAPTURES
 
-REQUIRED = ["hgx-h100", "dgx-a100", "aws-p4d", "aws-p5", "aws-g6e-12xlarge", "l40s-2socket",
-            "a30-nvlink-pairs", "rtx4090-8x-sys", "rtx3090-8x-pix", "rtx2080ti-2x", "seed001-10x-pcie"]
+REQUIRED = [
+    "hgx-h100",
+    "dgx-a100",
+    "aws-p4d",
+    "aws-p5",
+    "aws-g6e-12xlarge",
+    "l40s-2socket",
+    "a30-nvlink-pairs",
+    "rtx4090-8x-sys",
+    "rtx3090-8x-pix",
+    "rtx2080ti-2x",
+    "seed001-10x-pcie",
+]
 
 
 def test_required_machines_are_bundled_with_a_one_line_description():
@@ -112,19 +124,25 @@ def test_unknown_name_lists_the_known_ones():
         assert name in message
 
 
-@pytest.mark.parametrize("content, expected, schema_error", [
-    (b"{not json", "bad.json: not valid JSON (Expecting property name", False),
-    (b"\x00\x01\x02binary", "bad.json: binary data", False),
-    (b"\xff\xfe\xfa\xfb", "bad.json: not a JSON file", False),
-    (b"[1, 2]", "bad.json: not a node snapshot: expected a JSON object, got list", True),
-    (b'{"gpus": []}', "bad.json: schema: not a node snapshot: no 'schema' tag", True),
-    (b'{"schema": "other.tool/1"}', "bad.json: schema: not an ncclnb snapshot, report, diagnosis or repro result", True),
-    (b'{"schema": "ncclnb.node/99", "host": {"hostname": "h"}}', "written by a newer ncclnb", True),
-    (b'{"schema": "ncclnb.node/1"}', "bad.json: host: required field is missing", True),
-    (b'{"schema": "ncclnb.node/1", "host": {"hostname": "h"}, "gpus": [{"index": "x"}]}',
-     "bad.json: gpus[0].index: expected an integer", True),
-    (b"[" * 100000, "bad.json: JSON nested too deeply", False),
-])
+@pytest.mark.parametrize(
+    "content, expected, schema_error",
+    [
+        (b"{not json", "bad.json: not valid JSON (Expecting property name", False),
+        (b"\x00\x01\x02binary", "bad.json: binary data", False),
+        (b"\xff\xfe\xfa\xfb", "bad.json: not a JSON file", False),
+        (b"[1, 2]", "bad.json: not a node snapshot: expected a JSON object, got list", True),
+        (b'{"gpus": []}', "bad.json: schema: not a node snapshot: no 'schema' tag", True),
+        (b'{"schema": "other.tool/1"}', "bad.json: schema: not an ncclnb snapshot, report, diagnosis or repro result", True),
+        (b'{"schema": "ncclnb.node/99", "host": {"hostname": "h"}}', "written by a newer ncclnb", True),
+        (b'{"schema": "ncclnb.node/1"}', "bad.json: host: required field is missing", True),
+        (
+            b'{"schema": "ncclnb.node/1", "host": {"hostname": "h"}, "gpus": [{"index": "x"}]}',
+            "bad.json: gpus[0].index: expected an integer",
+            True,
+        ),
+        (b"[" * 100000, "bad.json: JSON nested too deeply", False),
+    ],
+)
 def test_malformed_files_are_one_clear_line(tmp_path, content, expected, schema_error):
     path = tmp_path / "bad.json"
     path.write_bytes(content)

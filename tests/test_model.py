@@ -1,25 +1,53 @@
 """The model: frozen values that round-trip through JSON and refuse bad input clearly."""
+
 import dataclasses
 import json
 
 import pytest
 
 from ncclnb.model import (
-    CATEGORIES, ClusterReport, Diagnosis, Evidence, Finding, Gpu, Host, Library, Links, Nic,
-    NodeSnapshot, NumaNode, RankEntry, RankStatus, SchemaError, Versions, nvlink_count,
+    CATEGORIES,
+    ClusterReport,
+    Diagnosis,
+    Evidence,
+    Finding,
+    Gpu,
+    Host,
+    Library,
+    Links,
+    Nic,
+    NodeSnapshot,
+    NumaNode,
+    RankEntry,
+    RankStatus,
+    SchemaError,
+    Versions,
+    nvlink_count,
 )
 
 
 def sample_snapshot() -> NodeSnapshot:
     return NodeSnapshot(
-        host=Host(hostname="node-a", numa_nodes=(NumaNode(0, "0-7", 1024), NumaNode(1, "8-15", None)),
-                  container=("docker",), shm_total_bytes=67108864, rlimit_nofile_soft=1024),
+        host=Host(
+            hostname="node-a",
+            numa_nodes=(NumaNode(0, "0-7", 1024), NumaNode(1, "8-15", None)),
+            container=("docker",),
+            shm_total_bytes=67108864,
+            rlimit_nofile_soft=1024,
+        ),
         gpus=(Gpu(0, cuda_index=0, name="NVIDIA A30", numa_node=0), Gpu(1, name="NVIDIA A30", numa_node=1)),
-        links=Links(gpu_gpu=(("X", "NV4"), ("NV4", "X")), gpu_nic=(("PIX",), ("SYS",)), nic_names=("mlx5_0",),
-                    p2p={"read": (("X", "OK"), ("OK", "X"))}),
+        links=Links(
+            gpu_gpu=(("X", "NV4"), ("NV4", "X")),
+            gpu_nic=(("PIX",), ("SYS",)),
+            nic_names=("mlx5_0",),
+            p2p={"read": (("X", "OK"), ("OK", "X"))},
+        ),
         nics=(Nic("ib0", kind="infiniband", addresses=("10.0.0.1/24",), ib_device="mlx5_0"),),
-        versions=Versions(driver="535.104.05", nccl_pip={"nvidia-nccl-cu12": "2.21.5"},
-                          nccl_system=(Library("/usr/lib/libnccl.so.2.17.1", "2.17.1", "ldconfig"),)),
+        versions=Versions(
+            driver="535.104.05",
+            nccl_pip={"nvidia-nccl-cu12": "2.21.5"},
+            nccl_system=(Library("/usr/lib/libnccl.so.2.17.1", "2.17.1", "ldconfig"),),
+        ),
         env={"NCCL_DEBUG": "INFO"},
         missing={"gpus[1].memory_total_mib": "not supported by this GPU"},
     )
@@ -46,18 +74,21 @@ def test_snapshot_is_frozen():
         sample_snapshot().origin = "x"
 
 
-@pytest.mark.parametrize("bad, field", [
-    ([], ""),
-    ({"host": {"hostname": "a"}}, "schema"),
-    ({"schema": "ncclnb.report/1"}, "schema"),
-    ({"schema": "ncclnb.node/7", "host": {"hostname": "a"}}, "schema"),
-    ({"schema": "ncclnb.node/1"}, "host"),
-    ({"schema": "ncclnb.node/1", "host": {"hostname": 5}}, "host.hostname"),
-    ({"schema": "ncclnb.node/1", "host": {"hostname": "a"}, "gpus": [{"index": "0"}]}, "gpus[0].index"),
-    ({"schema": "ncclnb.node/1", "host": {"hostname": "a"}, "links": {"gpu_gpu": [["X", 3]]}}, "links.gpu_gpu[0][1]"),
-    ({"schema": "ncclnb.node/1", "host": {"hostname": "a"}, "env": {"A": 1}}, "env.A"),
-    ({"schema": "ncclnb.node/1", "host": {"hostname": "a"}, "gpus": [{"index": True}]}, "gpus[0].index"),
-])
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        ([], ""),
+        ({"host": {"hostname": "a"}}, "schema"),
+        ({"schema": "ncclnb.report/1"}, "schema"),
+        ({"schema": "ncclnb.node/7", "host": {"hostname": "a"}}, "schema"),
+        ({"schema": "ncclnb.node/1"}, "host"),
+        ({"schema": "ncclnb.node/1", "host": {"hostname": 5}}, "host.hostname"),
+        ({"schema": "ncclnb.node/1", "host": {"hostname": "a"}, "gpus": [{"index": "0"}]}, "gpus[0].index"),
+        ({"schema": "ncclnb.node/1", "host": {"hostname": "a"}, "links": {"gpu_gpu": [["X", 3]]}}, "links.gpu_gpu[0][1]"),
+        ({"schema": "ncclnb.node/1", "host": {"hostname": "a"}, "env": {"A": 1}}, "env.A"),
+        ({"schema": "ncclnb.node/1", "host": {"hostname": "a"}, "gpus": [{"index": True}]}, "gpus[0].index"),
+    ],
+)
 def test_from_dict_names_the_bad_field_in_one_line(bad, field):
     with pytest.raises(SchemaError) as info:
         NodeSnapshot.from_dict(bad)
@@ -73,8 +104,15 @@ def test_newer_schema_is_refused_with_an_upgrade_hint():
 def test_finding_refuses_unknown_category_and_round_trips():
     with pytest.raises(SchemaError):
         Finding(rule="x", category="nope", severity="error", confidence=0.5, title="t")
-    f = Finding(rule="x", category=CATEGORIES[0], severity="error", confidence=0.9, title="t",
-                evidence=(Evidence("rank0.log", 12, "Invalid rank requested : 7/4"),), ranks=(7,))
+    f = Finding(
+        rule="x",
+        category=CATEGORIES[0],
+        severity="error",
+        confidence=0.9,
+        title="t",
+        evidence=(Evidence("rank0.log", 12, "Invalid rank requested : 7/4"),),
+        ranks=(7,),
+    )
     assert Finding.from_dict(json.loads(json.dumps(f.to_dict()))) == f
 
 

@@ -2,6 +2,7 @@
 
 mypy itself runs in CI (.ci/run); here its output is given as text, the
 lines in the form mypy 2.4 prints them."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -49,6 +50,7 @@ def baseline(tmp_path, monkeypatch):
     def write(files):
         path.write_text(json.dumps({"files": files}))
         return path
+
     return write
 
 
@@ -75,11 +77,14 @@ def test_a_mypy_crash_is_not_a_pass(baseline, monkeypatch, capsys):
     assert "mypy did not finish (exit 2)" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("text, says", [
-    ("{", "baseline.json: Expecting property name"),
-    ('{"files": {"a.py": -1}}', 'expected {"files": {path: error count}}'),
-    ("[]", 'expected {"files": {path: error count}}'),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("{", "baseline.json: Expecting property name"),
+        ('{"files": {"a.py": -1}}', 'expected {"files": {path: error count}}'),
+        ("[]", 'expected {"files": {path: error count}}'),
+    ],
+)
 def test_a_bad_baseline_is_one_line(tmp_path, text, says):
     path = tmp_path / "baseline.json"
     path.write_text(text)

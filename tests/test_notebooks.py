@@ -5,6 +5,7 @@ review; ``notebooks/<name>.ipynb`` is built from it with outputs by
 ``notebooks/build.py``. ``--check`` starts no kernel, so this stays fast; the
 notebooks themselves run under nbval (``.ci/run``).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -49,13 +50,16 @@ def test_parser_reads_percent_format():
     ]
 
 
-@pytest.mark.parametrize("text, needle", [
-    ("x = 1\n# %%\ny = 2\n", "before the first"),
-    ("# %% [markdown]\nnot a comment\n", "must start with '# '"),
-    ("# %% tags=[raises]\nx\n", "tags"),
-    ("# %% something\nx\n", "unreadable cell options"),
-    ("# only a comment\n", "no cells"),
-])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("x = 1\n# %%\ny = 2\n", "before the first"),
+        ("# %% [markdown]\nnot a comment\n", "must start with '# '"),
+        ("# %% tags=[raises]\nx\n", "tags"),
+        ("# %% something\nx\n", "unreadable cell options"),
+        ("# only a comment\n", "no cells"),
+    ],
+)
 def test_parser_refuses_malformed_sources(text, needle):
     build = _build_module()
     with pytest.raises(build.SourceError, match=needle):
@@ -67,9 +71,15 @@ def test_check_names_the_drifted_cell(tmp_path, monkeypatch):
     src = tmp_path / "src"
     src.mkdir()
     (src / "demo.py").write_text("# %% [markdown]\n# Hello\n\n# %%\nprint(1)\n")
-    nb = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "Hello"},
-                    {"cell_type": "code", "metadata": {}, "source": "print(2)", "outputs": []}],
-          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    nb = {
+        "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": "Hello"},
+            {"cell_type": "code", "metadata": {}, "source": "print(2)", "outputs": []},
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     (tmp_path / "demo.ipynb").write_text(json.dumps(nb))
     (tmp_path / "orphan.ipynb").write_text(json.dumps(nb))
     monkeypatch.setattr(build, "HERE", tmp_path)

@@ -1,6 +1,7 @@
 """One reading of CUDA_VISIBLE_DEVICES: ``model.derive.read_visible`` against a
 table of values, and every caller (the collector's ``cuda_index``, the checks,
 the views) giving its answer."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -75,7 +76,7 @@ def test_an_explicit_value_wins_over_the_snapshot_env():
 
 def test_indices_are_nvml_indices_not_positions():
     snap = machine()
-    partial = dataclasses.replace(snap, gpus=snap.gpus[2:])   # a snapshot that lists GPUs 2 and 3 only
+    partial = dataclasses.replace(snap, gpus=snap.gpus[2:])  # a snapshot that lists GPUs 2 and 3 only
     assert visible_gpus(partial, "3,2") == (1, 0)
     assert visible_gpus(partial, "0") == ()
 
@@ -87,6 +88,7 @@ def test_cuda_device_maps_a_cuda_index_through_the_visible_gpus():
 
 
 # --- every caller gives the derive answer --------------------------------------
+
 
 def test_collector_cuda_index_is_the_derive_answer_for_0_9_1():
     from ncclnb.collectors.visible import cuda_indices
@@ -119,7 +121,7 @@ def test_view_highlights_the_derive_answer_for_0_9_1():
     from ncclnb.viz._common import gpus_in_use
 
     snap = machine("0,9,1")
-    assert gpus_in_use(snap) == sorted(visible_gpus(snap)) == [0]   # was [0, 1]: the view skipped the 9
+    assert gpus_in_use(snap) == sorted(visible_gpus(snap)) == [0]  # was [0, 1]: the view skipped the 9
     assert "GPUs in use: GPU0<" in show_topology(snap).figure.layout.title.text
     # UUIDs: a prefix, not a substring ("5f0a2c" is inside GPU 0's UUID but starts none)
     assert gpus_in_use(machine("77c1")) == [2]
@@ -135,8 +137,11 @@ def test_a_rank_cuda_index_goes_through_the_visible_gpus_in_checks_and_views():
     from ncclnb.viz.numa import rank_placements
 
     base = machine()
-    stale = dataclasses.replace(base, gpus=tuple(dataclasses.replace(g, cuda_index=k) for k, g in enumerate(base.gpus)),
-                                env=dict(base.env, CUDA_VISIBLE_DEVICES="2,3"))
+    stale = dataclasses.replace(
+        base,
+        gpus=tuple(dataclasses.replace(g, cuda_index=k) for k, g in enumerate(base.gpus)),
+        env=dict(base.env, CUDA_VISIBLE_DEVICES="2,3"),
+    )
     ranks = tuple(RankEntry(rank=k, host=stale.hostname, local_rank=k, cuda_index=k) for k in range(3))
     facts, where = NodeFacts(stale), GpuPositions(stale)
     want = [2, 3, None]

@@ -10,6 +10,7 @@ its errors are printed; a file under it is named, so the baseline can be
 lowered in the same commit. Raising a count is done by hand in the JSON,
 where a reviewer sees it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,9 @@ _ERROR = re.compile(r"^(?P<path>[^:\n]+):\d+(?::\d+)?: error: ")
 
 def run_mypy() -> tuple[int, str]:
     """mypy's exit code and its output (stdout and stderr), run from the repository root."""
-    proc = subprocess.run([sys.executable, "-m", "mypy", "--no-pretty", "--no-error-summary"],
-                          cwd=REPO, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-pretty", "--no-error-summary"], cwd=REPO, capture_output=True, text=True
+    )
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -45,7 +47,7 @@ def errors_by_file(output: str, repo: Path = REPO) -> dict[str, list[str]]:
         if os.path.isabs(path):
             try:
                 path = os.path.relpath(path, repo)
-            except ValueError:   # another drive (Windows): keep it as mypy printed it
+            except ValueError:  # another drive (Windows): keep it as mypy printed it
                 pass
         found.setdefault(Path(path).as_posix(), []).append(line)
     return found
@@ -80,8 +82,11 @@ def read_baseline(path: Path) -> dict[str, int]:
 
 
 def write_baseline(path: Path, files: dict[str, int]) -> None:
-    body = {"comment": "mypy errors per file; may only shrink (python tools/mypy_baseline.py --update)",
-            "total": sum(files.values()), "files": dict(sorted(files.items()))}
+    body = {
+        "comment": "mypy errors per file; may only shrink (python tools/mypy_baseline.py --update)",
+        "total": sum(files.values()),
+        "files": dict(sorted(files.items())),
+    }
     path.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
 
 
@@ -123,8 +128,10 @@ def main(argv: list[str] | None = None) -> int:
         for f, (n, b) in under.items():
             print(f"{f}: {n} mypy errors, baseline {b}: lower it (python tools/mypy_baseline.py --update)")
     if over:
-        print(f"mypy_baseline: {len(over)} file(s) have more mypy errors than their baseline; fix the new ones "
-              f"(or, if they must stay, raise the count in {BASELINE.relative_to(REPO)} by hand)")
+        print(
+            f"mypy_baseline: {len(over)} file(s) have more mypy errors than their baseline; fix the new ones "
+            f"(or, if they must stay, raise the count in {BASELINE.relative_to(REPO)} by hand)"
+        )
         return 1
     print(f"mypy_baseline: ok, {total} errors (baseline {sum(baseline.values())})")
     return 0

@@ -7,6 +7,7 @@ findings, each registered under a stable id.
 ``check`` never raises because of what it is given: a check that fails on
 odd input becomes an info finding naming the check, and the others still run.
 """
+
 from __future__ import annotations
 
 from typing import Iterable, Optional, Union
@@ -57,7 +58,10 @@ def as_report(target: Target) -> ClusterReport:
 
 def _crashed(info: CheckInfo, exc: BaseException, where: str) -> Finding:
     return Finding(
-        rule=info.id, category="unknown", severity="info", confidence=0.0,
+        rule=info.id,
+        category="unknown",
+        severity="info",
+        confidence=0.0,
         title=f"check {info.id} could not run on {where}",
         evidence=(Evidence(source=where, line=None, text=f"{type(exc).__name__}: {exc}"[:300]),),
         cause="The check failed on facts it did not expect; its verdict is unknown, the other checks still ran.",

@@ -1,5 +1,6 @@
 """Small pure helpers the checks share: parsing env syntax, versions, link
 labels, and which GPUs a job uses. Nothing here raises on odd input."""
+
 from __future__ import annotations
 
 import re
@@ -29,7 +30,7 @@ def link_distance(label: Optional[str]) -> Optional[int]:
 
 
 def parse_version(text: Optional[str]) -> Optional[tuple[int, ...]]:
-    """"2.19.3+cuda12.3" -> (2, 19, 3); "535.54.03" -> (535, 54, 3); junk -> None."""
+    """ "2.19.3+cuda12.3" -> (2, 19, 3); "535.54.03" -> (535, 54, 3); junk -> None."""
     if not isinstance(text, str):
         return None
     m = re.match(r"\s*v?(\d+(?:\.\d+)*)", text)
@@ -50,8 +51,6 @@ def env_flag(env: dict, name: str) -> bool:
         return False
     v = value.strip()
     return is_number(v) and int(v) != 0
-
-
 
 
 def majority(values: Iterable) -> object:
@@ -79,7 +78,7 @@ class NodeFacts:
         self._pos = {id(g): i for i, g in enumerate(self.gpus)}
         self.by_index: dict[int, Gpu] = {}
         self.by_uuid: dict[str, Gpu] = {}
-        self.by_bus: dict[str, Gpu] = {}   # NVML form, "00000000:3B:00.0"
+        self.by_bus: dict[str, Gpu] = {}  # NVML form, "00000000:3B:00.0"
         for g in self.gpus:
             self.by_index.setdefault(g.index, g)
             if isinstance(g.uuid, str):

@@ -6,6 +6,7 @@ rank-table entries placed on that host (empty for a lone snapshot); a
 :class:`~ncclnb.model.Finding`. Ids never change once published: notebooks,
 ``--only`` and tests name them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,10 +20,11 @@ Takes = Literal["node", "report"]
 @dataclass(frozen=True)
 class CheckInfo:
     """What the registry knows about one check."""
+
     id: str
     category: str
-    takes: Takes            # "node": fn(snapshot, ranks); "report": fn(report)
-    summary: str            # first paragraph of the function's docstring
+    takes: Takes  # "node": fn(snapshot, ranks); "report": fn(report)
+    summary: str  # first paragraph of the function's docstring
     func: Callable
 
 
@@ -59,8 +61,18 @@ def fact(source: str, text: str) -> Evidence:
     return Evidence(source=source, line=None, text=text)
 
 
-def make(check_id: str, severity: str, confidence: float, title: str, evidence=(),
-         cause: str = "", fix: str = "", ranks=(), hosts=(), docs: str = "") -> Finding:
+def make(
+    check_id: str,
+    severity: str,
+    confidence: float,
+    title: str,
+    evidence=(),
+    cause: str = "",
+    fix: str = "",
+    ranks=(),
+    hosts=(),
+    docs: str = "",
+) -> Finding:
     """Build a Finding for ``check_id`` with the category it was registered under."""
     info = REGISTRY[check_id]
     return Finding(

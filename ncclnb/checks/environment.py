@@ -1,4 +1,5 @@
 """NCCL_* settings that differ between the nodes of one job."""
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -9,8 +10,15 @@ from ._registry import fact, make, register
 # Settings that name host-local things (interfaces, HCAs, files) or only
 # change logging: differing values are normal, so they are reported as info.
 HOST_LOCAL = {
-    "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE",
-    "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE", "NCCL_HOSTID", "NCCL_COMM_ID",
+    "NCCL_SOCKET_IFNAME",
+    "NCCL_IB_HCA",
+    "NCCL_DEBUG",
+    "NCCL_DEBUG_SUBSYS",
+    "NCCL_DEBUG_FILE",
+    "NCCL_TOPO_DUMP_FILE",
+    "NCCL_GRAPH_DUMP_FILE",
+    "NCCL_HOSTID",
+    "NCCL_COMM_ID",
 }
 ABSENT = "(unset)"
 
@@ -49,21 +57,32 @@ def nccl_env_differs(report: ClusterReport):
             lines.append(f"{key}: " + "; ".join(parts))
         ranks = [r.rank for r in report.ranks or () if r.host in hosts and isinstance(r.rank, int)]
         if local:
-            out.append(make(
-                "nccl_env_differs", "info", 0.3,
-                f"Host-specific NCCL settings differ across nodes: {', '.join(group)}",
-                [fact("report", t) for t in lines[:12]],
-                cause="These name local interfaces, HCAs or log files, which may rightly differ per host.",
-                fix="Nothing to do if each value is right for its host (see the socket_ifname check).",
-                hosts=sorted(hosts)))
+            out.append(
+                make(
+                    "nccl_env_differs",
+                    "info",
+                    0.3,
+                    f"Host-specific NCCL settings differ across nodes: {', '.join(group)}",
+                    [fact("report", t) for t in lines[:12]],
+                    cause="These name local interfaces, HCAs or log files, which may rightly differ per host.",
+                    fix="Nothing to do if each value is right for its host (see the socket_ifname check).",
+                    hosts=sorted(hosts),
+                )
+            )
         else:
-            out.append(make(
-                "nccl_env_differs", "warning", 0.6,
-                f"NCCL settings differ across nodes: {', '.join(group)}",
-                [fact("report", t) for t in lines[:12]],
-                cause="Ranks on different nodes then choose different transports, algorithms, protocols or "
-                      "buffer sizes; NCCL expects every rank to agree, and a disagreement shows up as a hang or "
-                      "a crash far from its cause.",
-                fix="Export the same NCCL_* settings on every node (one launcher script or env file), or none.",
-                hosts=sorted(hosts), ranks=ranks))
+            out.append(
+                make(
+                    "nccl_env_differs",
+                    "warning",
+                    0.6,
+                    f"NCCL settings differ across nodes: {', '.join(group)}",
+                    [fact("report", t) for t in lines[:12]],
+                    cause="Ranks on different nodes then choose different transports, algorithms, protocols or "
+                    "buffer sizes; NCCL expects every rank to agree, and a disagreement shows up as a hang or "
+                    "a crash far from its cause.",
+                    fix="Export the same NCCL_* settings on every node (one launcher script or env file), or none.",
+                    hosts=sorted(hosts),
+                    ranks=ranks,
+                )
+            )
     return out

@@ -1,6 +1,7 @@
 """Rank-table checks (seed 000's ranks beyond the world size), the GPU each
 rank uses (seed 001's barrier on a guessed GPU), and where each rank sits
 against its GPU: its CPU affinity and the NIC its NCCL would use."""
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
@@ -9,8 +10,18 @@ from typing import Iterable, Optional
 from ..model import ClusterReport, NodeSnapshot, NumaNode, RankEntry
 from ..model.cpulist import covers, overlaps, spans
 from ..model.derive import rdma_nics
-from ._facts import (NodeFacts, env_flag, how_many, index_list, is_docker, is_loopback, link_distance, majority, shorten,
-                     socket_interfaces)
+from ._facts import (
+    NodeFacts,
+    env_flag,
+    how_many,
+    index_list,
+    is_docker,
+    is_loopback,
+    link_distance,
+    majority,
+    shorten,
+    socket_interfaces,
+)
 from ._registry import fact, make, node_source, register
 
 MAX_EVIDENCE = 8  # lines per finding; a 1024-node table must stay readable
@@ -66,9 +77,11 @@ def _agree(items, one: str, many: str) -> str:
     return one if len(items) == 1 else many
 
 
-_RANK_FIX = ("Launch every node with the same --nnodes and --nproc-per-node and a distinct --node-rank "
-             "(torchrun sets RANK, LOCAL_RANK and WORLD_SIZE consistently); with a custom ClusterEnvironment or "
-             "launcher, WORLD_SIZE must be nodes x processes per node and RANK = node_rank x per_node + local_rank.")
+_RANK_FIX = (
+    "Launch every node with the same --nnodes and --nproc-per-node and a distinct --node-rank "
+    "(torchrun sets RANK, LOCAL_RANK and WORLD_SIZE consistently); with a custom ClusterEnvironment or "
+    "launcher, WORLD_SIZE must be nodes x processes per node and RANK = node_rank x per_node + local_rank."
+)
 
 
 @register("rank_out_of_range", "rank_world_size_mismatch", "report")
@@ -82,14 +95,21 @@ def rank_out_of_range(report: ClusterReport):
         sizes = sorted({r.world_size for r in rs})
         lines.append(f"{host}: RANK {span((r.rank for r in rs), SPAN)} with WORLD_SIZE={'/'.join(map(str, sizes[:8]))}")
     worst = max(bad, key=lambda r: r.rank)
-    return [make(
-        "rank_out_of_range", "error", 0.95,
-        f"{how_many(len(bad), 'rank')} outside the world: RANK {span((r.rank for r in bad), SPAN)} >= WORLD_SIZE "
-        f"(NCCL would say 'Invalid rank requested : {worst.rank}/{worst.world_size}')",
-        _capped(lines),
-        cause="Each process's RANK must be below the WORLD_SIZE it was given; here the per-node numbering and the "
-              "world size disagree, typically WORLD_SIZE counts one node's GPUs while ranks count all nodes'.",
-        fix=_RANK_FIX, ranks=[r.rank for r in bad], hosts=[r.host for r in bad])]
+    return [
+        make(
+            "rank_out_of_range",
+            "error",
+            0.95,
+            f"{how_many(len(bad), 'rank')} outside the world: RANK {span((r.rank for r in bad), SPAN)} >= WORLD_SIZE "
+            f"(NCCL would say 'Invalid rank requested : {worst.rank}/{worst.world_size}')",
+            _capped(lines),
+            cause="Each process's RANK must be below the WORLD_SIZE it was given; here the per-node numbering and the "
+            "world size disagree, typically WORLD_SIZE counts one node's GPUs while ranks count all nodes'.",
+            fix=_RANK_FIX,
+            ranks=[r.rank for r in bad],
+            hosts=[r.host for r in bad],
+        )
+    ]
 
 
 @register("rank_table_gaps", "rank_world_size_mismatch", "report")
@@ -110,23 +130,35 @@ def rank_table_gaps(report: ClusterReport):
             if r.rank in dup_set:
                 hosts_of[r.rank].add(r.host)
         lines = [f"RANK {k} on " + ", ".join(sorted(hosts_of[k])) for k in dup[:MAX_EVIDENCE]]
-        out.append(make(
-            "rank_table_gaps", "error", 0.9,
-            f"{'Rank' if len(dup) == 1 else 'Ranks'} {span(dup, SPAN)} started more than once",
-            _capped(lines, total=len(dup)),
-            cause="Two processes claim the same global rank, so the rendezvous waits for a rank that never comes "
-                  "or NCCL pairs the wrong peers.",
-            fix=_RANK_FIX, ranks=dup, hosts=[r.host for r in entries if r.rank in dup_set]))
+        out.append(
+            make(
+                "rank_table_gaps",
+                "error",
+                0.9,
+                f"{'Rank' if len(dup) == 1 else 'Ranks'} {span(dup, SPAN)} started more than once",
+                _capped(lines, total=len(dup)),
+                cause="Two processes claim the same global rank, so the rendezvous waits for a rank that never comes "
+                "or NCCL pairs the wrong peers.",
+                fix=_RANK_FIX,
+                ranks=dup,
+                hosts=[r.host for r in entries if r.rank in dup_set],
+            )
+        )
     if missing:
-        out.append(make(
-            "rank_table_gaps", "error", 0.8,
-            f"{len(missing)} of {how_many(world, 'rank')} never started: {span(missing, SPAN)}",
-            [fact("report", f"WORLD_SIZE={world}; ranks present: {span(counts, SPAN)}; missing: {span(missing, SPAN)}")],
-            cause="init_process_group waits for all WORLD_SIZE ranks ('Timed out ... waiting for clients. n/m clients "
-                  "joined'); the missing ranks were never launched or died before joining.",
-            fix="Start the missing ranks (check the launcher on the nodes that should host them), or lower WORLD_SIZE "
+        out.append(
+            make(
+                "rank_table_gaps",
+                "error",
+                0.8,
+                f"{len(missing)} of {how_many(world, 'rank')} never started: {span(missing, SPAN)}",
+                [fact("report", f"WORLD_SIZE={world}; ranks present: {span(counts, SPAN)}; missing: {span(missing, SPAN)}")],
+                cause="init_process_group waits for all WORLD_SIZE ranks ('Timed out ... waiting for clients. n/m clients "
+                "joined'); the missing ranks were never launched or died before joining.",
+                fix="Start the missing ranks (check the launcher on the nodes that should host them), or lower WORLD_SIZE "
                 "to the number of processes actually started.",
-            ranks=missing))
+                ranks=missing,
+            )
+        )
     return out
 
 
@@ -146,25 +178,43 @@ def world_size_vs_nodes(report: ClusterReport):
         lines = [f"WORLD_SIZE={w} on {_hosts_text(h)}" for w, h in sorted(sizes.items())]
         common = _world_size(entries)
         odd = [r for r in entries if isinstance(r.world_size, int) and r.world_size != common]
-        out.append(make(
-            "world_size_vs_nodes", "error", 0.9,
-            "Ranks were started with different WORLD_SIZE values: " + shorten(", ".join(str(w) for w in sorted(sizes))),
-            _capped(lines), cause="Every rank must agree on WORLD_SIZE; the rendezvous cannot complete otherwise.",
-            fix=_RANK_FIX, ranks=[r.rank for r in odd], hosts=[r.host for r in odd]))
+        out.append(
+            make(
+                "world_size_vs_nodes",
+                "error",
+                0.9,
+                "Ranks were started with different WORLD_SIZE values: " + shorten(", ".join(str(w) for w in sorted(sizes))),
+                _capped(lines),
+                cause="Every rank must agree on WORLD_SIZE; the rendezvous cannot complete otherwise.",
+                fix=_RANK_FIX,
+                ranks=[r.rank for r in odd],
+                hosts=[r.host for r in odd],
+            )
+        )
     world = _world_size(entries)
     per_node = {h: len(rs) for h, rs in hosts.items()}
     if world is not None and len(set(per_node.values())) == 1:
         n = next(iter(per_node.values()))
         expected = len(hosts) * n
         if expected != world:
-            out.append(make(
-                "world_size_vs_nodes", "error", 0.85,
-                f"WORLD_SIZE={world} but {how_many(len(hosts), 'node')} x {how_many(n, 'rank')} per node = {expected}",
-                [fact("report", f"{h}: {how_many(c, 'rank')}, RANK {span((r.rank for r in hosts[h]), SPAN)}") for h, c in list(per_node.items())[:MAX_EVIDENCE]],
-                cause=f"The launcher's world size does not count every process it started: with "
-                      f"{how_many(len(hosts), 'node')} x {how_many(n, 'rank')} per node, WORLD_SIZE must be {expected}, "
-                      f"not {world}.",
-                fix=_RANK_FIX, ranks=[r.rank for r in entries if r.rank >= world], hosts=list(hosts)))
+            out.append(
+                make(
+                    "world_size_vs_nodes",
+                    "error",
+                    0.85,
+                    f"WORLD_SIZE={world} but {how_many(len(hosts), 'node')} x {how_many(n, 'rank')} per node = {expected}",
+                    [
+                        fact("report", f"{h}: {how_many(c, 'rank')}, RANK {span((r.rank for r in hosts[h]), SPAN)}")
+                        for h, c in list(per_node.items())[:MAX_EVIDENCE]
+                    ],
+                    cause=f"The launcher's world size does not count every process it started: with "
+                    f"{how_many(len(hosts), 'node')} x {how_many(n, 'rank')} per node, WORLD_SIZE must be {expected}, "
+                    f"not {world}.",
+                    fix=_RANK_FIX,
+                    ranks=[r.rank for r in entries if r.rank >= world],
+                    hosts=list(hosts),
+                )
+            )
     return out
 
 
@@ -186,33 +236,46 @@ def local_rank_table(report: ClusterReport):
                 dup_lines.append(f"{host}: LOCAL_RANK {local} held by RANK {span((r.rank for r in holders), SPAN)}")
                 dup_ranks += holders
             elif complete and not 0 <= local < len(rs):
-                over_lines.append(f"{host}: RANK {holders[0].rank} has LOCAL_RANK {local}, but the node runs "
-                                  f"{how_many(len(rs), 'rank')} (LOCAL_RANK 0-{len(rs) - 1})")
+                over_lines.append(
+                    f"{host}: RANK {holders[0].rank} has LOCAL_RANK {local}, but the node runs "
+                    f"{how_many(len(rs), 'rank')} (LOCAL_RANK 0-{len(rs) - 1})"
+                )
                 over_ranks += holders
     out = []
     if dup_lines:
-        out.append(make(
-            "local_rank_table", "error", 0.85,
-            f"{len(dup_ranks)} ranks share a LOCAL_RANK with another rank of their node",
-            _capped(dup_lines),
-            cause="Each rank of a node needs its own LOCAL_RANK: scripts pick their GPU as cuda:LOCAL_RANK, so ranks "
-                  "with the same LOCAL_RANK drive the same GPU (NCCL: 'Duplicate GPU detected') and leave another "
-                  "idle. The launcher or a custom environment set LOCAL_RANK wrongly.",
-            fix="Let the launcher set LOCAL_RANK (torchrun does; under Slurm use SLURM_LOCALID, under Open MPI "
+        out.append(
+            make(
+                "local_rank_table",
+                "error",
+                0.85,
+                f"{len(dup_ranks)} ranks share a LOCAL_RANK with another rank of their node",
+                _capped(dup_lines),
+                cause="Each rank of a node needs its own LOCAL_RANK: scripts pick their GPU as cuda:LOCAL_RANK, so ranks "
+                "with the same LOCAL_RANK drive the same GPU (NCCL: 'Duplicate GPU detected') and leave another "
+                "idle. The launcher or a custom environment set LOCAL_RANK wrongly.",
+                fix="Let the launcher set LOCAL_RANK (torchrun does; under Slurm use SLURM_LOCALID, under Open MPI "
                 "OMPI_COMM_WORLD_LOCAL_RANK) rather than computing it; with a custom ClusterEnvironment, "
                 "LOCAL_RANK = RANK - node_rank x processes per node.",
-            ranks=[r.rank for r in dup_ranks], hosts=[r.host for r in dup_ranks]))
+                ranks=[r.rank for r in dup_ranks],
+                hosts=[r.host for r in dup_ranks],
+            )
+        )
     if over_lines:
-        out.append(make(
-            "local_rank_table", "warning", 0.6,
-            f"{how_many(len(over_ranks), 'rank')} {_agree(over_ranks, 'has', 'have')} a LOCAL_RANK beyond the "
-            f"ranks on {_agree(over_ranks, 'its', 'their')} node",
-            _capped(over_lines),
-            cause="LOCAL_RANK numbers the ranks of one node from 0; a larger value points cuda:LOCAL_RANK at a GPU "
-                  "that another node layout assumed, or at none ('invalid device ordinal').",
-            fix="Let the launcher set LOCAL_RANK (torchrun's --nproc-per-node, SLURM_LOCALID, "
-                "OMPI_COMM_WORLD_LOCAL_RANK).",
-            ranks=[r.rank for r in over_ranks], hosts=[r.host for r in over_ranks]))
+        out.append(
+            make(
+                "local_rank_table",
+                "warning",
+                0.6,
+                f"{how_many(len(over_ranks), 'rank')} {_agree(over_ranks, 'has', 'have')} a LOCAL_RANK beyond the "
+                f"ranks on {_agree(over_ranks, 'its', 'their')} node",
+                _capped(over_lines),
+                cause="LOCAL_RANK numbers the ranks of one node from 0; a larger value points cuda:LOCAL_RANK at a GPU "
+                "that another node layout assumed, or at none ('invalid device ordinal').",
+                fix="Let the launcher set LOCAL_RANK (torchrun's --nproc-per-node, SLURM_LOCALID, OMPI_COMM_WORLD_LOCAL_RANK).",
+                ranks=[r.rank for r in over_ranks],
+                hosts=[r.host for r in over_ranks],
+            )
+        )
     return out
 
 
@@ -263,18 +326,27 @@ def ranks_share_gpu(report: ClusterReport):
     shared = {k: v for k, v in groups.items() if len(v) > 1}
     if not shared:
         return []
-    lines = [f"{host} {gpu}: RANK {span((r.rank for r in rs), SPAN)} (LOCAL_RANK "
-             f"{shorten(', '.join(str(r.local_rank) for r in rs[:64]))})" for (host, gpu), rs in list(shared.items())[:MAX_EVIDENCE]]
+    lines = [
+        f"{host} {gpu}: RANK {span((r.rank for r in rs), SPAN)} (LOCAL_RANK "
+        f"{shorten(', '.join(str(r.local_rank) for r in rs[:64]))})"
+        for (host, gpu), rs in list(shared.items())[:MAX_EVIDENCE]
+    ]
     blamed = [r for rs in shared.values() for r in rs]
-    return [make(
-        "ranks_share_gpu", "error", min(conf[k] for k in shared),
-        f"{len(blamed)} ranks share {how_many(len(shared), 'GPU')}",
-        _capped(lines, total=len(shared)),
-        cause="NCCL needs one GPU per rank within a communicator: it fails with 'Duplicate GPU detected'. Usually every process kept cuda:0 because torch.cuda.set_device was "
-              "never called, or CUDA_VISIBLE_DEVICES gave each process the same single GPU.",
-        fix="Call torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) before init_process_group (or pass "
+    return [
+        make(
+            "ranks_share_gpu",
+            "error",
+            min(conf[k] for k in shared),
+            f"{len(blamed)} ranks share {how_many(len(shared), 'GPU')}",
+            _capped(lines, total=len(shared)),
+            cause="NCCL needs one GPU per rank within a communicator: it fails with 'Duplicate GPU detected'. Usually every process kept cuda:0 because torch.cuda.set_device was "
+            "never called, or CUDA_VISIBLE_DEVICES gave each process the same single GPU.",
+            fix="Call torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) before init_process_group (or pass "
             "device_id=torch.device('cuda', local_rank)), and start at most as many processes per node as GPUs.",
-        ranks=[r.rank for r in blamed], hosts=[r.host for r in blamed])]
+            ranks=[r.rank for r in blamed],
+            hosts=[r.host for r in blamed],
+        )
+    ]
 
 
 @register("local_rank_device", "device_mapping", "report")
@@ -295,49 +367,73 @@ def local_rank_device(report: ClusterReport):
         if count <= 0:
             continue
         guess = r.rank % count
-        line = (f"{r.host}: RANK {r.rank} LOCAL_RANK {r.local_rank}, no device set: barrier() guesses "
-                f"cuda:{guess} ({r.rank} % {count} visible GPUs)")
+        line = (
+            f"{r.host}: RANK {r.rank} LOCAL_RANK {r.local_rank}, no device set: barrier() guesses "
+            f"cuda:{guess} ({r.rank} % {count} visible GPUs)"
+        )
         (guessed_ok if guess == r.local_rank else guessed_bad).append((r, line))
     out = []
     if wrong:
-        blamed = [r for r in _entries(report) if isinstance(r.cuda_index, int) and isinstance(r.local_rank, int)
-                  and r.cuda_index != r.local_rank]
-        out.append(make(
-            "local_rank_device", "warning", 0.6,
-            f"{how_many(len(blamed), 'rank')} {_agree(blamed, 'uses', 'use')} a GPU other than cuda:LOCAL_RANK",
-            _capped(wrong),
-            cause="By convention rank LOCAL_RANK drives cuda:LOCAL_RANK; a rank that picked another device may share "
-                  "a GPU with a neighbour or sit on a GPU far from its CPU and NIC.",
-            fix="torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) before any CUDA work, unless the mapping is "
+        blamed = [
+            r
+            for r in _entries(report)
+            if isinstance(r.cuda_index, int) and isinstance(r.local_rank, int) and r.cuda_index != r.local_rank
+        ]
+        out.append(
+            make(
+                "local_rank_device",
+                "warning",
+                0.6,
+                f"{how_many(len(blamed), 'rank')} {_agree(blamed, 'uses', 'use')} a GPU other than cuda:LOCAL_RANK",
+                _capped(wrong),
+                cause="By convention rank LOCAL_RANK drives cuda:LOCAL_RANK; a rank that picked another device may share "
+                "a GPU with a neighbour or sit on a GPU far from its CPU and NIC.",
+                fix="torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) before any CUDA work, unless the mapping is "
                 "deliberate (then make sure no two ranks share a GPU).",
-            ranks=[r.rank for r in blamed], hosts=[r.host for r in blamed]))
-    barrier_src = ("torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp guessDeviceForRank(): "
-                   "rank % localDeviceCount when no device is bound")
+                ranks=[r.rank for r in blamed],
+                hosts=[r.host for r in blamed],
+            )
+        )
+    barrier_src = (
+        "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp guessDeviceForRank(): rank % localDeviceCount when no device is bound"
+    )
     if guessed_bad:
-        out.append(make(
-            "local_rank_device", "warning", 0.75,
-            f"{how_many(len(guessed_bad), 'rank')} {_agree(guessed_bad, 'sets', 'set')} no GPU, and torch's "
-            f"barrier guess is not {_agree(guessed_bad, 'its', 'their')} LOCAL_RANK",
-            _capped([line for _, line in guessed_bad]) + [fact(barrier_src, "using GPU N to perform barrier as devices "
-                                                                "used by this process are currently unknown")],
-            cause="With no device set, ProcessGroupNCCL runs barrier() on cuda:(global rank % visible GPUs). That is "
-                  "not the rank's own GPU here, so barrier() creates a context on a neighbour's GPU and can hang or "
-                  "pair the wrong devices (torch warns 'using GPU N to perform barrier as devices used by this process are "
-                  "currently unknown').",
-            fix="Call torch.cuda.set_device(local_rank) before init_process_group, or pass "
+        out.append(
+            make(
+                "local_rank_device",
+                "warning",
+                0.75,
+                f"{how_many(len(guessed_bad), 'rank')} {_agree(guessed_bad, 'sets', 'set')} no GPU, and torch's "
+                f"barrier guess is not {_agree(guessed_bad, 'its', 'their')} LOCAL_RANK",
+                _capped([line for _, line in guessed_bad])
+                + [fact(barrier_src, "using GPU N to perform barrier as devices used by this process are currently unknown")],
+                cause="With no device set, ProcessGroupNCCL runs barrier() on cuda:(global rank % visible GPUs). That is "
+                "not the rank's own GPU here, so barrier() creates a context on a neighbour's GPU and can hang or "
+                "pair the wrong devices (torch warns 'using GPU N to perform barrier as devices used by this process are "
+                "currently unknown').",
+                fix="Call torch.cuda.set_device(local_rank) before init_process_group, or pass "
                 "init_process_group(..., device_id=torch.device('cuda', local_rank)) (torch >= 2.3), or "
                 "barrier(device_ids=[local_rank]).",
-            ranks=[r.rank for r, _ in guessed_bad], hosts=[r.host for r, _ in guessed_bad]))
+                ranks=[r.rank for r, _ in guessed_bad],
+                hosts=[r.host for r, _ in guessed_bad],
+            )
+        )
     if guessed_ok:
-        out.append(make(
-            "local_rank_device", "info", 0.5,
-            f"{how_many(len(guessed_ok), 'rank')} {_agree(guessed_ok, 'sets', 'set')} no GPU; torch's barrier "
-            f"guess happens to be {_agree(guessed_ok, 'its', 'their')} LOCAL_RANK",
-            _capped([line for _, line in guessed_ok]),
-            cause="torch will warn 'using GPU N to perform barrier as devices used by this process are currently "
-                  "unknown'. The guess is right only while ranks per node equals visible GPUs per node.",
-            fix="Set the device explicitly (torch.cuda.set_device(local_rank) or device_id= in init_process_group).",
-            ranks=[r.rank for r, _ in guessed_ok], hosts=[r.host for r, _ in guessed_ok]))
+        out.append(
+            make(
+                "local_rank_device",
+                "info",
+                0.5,
+                f"{how_many(len(guessed_ok), 'rank')} {_agree(guessed_ok, 'sets', 'set')} no GPU; torch's barrier "
+                f"guess happens to be {_agree(guessed_ok, 'its', 'their')} LOCAL_RANK",
+                _capped([line for _, line in guessed_ok]),
+                cause="torch will warn 'using GPU N to perform barrier as devices used by this process are currently "
+                "unknown'. The guess is right only while ranks per node equals visible GPUs per node.",
+                fix="Set the device explicitly (torch.cuda.set_device(local_rank) or device_id= in init_process_group).",
+                ranks=[r.rank for r, _ in guessed_ok],
+                hosts=[r.host for r, _ in guessed_ok],
+            )
+        )
     return out
 
 
@@ -353,19 +449,30 @@ def cuda_visible_devices_invalid(snap: NodeSnapshot, ranks=()):
     raw = shorten(snap.env.get("CUDA_VISIBLE_DEVICES"))
     have = index_list(facts.gpus).replace(",", ", ")
     named = ",".join(bad[:16]) + (f",... ({len(bad)} entries)" if len(bad) > 16 else "")
-    return [make(
-        "cuda_visible_devices_invalid", "error" if not chosen else "warning", 0.85,
-        f"CUDA_VISIBLE_DEVICES={raw} names {'GPU' if len(bad) == 1 else 'GPUs'} {named} that {snap.hostname} does not have (or repeats one)",
-        [fact(node_source(snap.hostname), f"CUDA_VISIBLE_DEVICES={raw}; GPUs present: {have}; "
-                                          f"visible to CUDA: {len(chosen or [])}")],
-        cause="CUDA stops reading CUDA_VISIBLE_DEVICES at the first entry it cannot resolve, so fewer GPUs are "
-              "visible than the job expects and ranks end up sharing devices or failing 'invalid device ordinal'.",
-        fix="List GPUs that exist (nvidia-smi -L); with mixed GPU models also set CUDA_DEVICE_ORDER=PCI_BUS_ID so "
+    return [
+        make(
+            "cuda_visible_devices_invalid",
+            "error" if not chosen else "warning",
+            0.85,
+            f"CUDA_VISIBLE_DEVICES={raw} names {'GPU' if len(bad) == 1 else 'GPUs'} {named} that {snap.hostname} does not have (or repeats one)",
+            [
+                fact(
+                    node_source(snap.hostname),
+                    f"CUDA_VISIBLE_DEVICES={raw}; GPUs present: {have}; visible to CUDA: {len(chosen or [])}",
+                )
+            ],
+            cause="CUDA stops reading CUDA_VISIBLE_DEVICES at the first entry it cannot resolve, so fewer GPUs are "
+            "visible than the job expects and ranks end up sharing devices or failing 'invalid device ordinal'.",
+            fix="List GPUs that exist (nvidia-smi -L); with mixed GPU models also set CUDA_DEVICE_ORDER=PCI_BUS_ID so "
             "indices match nvidia-smi's.",
-        hosts=(snap.hostname,), ranks=[r.rank for r in ranks or () if isinstance(r.rank, int)])]
+            hosts=(snap.hostname,),
+            ranks=[r.rank for r in ranks or () if isinstance(r.rank, int)],
+        )
+    ]
 
 
 # --- where each rank sits: its CPUs and its NIC against its GPU --------------------------
+
 
 def _gpu_numa(nodes: _Nodes, r: RankEntry):
     """(GPU or None, the NUMA node of the rank's GPU or None): the snapshot's
@@ -409,37 +516,55 @@ def rank_affinity_numa(report: ClusterReport):
             node_cpus = g.cpu_affinity
         if node_cpus is None or covers(node_cpus, r.cpu_affinity):
             continue
-        line = (f"{r.host}: RANK {r.rank} on {_gpu_name(g, r)} (NUMA {numa}, CPUs {shorten(node_cpus, 40)}) "
-                f"has CPU affinity {shorten(r.cpu_affinity, 40)}")
+        line = (
+            f"{r.host}: RANK {r.rank} on {_gpu_name(g, r)} (NUMA {numa}, CPUs {shorten(node_cpus, 40)}) "
+            f"has CPU affinity {shorten(r.cpu_affinity, 40)}"
+        )
         if not overlaps(node_cpus, r.cpu_affinity):
             off.append((r, line))
         elif numa_nodes and not all(covers(r.cpu_affinity, n.cpus) for n in numa_nodes if n.cpus):
             partly.append((r, line + ", partly on other NUMA nodes"))
     out = []
-    fix = ("Bind each rank to its own GPU's NUMA node: `numactl --cpunodebind=N --membind=N python ...` per rank, "
-           "Slurm `--cpu-bind` with the GPU's CPUs, or os.sched_setaffinity(0, <the CPUs nvidia-smi topo -m lists "
-           "for the GPU>) before init; a wrong LOCAL_RANK or CUDA_VISIBLE_DEVICES puts a rank on another GPU than "
-           "the one its binding was made for.")
+    fix = (
+        "Bind each rank to its own GPU's NUMA node: `numactl --cpunodebind=N --membind=N python ...` per rank, "
+        "Slurm `--cpu-bind` with the GPU's CPUs, or os.sched_setaffinity(0, <the CPUs nvidia-smi topo -m lists "
+        "for the GPU>) before init; a wrong LOCAL_RANK or CUDA_VISIBLE_DEVICES puts a rank on another GPU than "
+        "the one its binding was made for."
+    )
     if off:
-        out.append(make(
-            "rank_affinity_numa", "warning", 0.8,
-            f"{how_many(len(off), 'rank')} {_agree(off, 'runs', 'run')} on CPUs of another NUMA node than "
-            f"{_agree(off, 'its', 'their')} GPU's: "
-            f"RANK {span((r.rank for r, _ in off), SPAN)}",
-            _capped([line for _, line in off]),
-            cause="Every host-device copy of these ranks (pinned-memory loads, NCCL's proxy thread, the SHM "
-                  "transport) crosses the inter-socket link, and their host memory is allocated on the far "
-                  "socket: slower input and slower collectives on just these ranks, which the others wait for.",
-            fix=fix, ranks=[r.rank for r, _ in off], hosts=[r.host for r, _ in off]))
+        out.append(
+            make(
+                "rank_affinity_numa",
+                "warning",
+                0.8,
+                f"{how_many(len(off), 'rank')} {_agree(off, 'runs', 'run')} on CPUs of another NUMA node than "
+                f"{_agree(off, 'its', 'their')} GPU's: "
+                f"RANK {span((r.rank for r, _ in off), SPAN)}",
+                _capped([line for _, line in off]),
+                cause="Every host-device copy of these ranks (pinned-memory loads, NCCL's proxy thread, the SHM "
+                "transport) crosses the inter-socket link, and their host memory is allocated on the far "
+                "socket: slower input and slower collectives on just these ranks, which the others wait for.",
+                fix=fix,
+                ranks=[r.rank for r, _ in off],
+                hosts=[r.host for r, _ in off],
+            )
+        )
     if partly:
-        out.append(make(
-            "rank_affinity_numa", "info", 0.5,
-            f"{how_many(len(partly), 'rank')} {_agree(partly, 'is', 'are')} pinned to CPUs beyond "
-            f"{_agree(partly, 'its', 'their')} GPU's NUMA node: "
-            f"RANK {span((r.rank for r, _ in partly), SPAN)}",
-            _capped([line for _, line in partly]),
-            cause="The binding allows CPUs of another socket, so the scheduler may run these ranks' threads there.",
-            fix=fix, ranks=[r.rank for r, _ in partly], hosts=[r.host for r, _ in partly]))
+        out.append(
+            make(
+                "rank_affinity_numa",
+                "info",
+                0.5,
+                f"{how_many(len(partly), 'rank')} {_agree(partly, 'is', 'are')} pinned to CPUs beyond "
+                f"{_agree(partly, 'its', 'their')} GPU's NUMA node: "
+                f"RANK {span((r.rank for r, _ in partly), SPAN)}",
+                _capped([line for _, line in partly]),
+                cause="The binding allows CPUs of another socket, so the scheduler may run these ranks' threads there.",
+                fix=fix,
+                ranks=[r.rank for r, _ in partly],
+                hosts=[r.host for r, _ in partly],
+            )
+        )
     return out
 
 
@@ -467,7 +592,7 @@ class _HostNics:
         self.hca_ids = {id(n) for n in hcas}
         self.ib_active = bool(hcas) and not env_flag(snap.env, "NCCL_IB_DISABLE")
         usable = [n for n in socket_interfaces(snap) if not is_loopback(n) and not is_docker(n)]
-        self.peers = {True: hcas, False: usable}   # by "is the rank's NIC an HCA"
+        self.peers = {True: hcas, False: usable}  # by "is the rank's NIC an HCA"
 
 
 @register("rank_nic_far", "p2p_topology", "report")
@@ -504,21 +629,30 @@ def rank_nic_far(report: ClusterReport):
         return []
     per_host = Counter(r.host for r in _entries(report))
     multi_node = len(report.snapshots or ()) > 1 or any(
-        isinstance(r.world_size, int) and r.world_size > per_host[r.host] for r, _, _ in far)
-    lines = [f"{r.host}: RANK {r.rank} on GPU{g.index} (NUMA {g.numa_node}) uses {r.nic} ({label}); "
-             f"{better} is {better_label}" for r, g, (label, better, better_label) in far[:MAX_EVIDENCE]]
-    return [make(
-        "rank_nic_far", "warning" if multi_node else "info", 0.7,
-        f"{how_many(len(far), 'rank')} would send over a NIC on the other socket from {_agree(far, 'its', 'their')} GPU: "
-        f"RANK {span((r.rank for r, _, _ in far), SPAN)}",
-        _capped(lines, total=len(far)),
-        cause="Inter-node traffic of these ranks crosses the inter-socket link between the GPU and the NIC, and "
-              "NCCL does not use GPUDirect RDMA across it (data is staged in host memory), so these ranks' "
-              "network bandwidth is lower than their neighbours' and the whole ring runs at their pace.",
-        fix="Let each GPU use the NIC next to it: leave NCCL_IB_HCA unset or list every HCA (NCCL picks the nearest "
+        isinstance(r.world_size, int) and r.world_size > per_host[r.host] for r, _, _ in far
+    )
+    lines = [
+        f"{r.host}: RANK {r.rank} on GPU{g.index} (NUMA {g.numa_node}) uses {r.nic} ({label}); {better} is {better_label}"
+        for r, g, (label, better, better_label) in far[:MAX_EVIDENCE]
+    ]
+    return [
+        make(
+            "rank_nic_far",
+            "warning" if multi_node else "info",
+            0.7,
+            f"{how_many(len(far), 'rank')} would send over a NIC on the other socket from {_agree(far, 'its', 'their')} GPU: "
+            f"RANK {span((r.rank for r, _, _ in far), SPAN)}",
+            _capped(lines, total=len(far)),
+            cause="Inter-node traffic of these ranks crosses the inter-socket link between the GPU and the NIC, and "
+            "NCCL does not use GPUDirect RDMA across it (data is staged in host memory), so these ranks' "
+            "network bandwidth is lower than their neighbours' and the whole ring runs at their pace.",
+            fix="Let each GPU use the NIC next to it: leave NCCL_IB_HCA unset or list every HCA (NCCL picks the nearest "
             "per GPU); for sockets set NCCL_SOCKET_IFNAME per node to the interface on the GPU's socket. Check the "
             "pairs with `nvidia-smi topo -m` (GPU row, NIC column).",
-        ranks=[r.rank for r, _, _ in far], hosts=[r.host for r, _, _ in far])]
+            ranks=[r.rank for r, _, _ in far],
+            hosts=[r.host for r, _, _ in far],
+        )
+    ]
 
 
 SYS = link_distance("SYS")

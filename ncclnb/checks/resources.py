@@ -1,4 +1,5 @@
 """Resource checks: /dev/shm size, open-file and locked-memory limits."""
+
 from __future__ import annotations
 
 from ..model import UNLIMITED, NodeSnapshot
@@ -13,7 +14,7 @@ MIB = 1 << 20
 # ../shared/corpus/dev.jsonl). NCCL creates one per connection between two
 # local ranks on each channel.
 SHM_SEGMENT_BYTES = 9637888
-SHM_CHANNELS = 2           # rings use at least 2 channels on most topologies
+SHM_CHANNELS = 2  # rings use at least 2 channels on most topologies
 DOCKER_DEFAULT_SHM = 64 * MIB  # `docker run` without --shm-size
 
 
@@ -39,29 +40,42 @@ def shm_too_small(snap: NodeSnapshot, ranks=()):
     if not need:
         return []
     src = node_source(snap.hostname)
-    rule = (f"rule: {n} local ranks x {SHM_CHANNELS} channels x {SHM_SEGMENT_BYTES} B per segment "
-            f"(NCCL's segment size in dmlc/xgboost#5963) = {need / MIB:.0f} MiB")
+    rule = (
+        f"rule: {n} local ranks x {SHM_CHANNELS} channels x {SHM_SEGMENT_BYTES} B per segment "
+        f"(NCCL's segment size in dmlc/xgboost#5963) = {need / MIB:.0f} MiB"
+    )
     free = snap.host.shm_free_bytes
     docker = " (Docker's default without --shm-size)" if total == DOCKER_DEFAULT_SHM else ""
     if total < need:
-        return [make(
-            "shm_too_small", "error", 0.8,
-            f"/dev/shm is {total / MIB:.0f} MiB{docker}; {n} GPUs need about {need / MIB:.0f} MiB",
-            [fact(src, f"/dev/shm size {total} B, {n} GPUs ({how})"), fact("ncclnb", rule)],
-            cause="NCCL's SHM transport (and its proxy) create segments in /dev/shm; when it is full, init fails "
-                  "with 'Error while creating shared memory segment ... (size N)' or posix_fallocate 'No space left "
-                  "on device'.",
-            fix="Give the container more shared memory: docker run --shm-size=1g (or --ipc=host); on Kubernetes mount "
+        return [
+            make(
+                "shm_too_small",
+                "error",
+                0.8,
+                f"/dev/shm is {total / MIB:.0f} MiB{docker}; {n} GPUs need about {need / MIB:.0f} MiB",
+                [fact(src, f"/dev/shm size {total} B, {n} GPUs ({how})"), fact("ncclnb", rule)],
+                cause="NCCL's SHM transport (and its proxy) create segments in /dev/shm; when it is full, init fails "
+                "with 'Error while creating shared memory segment ... (size N)' or posix_fallocate 'No space left "
+                "on device'.",
+                fix="Give the container more shared memory: docker run --shm-size=1g (or --ipc=host); on Kubernetes mount "
                 "an emptyDir with medium: Memory at /dev/shm.",
-            hosts=(snap.hostname,), ranks=[r.rank for r in ranks or ()])]
+                hosts=(snap.hostname,),
+                ranks=[r.rank for r in ranks or ()],
+            )
+        ]
     if isinstance(free, int) and 0 <= free < need:
-        return [make(
-            "shm_too_small", "warning", 0.6,
-            f"/dev/shm has {free / MIB:.0f} MiB free of {total / MIB:.0f} MiB; {n} GPUs need about {need / MIB:.0f} MiB",
-            [fact(src, f"/dev/shm free {free} B of {total} B"), fact("ncclnb", rule)],
-            cause="Leftover segments from crashed jobs (/dev/shm/nccl-*, torch_*) fill /dev/shm.",
-            fix="Remove stale files in /dev/shm left by dead processes, or enlarge it.",
-            hosts=(snap.hostname,))]
+        return [
+            make(
+                "shm_too_small",
+                "warning",
+                0.6,
+                f"/dev/shm has {free / MIB:.0f} MiB free of {total / MIB:.0f} MiB; {n} GPUs need about {need / MIB:.0f} MiB",
+                [fact(src, f"/dev/shm free {free} B of {total} B"), fact("ncclnb", rule)],
+                cause="Leftover segments from crashed jobs (/dev/shm/nccl-*, torch_*) fill /dev/shm.",
+                fix="Remove stale files in /dev/shm left by dead processes, or enlarge it.",
+                hosts=(snap.hostname,),
+            )
+        ]
     return []
 
 
@@ -78,8 +92,8 @@ def _env_int(env, name, default):
     return int(v) if isinstance(v, str) and is_number(v.strip()) else default
 
 
-FD_BASELINE = 256       # python, CUDA driver, torch libraries and logs of one process
-P2P_CHANNELS = 4        # channels per peer a send/recv-heavy job (all-to-all) may open
+FD_BASELINE = 256  # python, CUDA driver, torch libraries and logs of one process
+P2P_CHANNELS = 4  # channels per peer a send/recv-heavy job (all-to-all) may open
 
 
 def fds_needed(peers: int, sockets_per_conn: int, sockets_transport: bool) -> int:
@@ -108,20 +122,35 @@ def nofile_low(snap: NodeSnapshot, ranks=()):
         return []
     hard = snap.host.rlimit_nofile_hard
     src = node_source(snap.hostname)
-    return [make(
-        "nofile_low", "warning", 0.55,
-        f"ulimit -n is {soft}; a rank of a {world}-rank job may need about {need} file descriptors",
-        [fact(src, f"RLIMIT_NOFILE soft {soft}, hard {'unlimited' if hard == UNLIMITED else hard}"),
-         fact("ncclnb", f"rule: {FD_BASELINE} baseline + {world - 1} peers"
-                        + (f" + {world - 1} peers x {P2P_CHANNELS} channels x 2 directions x {how_many(per_conn, 'socket')} "
-                           f"per connection (NCCL_NSOCKS_PERTHREAD x NCCL_SOCKET_NTHREADS)" if sockets else "")
-                        + f" = {need}")],
-        cause="NCCL's bootstrap, proxy and socket transport each hold sockets; past the limit accept()/socket() fail "
-              "and NCCL reports 'Resource temporarily unavailable' or 'Too many open files' from its proxy thread, "
-              "typically in an all-to-all over many ranks.",
-        fix=f"Raise the limit before launching: ulimit -n {hard if isinstance(hard, int) and hard > need else 1048576} "
+    return [
+        make(
+            "nofile_low",
+            "warning",
+            0.55,
+            f"ulimit -n is {soft}; a rank of a {world}-rank job may need about {need} file descriptors",
+            [
+                fact(src, f"RLIMIT_NOFILE soft {soft}, hard {'unlimited' if hard == UNLIMITED else hard}"),
+                fact(
+                    "ncclnb",
+                    f"rule: {FD_BASELINE} baseline + {world - 1} peers"
+                    + (
+                        f" + {world - 1} peers x {P2P_CHANNELS} channels x 2 directions x {how_many(per_conn, 'socket')} "
+                        f"per connection (NCCL_NSOCKS_PERTHREAD x NCCL_SOCKET_NTHREADS)"
+                        if sockets
+                        else ""
+                    )
+                    + f" = {need}",
+                ),
+            ],
+            cause="NCCL's bootstrap, proxy and socket transport each hold sockets; past the limit accept()/socket() fail "
+            "and NCCL reports 'Resource temporarily unavailable' or 'Too many open files' from its proxy thread, "
+            "typically in an all-to-all over many ranks.",
+            fix=f"Raise the limit before launching: ulimit -n {hard if isinstance(hard, int) and hard > need else 1048576} "
             "(or LimitNOFILE= in the systemd unit, --ulimit nofile=1048576 for docker, and the Slurm/PAM limits).",
-        hosts=(snap.hostname,), ranks=[r.rank for r in ranks or ()])]
+            hosts=(snap.hostname,),
+            ranks=[r.rank for r in ranks or ()],
+        )
+    ]
 
 
 @register("memlock_low_with_ib", "ib_misconfig", "node")
@@ -135,14 +164,19 @@ def memlock_low_with_ib(snap: NodeSnapshot, ranks=()):
         return []
     src = node_source(snap.hostname)
     tiny = soft < 64 * MIB
-    return [make(
-        "memlock_low_with_ib", "error" if tiny else "warning", 0.75 if tiny else 0.5,
-        f"ulimit -l is {soft // 1024} KiB on {snap.hostname}, which has {how_many(len(hcas), 'InfiniBand/RoCE port')}",
-        [fact(src, f"RLIMIT_MEMLOCK soft {soft} B"),
-         fact(src, "RDMA: " + ", ".join(n.name for n in hcas[:8]))],
-        cause="The IB transport pins (registers) its buffers with ibv_reg_mr, which counts against RLIMIT_MEMLOCK; "
-              "a low limit makes registration fail ('NET/IB : ... ibv_reg_mr failed: Cannot allocate memory') or "
-              "NCCL fall back to sockets. Containers default to 64 KiB or 8 MiB.",
-        fix="ulimit -l unlimited for the job (docker run --ulimit memlock=-1, LimitMEMLOCK=infinity in systemd, "
+    return [
+        make(
+            "memlock_low_with_ib",
+            "error" if tiny else "warning",
+            0.75 if tiny else 0.5,
+            f"ulimit -l is {soft // 1024} KiB on {snap.hostname}, which has {how_many(len(hcas), 'InfiniBand/RoCE port')}",
+            [fact(src, f"RLIMIT_MEMLOCK soft {soft} B"), fact(src, "RDMA: " + ", ".join(n.name for n in hcas[:8]))],
+            cause="The IB transport pins (registers) its buffers with ibv_reg_mr, which counts against RLIMIT_MEMLOCK; "
+            "a low limit makes registration fail ('NET/IB : ... ibv_reg_mr failed: Cannot allocate memory') or "
+            "NCCL fall back to sockets. Containers default to 64 KiB or 8 MiB.",
+            fix="ulimit -l unlimited for the job (docker run --ulimit memlock=-1, LimitMEMLOCK=infinity in systemd, "
             "'* - memlock unlimited' in /etc/security/limits.conf; Slurm passes on the submitting shell's limits).",
-        hosts=(snap.hostname,), ranks=[r.rank for r in ranks or ()])]
+            hosts=(snap.hostname,),
+            ranks=[r.rank for r in ranks or ()],
+        )
+    ]

@@ -1,5 +1,6 @@
 """Topology checks: where the job's GPUs sit (NUMA, SYS links, NIC distance)
 and NCCL settings that throw NVLink or PCIe peer-to-peer away."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -11,14 +12,26 @@ from ._registry import fact, make, node_source, register
 # all_reduce_perf bus bandwidth (busbw, out-of-place, largest size) read from
 # the recorded nccl-tests outputs in ../shared/fixtures. Each is one machine.
 BUSBW = {
-    "h100_nvlink": (473.60, "8x H100 SXM, NVSwitch with NVLS, 4 GiB",
-                    "nccl_tests__hgx-h100-1node-8gpu-nvls__nccl-tests-issue-290.txt (NVIDIA/nccl-tests#290)"),
-    "a100_nvlink": (232.44, "8x A100-SXM4-80GB, NVSwitch, 4 GiB",
-                    "nccl_tests__hgx-a100-8x-sxm4-80gb-single-node__unidentified-repo-thanos.txt (repository unidentified)"),
-    "pcie_no_p2p": (4.00, "2x RTX 2080 Ti, PCIe Gen3 behind one switch, P2P not supported, 1 GiB",
-                    "nccl_tests__2x-rtx2080ti-pcie-no-p2p__anthony-hoo-autodl.txt"),
-    "pcie_p2p": (24.58, "6x RTX 4090, PCIe with P2P enabled (patched driver), 32 MiB",
-                 "nccl_tests__tinybox-6x-rtx4090-p2p-patched-single-size__tinygrad-ogkm-readme.txt"),
+    "h100_nvlink": (
+        473.60,
+        "8x H100 SXM, NVSwitch with NVLS, 4 GiB",
+        "nccl_tests__hgx-h100-1node-8gpu-nvls__nccl-tests-issue-290.txt (NVIDIA/nccl-tests#290)",
+    ),
+    "a100_nvlink": (
+        232.44,
+        "8x A100-SXM4-80GB, NVSwitch, 4 GiB",
+        "nccl_tests__hgx-a100-8x-sxm4-80gb-single-node__unidentified-repo-thanos.txt (repository unidentified)",
+    ),
+    "pcie_no_p2p": (
+        4.00,
+        "2x RTX 2080 Ti, PCIe Gen3 behind one switch, P2P not supported, 1 GiB",
+        "nccl_tests__2x-rtx2080ti-pcie-no-p2p__anthony-hoo-autodl.txt",
+    ),
+    "pcie_p2p": (
+        24.58,
+        "6x RTX 4090, PCIe with P2P enabled (patched driver), 32 MiB",
+        "nccl_tests__tinybox-6x-rtx4090-p2p-patched-single-size__tinygrad-ogkm-readme.txt",
+    ),
 }
 
 
@@ -41,12 +54,18 @@ def _some_of(part, chosen, how) -> str:
     "12 of the node's 16 GPUs"."""
     k, n = len(part), len(chosen)
     if k == n:
-        return (f"All {n} GPUs of the node" if how == ALL_GPUS else f"All {n} GPUs in use ({how})") if n > 1 \
+        return (
+            (f"All {n} GPUs of the node" if how == ALL_GPUS else f"All {n} GPUs in use ({how})")
+            if n > 1
             else f"GPU {index_list(part)}"
+        )
     if k > 8:
         return f"{k} of the node's {n} GPUs" if how == ALL_GPUS else f"{k} of the {n} GPUs in use ({how})"
-    return f"GPU {index_list(part)} ({k} of the node's {n})" if how == ALL_GPUS \
+    return (
+        f"GPU {index_list(part)} ({k} of the node's {n})"
+        if how == ALL_GPUS
         else f"GPU {index_list(part)} ({k} of the {n} in use, {how})"
+    )
 
 
 def _names(gs) -> str:
@@ -87,18 +106,28 @@ def gpu_set_numa(snap: NodeSnapshot, ranks=()):
             better = ",".join(str(g.index) for g in alt)
     severity = "warning" if better and sys_pairs else "info"
     numa_text = sorted(numas) if len(numas) <= 16 else f"{sorted(numas)[:16]} ... ({len(numas)} nodes)"
-    return [make(
-        "gpu_set_numa", severity, 0.7 if sys_pairs else 0.5,
-        f"The job's GPUs {_names(chosen)} span NUMA nodes {numa_text}"
-        + (f"; {how_many(len(sys_pairs), 'pair')} cross{'es' if len(sys_pairs) == 1 else ''} the inter-socket link (SYS)" if sys_pairs else ""),
-        ev,
-        cause="Traffic between GPUs on different sockets crosses the CPU interconnect (QPI/UPI/Infinity Fabric); "
-              "PCIe peer-to-peer across it is slow or unsupported, so NCCL often stages through host memory, and "
-              "each rank's CPU threads should be pinned to its own GPU's NUMA node.",
-        fix=(f"Prefer GPUs on one socket: CUDA_VISIBLE_DEVICES={better} share NUMA node {room[0]}. " if better else "")
-        + "Check with `nvidia-smi topo -m`, and bind each rank's CPU threads to its GPU's NUMA node "
-          "(numactl --cpunodebind=N --membind=N).",
-        hosts=(snap.hostname,), ranks=[r.rank for r in ranks or ()])]
+    return [
+        make(
+            "gpu_set_numa",
+            severity,
+            0.7 if sys_pairs else 0.5,
+            f"The job's GPUs {_names(chosen)} span NUMA nodes {numa_text}"
+            + (
+                f"; {how_many(len(sys_pairs), 'pair')} cross{'es' if len(sys_pairs) == 1 else ''} the inter-socket link (SYS)"
+                if sys_pairs
+                else ""
+            ),
+            ev,
+            cause="Traffic between GPUs on different sockets crosses the CPU interconnect (QPI/UPI/Infinity Fabric); "
+            "PCIe peer-to-peer across it is slow or unsupported, so NCCL often stages through host memory, and "
+            "each rank's CPU threads should be pinned to its own GPU's NUMA node.",
+            fix=(f"Prefer GPUs on one socket: CUDA_VISIBLE_DEVICES={better} share NUMA node {room[0]}. " if better else "")
+            + "Check with `nvidia-smi topo -m`, and bind each rank's CPU threads to its GPU's NUMA node "
+            "(numactl --cpunodebind=N --membind=N).",
+            hosts=(snap.hostname,),
+            ranks=[r.rank for r in ranks or ()],
+        )
+    ]
 
 
 @register("nic_far_from_gpu", "p2p_topology", "node")
@@ -135,15 +164,20 @@ def nic_far_from_gpu(snap: NodeSnapshot, ranks=()):
     ev = [fact(src, f"GPU{g.index} (NUMA {g.numa_node}): nearest NIC {nic} is {label}") for g, (_, nic, label) in far[:8]]
     if len(far) > 8:
         ev.append(fact(src, f"... and {len(far) - 8} more GPUs"))
-    return [make(
-        "nic_far_from_gpu", "warning" if multi_node else "info", 0.6,
-        f"{_some_of([g for g, _ in far], chosen, how)} {'has' if len(far) == 1 else 'have'} no NIC on {'its' if len(far) == 1 else 'their'} own socket",
-        ev,
-        cause="NCCL uses GPUDirect RDMA only when the NIC is close to the GPU; across SYS the network data is staged "
-              "through host memory and the inter-socket link, lowering inter-node bandwidth for these GPUs.",
-        fix="For multi-node jobs prefer GPUs that share a PCIe switch or NUMA node with a NIC; NCCL_NET_GDR_LEVEL "
+    return [
+        make(
+            "nic_far_from_gpu",
+            "warning" if multi_node else "info",
+            0.6,
+            f"{_some_of([g for g, _ in far], chosen, how)} {'has' if len(far) == 1 else 'have'} no NIC on {'its' if len(far) == 1 else 'their'} own socket",
+            ev,
+            cause="NCCL uses GPUDirect RDMA only when the NIC is close to the GPU; across SYS the network data is staged "
+            "through host memory and the inter-socket link, lowering inter-node bandwidth for these GPUs.",
+            fix="For multi-node jobs prefer GPUs that share a PCIe switch or NUMA node with a NIC; NCCL_NET_GDR_LEVEL "
             "can force GPUDirect RDMA over longer paths where the platform supports it.",
-        hosts=(snap.hostname,))]
+            hosts=(snap.hostname,),
+        )
+    ]
 
 
 def _nvlink_pairs(facts: NodeFacts, chosen):
@@ -165,9 +199,14 @@ def p2p_disabled_on_nvlink(snap: NodeSnapshot, ranks=()):
     src = node_source(snap.hostname)
     setting = "NCCL_P2P_DISABLE=" + env["NCCL_P2P_DISABLE"] if env_flag(env, "NCCL_P2P_DISABLE") else f"NCCL_P2P_LEVEL={level}"
     names = " ".join(sorted({g.name or "" for g in chosen})).upper()
-    ev = [fact(src, setting),
-          fact(src, f"{how_many(len(pairs), 'NVLink pair')} among GPUs {_names(chosen)} ({how}), e.g. "
-                    f"GPU{pairs[0][0].index}-GPU{pairs[0][1].index}: {pairs[0][2]}")]
+    ev = [
+        fact(src, setting),
+        fact(
+            src,
+            f"{how_many(len(pairs), 'NVLink pair')} among GPUs {_names(chosen)} ({how}), e.g. "
+            f"GPU{pairs[0][0].index}-GPU{pairs[0][1].index}: {pairs[0][2]}",
+        ),
+    ]
     if "H100" in names or "H200" in names or "H800" in names:
         ev.append(fact("fixtures", busbw_line("h100_nvlink")))
     elif "A100" in names or "A800" in names:
@@ -176,18 +215,24 @@ def p2p_disabled_on_nvlink(snap: NodeSnapshot, ranks=()):
         ev.append(fact("fixtures", busbw_line("h100_nvlink")))
         ev.append(fact("fixtures", busbw_line("a100_nvlink")))
     ev.append(fact("fixtures", busbw_line("pcie_no_p2p")))
-    return [make(
-        "p2p_disabled_on_nvlink", "warning", 0.85,
-        f"{setting} turns off NVLink between {how_many(len(pairs), 'GPU pair')}",
-        ev,
-        cause="With P2P disabled NCCL moves intra-node data through host memory (the SHM transport) over PCIe "
-              "instead of NVLink. The recorded NVLink machines above reach hundreds of GB/s of all_reduce bus "
-              "bandwidth; the recorded PCIe machine without P2P reaches 4 GB/s, about 50-100x less, and a newer "
-              "PCIe generation narrows but does not close that gap. Seed 001 set it to get past a hang whose "
-              "cause was the device mapping, not P2P.",
-        fix="Unset NCCL_P2P_DISABLE and fix the real cause (set the device per rank: torch.cuda.set_device(local_rank)); "
+    return [
+        make(
+            "p2p_disabled_on_nvlink",
+            "warning",
+            0.85,
+            f"{setting} turns off NVLink between {how_many(len(pairs), 'GPU pair')}",
+            ev,
+            cause="With P2P disabled NCCL moves intra-node data through host memory (the SHM transport) over PCIe "
+            "instead of NVLink. The recorded NVLink machines above reach hundreds of GB/s of all_reduce bus "
+            "bandwidth; the recorded PCIe machine without P2P reaches 4 GB/s, about 50-100x less, and a newer "
+            "PCIe generation narrows but does not close that gap. Seed 001 set it to get past a hang whose "
+            "cause was the device mapping, not P2P.",
+            fix="Unset NCCL_P2P_DISABLE and fix the real cause (set the device per rank: torch.cuda.set_device(local_rank)); "
             "if P2P truly hangs, check IOMMU/ACS (NCCL troubleshooting guide) rather than disabling it.",
-        hosts=(snap.hostname,), ranks=[r.rank for r in ranks or ()])]
+            hosts=(snap.hostname,),
+            ranks=[r.rank for r in ranks or ()],
+        )
+    ]
 
 
 @register("iommu_with_pcie_p2p", "p2p_topology", "node")
@@ -204,17 +249,27 @@ def iommu_with_pcie_p2p(snap: NodeSnapshot, ranks=()):
     if not pcie:
         return []
     src = node_source(snap.hostname)
-    return [make(
-        "iommu_with_pcie_p2p", "warning", 0.6,
-        f"IOMMU is on and {how_many(len(pcie), 'GPU pair')} talk{'s' if len(pcie) == 1 else ''} over PCIe",
-        [fact(src, "IOMMU: on (not iommu=pt)"),
-         fact(src, f"GPUs {_names(chosen)} ({how}): e.g. GPU{pcie[0][0].index}-GPU{pcie[0][1].index} {pcie[0][2]}"),
-         fact("NCCL troubleshooting guide, 'PCI Access Control Services (ACS)'",
-              "IO virtualization (VT-d / IOMMU) can redirect PCI peer-to-peer traffic to the CPU root complex: "
-              "a large slowdown or a hang")],
-        cause="With the IOMMU translating DMA, PCIe peer-to-peer writes between GPUs are routed through the root "
-              "complex; all_reduce can hang at the first P2P transfer (NVIDIA/nccl#257) or run far slower.",
-        fix="Boot with iommu=pt (intel_iommu=on iommu=pt / amd_iommu=pt) or disable VT-d/IOMMU and ACS in the BIOS on "
+    return [
+        make(
+            "iommu_with_pcie_p2p",
+            "warning",
+            0.6,
+            f"IOMMU is on and {how_many(len(pcie), 'GPU pair')} talk{'s' if len(pcie) == 1 else ''} over PCIe",
+            [
+                fact(src, "IOMMU: on (not iommu=pt)"),
+                fact(src, f"GPUs {_names(chosen)} ({how}): e.g. GPU{pcie[0][0].index}-GPU{pcie[0][1].index} {pcie[0][2]}"),
+                fact(
+                    "NCCL troubleshooting guide, 'PCI Access Control Services (ACS)'",
+                    "IO virtualization (VT-d / IOMMU) can redirect PCI peer-to-peer traffic to the CPU root complex: "
+                    "a large slowdown or a hang",
+                ),
+            ],
+            cause="With the IOMMU translating DMA, PCIe peer-to-peer writes between GPUs are routed through the root "
+            "complex; all_reduce can hang at the first P2P transfer (NVIDIA/nccl#257) or run far slower.",
+            fix="Boot with iommu=pt (intel_iommu=on iommu=pt / amd_iommu=pt) or disable VT-d/IOMMU and ACS in the BIOS on "
             "bare metal; in a VM, pass the GPUs through with ATS. As a stopgap, NCCL_P2P_DISABLE=1 avoids the hang "
             "at a bandwidth cost.",
-        hosts=(snap.hostname,), ranks=[r.rank for r in ranks or ()])]
+            hosts=(snap.hostname,),
+            ranks=[r.rank for r in ranks or ()],
+        )
+    ]

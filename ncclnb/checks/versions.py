@@ -1,5 +1,6 @@
 """Version checks: what differs across nodes, which NCCL a node really loads,
 and whether the driver can run the CUDA that torch was built with."""
+
 from __future__ import annotations
 
 import re
@@ -14,12 +15,24 @@ from ._registry import fact, make, node_source, register
 # CUDA Toolkit Release Notes, Table 3 "CUDA Toolkit and Corresponding Driver
 # Versions" ("Toolkit Driver Version", Linux column).
 TOOLKIT_DRIVER_MIN: dict[tuple[int, int], tuple[int, ...]] = {
-    (11, 0): (450, 36, 6), (11, 1): (455, 23), (11, 2): (460, 27, 3),
-    (11, 3): (465, 19, 1), (11, 4): (470, 42, 1), (11, 5): (495, 29, 5),
-    (11, 6): (510, 39, 1), (11, 7): (515, 43, 4), (11, 8): (520, 61, 5),
-    (12, 0): (525, 60, 13), (12, 1): (530, 30, 2), (12, 2): (535, 54, 3),
-    (12, 3): (545, 23, 6), (12, 4): (550, 54, 14), (12, 5): (555, 42, 2),
-    (12, 6): (560, 28, 3), (12, 8): (570, 26), (12, 9): (575, 51, 3),
+    (11, 0): (450, 36, 6),
+    (11, 1): (455, 23),
+    (11, 2): (460, 27, 3),
+    (11, 3): (465, 19, 1),
+    (11, 4): (470, 42, 1),
+    (11, 5): (495, 29, 5),
+    (11, 6): (510, 39, 1),
+    (11, 7): (515, 43, 4),
+    (11, 8): (520, 61, 5),
+    (12, 0): (525, 60, 13),
+    (12, 1): (530, 30, 2),
+    (12, 2): (535, 54, 3),
+    (12, 3): (545, 23, 6),
+    (12, 4): (550, 54, 14),
+    (12, 5): (555, 42, 2),
+    (12, 6): (560, 28, 3),
+    (12, 8): (570, 26),
+    (12, 9): (575, 51, 3),
     (13, 0): (580, 65, 6),
 }
 # Minimum driver for CUDA *minor version compatibility* (an app built with any
@@ -27,10 +40,11 @@ TOOLKIT_DRIVER_MIN: dict[tuple[int, int], tuple[int, ...]] = {
 # from the same release notes, Table 2 "CUDA Toolkit and Minimum Required
 # Driver Version for CUDA Minor Version Compatibility".
 MINOR_COMPAT_DRIVER_MIN: dict[int, tuple[int, ...]] = {
-    11: (450, 80, 2), 12: (525, 60, 13), 13: (580,),
+    11: (450, 80, 2),
+    12: (525, 60, 13),
+    13: (580,),
 }
-DRIVER_TABLE_SOURCE = ("NVIDIA CUDA Toolkit Release Notes, Tables 2 and 3 "
-                       "(minimum Linux driver per CUDA version)")
+DRIVER_TABLE_SOURCE = "NVIDIA CUDA Toolkit Release Notes, Tables 2 and 3 (minimum Linux driver per CUDA version)"
 
 
 def _fmt(v: tuple[int, ...]) -> str:
@@ -56,41 +70,69 @@ def driver_too_old(snap: NodeSnapshot, ranks=()):
             need = TOOLKIT_DRIVER_MIN[max(lower)] if lower else None
         ev = [fact(src, f"driver {v.driver}, torch {v.torch or '?'} built with CUDA {v.torch_cuda}")]
         if floor and driver < floor:
-            return [make(
-                "driver_too_old", "error", 0.9,
-                f"Driver {v.driver} cannot run CUDA {cuda[0]}.x (torch built with CUDA {cuda_s})",
-                ev + [fact(DRIVER_TABLE_SOURCE, f"CUDA {cuda[0]}.x needs driver >= {_fmt(floor)} even with minor version compatibility")],
-                cause="CUDA applications need a driver at least as new as their CUDA major version's minimum; "
-                      "torch.cuda.is_available() is False or CUDA init fails with 'driver version is insufficient'.",
-                fix=f"Upgrade the driver to >= {_fmt(need or floor)}, install a torch build for an older CUDA "
+            return [
+                make(
+                    "driver_too_old",
+                    "error",
+                    0.9,
+                    f"Driver {v.driver} cannot run CUDA {cuda[0]}.x (torch built with CUDA {cuda_s})",
+                    ev
+                    + [
+                        fact(
+                            DRIVER_TABLE_SOURCE,
+                            f"CUDA {cuda[0]}.x needs driver >= {_fmt(floor)} even with minor version compatibility",
+                        )
+                    ],
+                    cause="CUDA applications need a driver at least as new as their CUDA major version's minimum; "
+                    "torch.cuda.is_available() is False or CUDA init fails with 'driver version is insufficient'.",
+                    fix=f"Upgrade the driver to >= {_fmt(need or floor)}, install a torch build for an older CUDA "
                     "(e.g. a cu118 wheel), or on datacenter GPUs use the cuda-compat forward-compatibility package.",
-                hosts=host)]
+                    hosts=host,
+                )
+            ]
         if need and driver < need:
-            return [make(
-                "driver_too_old", "info", 0.5,
-                f"Driver {v.driver} is older than CUDA {cuda_s}'s own driver; it runs under minor version compatibility",
-                ev + [fact(DRIVER_TABLE_SOURCE, f"CUDA {cuda_s} ships with driver >= {_fmt(need)}; "
-                                                f"minor version compatibility needs >= {_fmt(floor)}" if floor else
-                           f"CUDA {cuda_s} ships with driver >= {_fmt(need)}")],
-                cause="Minor version compatibility runs the build, but PTX compiled by the newer toolkit cannot be JIT-compiled "
-                      "and a few newer APIs return cudaErrorCallRequiresNewerDriver.",
-                fix=f"Fine for most torch jobs; upgrade the driver to >= {_fmt(need)} if kernels fail with "
+            return [
+                make(
+                    "driver_too_old",
+                    "info",
+                    0.5,
+                    f"Driver {v.driver} is older than CUDA {cuda_s}'s own driver; it runs under minor version compatibility",
+                    ev
+                    + [
+                        fact(
+                            DRIVER_TABLE_SOURCE,
+                            f"CUDA {cuda_s} ships with driver >= {_fmt(need)}; minor version compatibility needs >= {_fmt(floor)}"
+                            if floor
+                            else f"CUDA {cuda_s} ships with driver >= {_fmt(need)}",
+                        )
+                    ],
+                    cause="Minor version compatibility runs the build, but PTX compiled by the newer toolkit cannot be JIT-compiled "
+                    "and a few newer APIs return cudaErrorCallRequiresNewerDriver.",
+                    fix=f"Fine for most torch jobs; upgrade the driver to >= {_fmt(need)} if kernels fail with "
                     "'the provided PTX was compiled with an unsupported toolchain'.",
-                hosts=host)]
+                    hosts=host,
+                )
+            ]
         return []
     top = parse_version(v.cuda_driver)  # nvidia-smi "CUDA Version": newest CUDA this driver runs
     if top and len(top) >= 2 and top[0] < cuda[0]:
-        return [make(
-            "driver_too_old", "error", 0.8,
-            f"The driver runs CUDA up to {v.cuda_driver}, torch was built with CUDA {cuda_s}",
-            [fact(src, f"nvidia-smi CUDA Version {v.cuda_driver}, torch.version.cuda {v.torch_cuda}")],
-            cause="A CUDA major version newer than the driver supports cannot run.",
-            fix="Upgrade the driver, or install a torch build for the CUDA the driver supports.",
-            hosts=host)]
+        return [
+            make(
+                "driver_too_old",
+                "error",
+                0.8,
+                f"The driver runs CUDA up to {v.cuda_driver}, torch was built with CUDA {cuda_s}",
+                [fact(src, f"nvidia-smi CUDA Version {v.cuda_driver}, torch.version.cuda {v.torch_cuda}")],
+                cause="A CUDA major version newer than the driver supports cannot run.",
+                fix="Upgrade the driver, or install a torch build for the CUDA the driver supports.",
+                hosts=host,
+            )
+        ]
     return []
 
 
 # --- which NCCL a node loads -------------------------------------------------
+
 
 def _pip_nccl_cuda_major(package: str) -> Optional[int]:
     m = re.search(r"cu(\d+)", package)
@@ -140,19 +182,25 @@ def nccl_multiple_libraries(snap: NodeSnapshot, ranks=()):
         if match:
             winner = f"torch uses NCCL {torch_nccl}: {match[0][2]}"
         else:
-            winner = (f"torch reports NCCL {torch_nccl}, which matches no copy on disk: it is linked into torch "
-                      "itself (older wheels and some builds link NCCL statically)")
+            winner = (
+                f"torch reports NCCL {torch_nccl}, which matches no copy on disk: it is linked into torch "
+                "itself (older wheels and some builds link NCCL statically)"
+            )
     elif pip_pkgs and v.torch:
-        winner = ("pip torch loads libnccl.so.2 from the nvidia-nccl-cu* wheel it depends on "
-                  "(site-packages/nvidia/nccl/lib, through the RUNPATH of torch's libraries), "
-                  "unless LD_PRELOAD or an earlier LD_LIBRARY_PATH entry supplies another libnccl.so.2")
+        winner = (
+            "pip torch loads libnccl.so.2 from the nvidia-nccl-cu* wheel it depends on "
+            "(site-packages/nvidia/nccl/lib, through the RUNPATH of torch's libraries), "
+            "unless LD_PRELOAD or an earlier LD_LIBRARY_PATH entry supplies another libnccl.so.2"
+        )
     else:
         winner = "the dynamic loader's order decides: LD_PRELOAD, then LD_LIBRARY_PATH, then RUNPATH, then ldconfig's cache"
     cuda = parse_version(v.torch_cuda)
     notes = []
     if len(pip_pkgs) > 1:
-        notes.append(f"{' and '.join(sorted(pip_pkgs))} both install site-packages/nvidia/nccl/lib/libnccl.so.2: "
-                     "the one installed last overwrote the other's file")
+        notes.append(
+            f"{' and '.join(sorted(pip_pkgs))} both install site-packages/nvidia/nccl/lib/libnccl.so.2: "
+            "the one installed last overwrote the other's file"
+        )
     for pkg in pip_pkgs:
         major = _pip_nccl_cuda_major(pkg)
         if cuda and major and major != cuda[0]:
@@ -161,21 +209,30 @@ def nccl_multiple_libraries(snap: NodeSnapshot, ranks=()):
     system_versions = sorted({c[1] for c in copies if c[0] != "pip" and c[1] != "?"} - {torch_nccl})
     cause = winner + "."
     if system_versions:
-        cause += (f" Programs linked against the system library (nccl-tests, MPI jobs, other frameworks) load "
-                  f"{', '.join(system_versions)} instead, so a test that passes with one says nothing about the other.")
+        cause += (
+            f" Programs linked against the system library (nccl-tests, MPI jobs, other frameworks) load "
+            f"{', '.join(system_versions)} instead, so a test that passes with one says nothing about the other."
+        )
     if notes:
         cause += " " + "; ".join(notes) + "."
-    return [make(
-        "nccl_multiple_libraries", severity, 0.7,
-        f"{len(versions)} NCCL versions on {snap.hostname}: {', '.join(sorted(versions))}",
-        ev, cause=cause,
-        fix="Keep one NCCL per environment: `pip uninstall` the wheel for the wrong CUDA (e.g. nvidia-nccl-cu11 under a "
+    return [
+        make(
+            "nccl_multiple_libraries",
+            severity,
+            0.7,
+            f"{len(versions)} NCCL versions on {snap.hostname}: {', '.join(sorted(versions))}",
+            ev,
+            cause=cause,
+            fix="Keep one NCCL per environment: `pip uninstall` the wheel for the wrong CUDA (e.g. nvidia-nccl-cu11 under a "
             "cu12 torch), install the nvidia-nccl-cu* version that matches torch on every node, and check with "
             "`python -c 'import torch; print(torch.cuda.nccl.version())'` and NCCL_DEBUG=INFO's 'NCCL version' line.",
-        hosts=(snap.hostname,))]
+            hosts=(snap.hostname,),
+        )
+    ]
 
 
 # --- differences across nodes ------------------------------------------------
+
 
 def _effective_nccl(snap: NodeSnapshot) -> Optional[str]:
     """The NCCL the job uses: what a process printed it loaded, else torch's
@@ -211,8 +268,12 @@ def _components(snap: NodeSnapshot) -> dict[str, Optional[str]]:
 
 # component -> (severity, confidence, why it matters)
 _COMPONENT_WEIGHT = {
-    "NCCL (used by torch)": ("error", 0.9, "NCCL does not promise that different versions interoperate: for example "
-                             "2.14.3 against 2.19.3 fails at connect with 'address with family 0 is neither AF_INET nor AF_INET6'"),
+    "NCCL (used by torch)": (
+        "error",
+        0.9,
+        "NCCL does not promise that different versions interoperate: for example "
+        "2.14.3 against 2.19.3 fails at connect with 'address with family 0 is neither AF_INET nor AF_INET6'",
+    ),
     "torch": ("warning", 0.7, "different torch versions can disagree on collective order and on the c10d store protocol"),
     "CUDA (torch build)": ("warning", 0.6, "torch builds for different CUDA versions ship different NCCL builds"),
     "NCCL (pip)": ("warning", 0.5, "the NCCL wheels differ, so the NCCL torch loads is likely to differ"),
@@ -266,12 +327,18 @@ def versions_differ(report: ClusterReport):
         if comp == "NVIDIA driver":
             majors = {(parse_version(k) or (0,))[0] for k in by_value}
             sev = "warning" if len(majors) > 1 else "info"
-        out.append(make(
-            "versions_differ", sev, conf,
-            f"{comp} differs across nodes: " + " vs ".join(sorted(by_value)),
-            [fact("report", line) for line in _group(by_value)],
-            cause=f"{comp} is not the same on every node; {why}.",
-            fix="Install the same versions on every node (one container image, or pin torch and nvidia-nccl-cu* in one "
+        out.append(
+            make(
+                "versions_differ",
+                sev,
+                conf,
+                f"{comp} differs across nodes: " + " vs ".join(sorted(by_value)),
+                [fact("report", line) for line in _group(by_value)],
+                cause=f"{comp} is not the same on every node; {why}.",
+                fix="Install the same versions on every node (one container image, or pin torch and nvidia-nccl-cu* in one "
                 "requirements file) and compare again with `ncclnb check` before the run.",
-            hosts=sorted(odd), ranks=_ranks_on(report, odd)))
+                hosts=sorted(odd),
+                ranks=_ranks_on(report, odd),
+            )
+        )
     return out

@@ -7,6 +7,7 @@ The conventions every verb shares live here: where colour is decided
 ``--fail-on`` (:func:`add_fail_on`, :func:`fail_status`), and writing to a pipe
 that its reader closed early (``ncclnb show X | head -1``), which ends the
 command quietly with the status it would have had."""
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ncclnb",
         description="Make NCCL / torch.distributed failures understandable.",
         epilog="Exit status: 0 done; 1 where a verb says so (doctor and check with --fail-on, repro run --check, "
-               "tour, survey); 2 bad arguments or unreadable input. Colour only on a terminal: NO_COLOR=1 turns "
-               "it off, FORCE_COLOR=1 turns it on anywhere, TERM=dumb turns it off.",
+        "tour, survey); 2 bad arguments or unreadable input. Colour only on a terminal: NO_COLOR=1 turns "
+        "it off, FORCE_COLOR=1 turns it on anywhere, TERM=dumb turns it off.",
     )
     parser.add_argument("--version", action="version", version=f"ncclnb {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
@@ -49,10 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     try:
         code = _main(argv)
-    except SystemExit:   # argparse's --help, --version and usage errors
+    except SystemExit:  # argparse's --help, --version and usage errors
         _flush_stdout()
         raise
-    except BrokenPipeError:   # a verb's print() into a pipe its reader closed
+    except BrokenPipeError:  # a verb's print() into a pipe its reader closed
         _discard_stdout()
         return 0
     _flush_stdout()
@@ -73,7 +74,7 @@ def _main(argv: list[str] | None) -> int:
         print(f"ncclnb {args.verb}: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
-        signum = getattr(exc, "signum", 2)   # SIGTERM / SIGHUP where a verb turned them into interrupts
+        signum = getattr(exc, "signum", 2)  # SIGTERM / SIGHUP where a verb turned them into interrupts
         print(f"ncclnb {args.verb}: interrupted" + (f" (signal {signum})" if signum != 2 else ""), file=sys.stderr)
         return 128 + signum
 
@@ -86,6 +87,7 @@ def one_line(exc: BaseException) -> str:
 
 
 # ---- output -------------------------------------------------------------------------------------
+
 
 def write_output(text: str, path: str | None) -> None:
     """Write to ``path`` atomically (never a half-written file), or to stdout.
@@ -131,7 +133,7 @@ def _discard_stdout() -> None:
             os.dup2(devnull, sys.stdout.fileno())
         finally:
             os.close(devnull)
-    except (OSError, ValueError, AttributeError):   # not a real file (pytest's capture): nothing to redirect
+    except (OSError, ValueError, AttributeError):  # not a real file (pytest's capture): nothing to redirect
         pass
 
 
@@ -156,13 +158,13 @@ def colour_wanted(output: str | None = None, stream=None) -> bool:
     stream = sys.stdout if stream is None else stream
     try:
         return bool(stream.isatty())
-    except (AttributeError, ValueError):   # closed, or not a file
+    except (AttributeError, ValueError):  # closed, or not a file
         return False
 
 
 # ---- shared options ------------------------------------------------------------------------------
 
-DEFAULT_WIDTH = 120   # when stdout is no terminal (a pipe, a file) and COLUMNS is unset
+DEFAULT_WIDTH = 120  # when stdout is no terminal (a pipe, a file) and COLUMNS is unset
 
 
 def terminal_width() -> int:
@@ -174,8 +176,11 @@ def terminal_width() -> int:
 
 
 def add_width(p) -> None:
-    p.add_argument("--width", metavar="N",
-                   help=f"clip lines to N columns (default: the terminal's width; {DEFAULT_WIDTH} in a pipe or a file)")
+    p.add_argument(
+        "--width",
+        metavar="N",
+        help=f"clip lines to N columns (default: the terminal's width; {DEFAULT_WIDTH} in a pipe or a file)",
+    )
 
 
 def width_of(value: str | None) -> int:
@@ -192,9 +197,13 @@ def width_of(value: str | None) -> int:
 
 
 def add_fail_on(p, what: str) -> None:
-    p.add_argument("--fail-on", choices=("error", "warning"), metavar="error|warning",
-                   help=f"exit 1 when {what} has a finding of this severity or worse (warning: errors too), "
-                        "0 otherwise: a gate for a Slurm prolog or a CI step (the output is unchanged)")
+    p.add_argument(
+        "--fail-on",
+        choices=("error", "warning"),
+        metavar="error|warning",
+        help=f"exit 1 when {what} has a finding of this severity or worse (warning: errors too), "
+        "0 otherwise: a gate for a Slurm prolog or a CI step (the output is unchanged)",
+    )
 
 
 def fail_status(findings, level: str | None) -> int:
@@ -202,4 +211,4 @@ def fail_status(findings, level: str | None) -> int:
     if not level:
         return 0
     worst = SEVERITY_ORDER.index(level)
-    return 1 if any(f.severity in SEVERITY_ORDER[:worst + 1] for f in findings) else 0
+    return 1 if any(f.severity in SEVERITY_ORDER[: worst + 1] for f in findings) else 0

@@ -1,5 +1,6 @@
 """``ncclnb check``: run the checks on snapshots, cluster reports or bundled
 machines. Python twin: ``ncclnb.check(target, only=...)``."""
+
 from __future__ import annotations
 
 import json
@@ -18,16 +19,26 @@ USAGE = "ncclnb check SNAPSHOT_OR_REPORT_OR_NAME... [--json] [--only ID,...] [--
 
 def add_parser(subparsers):
     p = subparsers.add_parser(
-        "check", help="run the checks on snapshots / reports / bundled machines",
+        "check",
+        help="run the checks on snapshots / reports / bundled machines",
         usage=USAGE,
         description="Run the checks on node snapshots, cluster reports or bundled machine names. Several "
-                    "snapshots are checked together as the nodes of one job. Exit 0 whether or not anything "
-                    "was found (with --fail-on, 1 when a finding is that severe); 2 on unreadable input.")
-    p.add_argument("inputs", nargs="*", metavar="SNAPSHOT_OR_REPORT_OR_NAME",
-                   help="a JSON file written by `ncclnb collect` or a report, a bundled name, the output of an "
-                        "nccl-tests run (all_reduce_perf ...: its busbw is judged), or - for stdin")
-    p.add_argument("--json", action="store_true", help=f'print {{"schema": "{FINDINGS_SCHEMA}", "findings": [...]}}, each finding as '
-                        '`ncclnb doctor --json` gives it (with --list: {"schema": "' + CHECKS_SCHEMA + '", "checks": [...]})')
+        "snapshots are checked together as the nodes of one job. Exit 0 whether or not anything "
+        "was found (with --fail-on, 1 when a finding is that severe); 2 on unreadable input.",
+    )
+    p.add_argument(
+        "inputs",
+        nargs="*",
+        metavar="SNAPSHOT_OR_REPORT_OR_NAME",
+        help="a JSON file written by `ncclnb collect` or a report, a bundled name, the output of an "
+        "nccl-tests run (all_reduce_perf ...: its busbw is judged), or - for stdin",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help=f'print {{"schema": "{FINDINGS_SCHEMA}", "findings": [...]}}, each finding as '
+        '`ncclnb doctor --json` gives it (with --list: {"schema": "' + CHECKS_SCHEMA + '", "checks": [...]})',
+    )
     p.add_argument("--only", metavar="ID,...", help="run only these check ids")
     add_fail_on(p, "the check")
     p.add_argument("--list", action="store_true", help="list the check ids and exit")
@@ -46,7 +57,7 @@ def _load(item: str):
         raw = read_bounded(item, limit=JSON_LIMIT, label=item, what="a JSON file or nccl-tests output")
     if raw is not None and raw.lstrip()[:1] not in (b"{", b"["):
         text = raw.decode("utf-8", "replace")
-        if looks_like_nccl_tests(text):   # a person's own all_reduce_perf run: the link checks judge it
+        if looks_like_nccl_tests(text):  # a person's own all_reduce_perf run: the link checks judge it
             return parse_nccl_tests(text, "<stdin>" if item == "-" else item)
     if raw is not None:
         return load_facts(raw, "<stdin>" if item == "-" else item)
@@ -70,8 +81,7 @@ def combine(targets):
             links.extend(t.links)
         else:
             snaps.append(t)
-    return ClusterReport(snapshots=tuple(snaps), ranks=tuple(ranks), links=tuple(links),
-                         description="combined by ncclnb check")
+    return ClusterReport(snapshots=tuple(snaps), ranks=tuple(ranks), links=tuple(links), description="combined by ncclnb check")
 
 
 def format_text(findings, n_checks: int, n_nodes: Optional[int]) -> str:
@@ -94,9 +104,11 @@ def format_text(findings, n_checks: int, n_nodes: Optional[int]) -> str:
             lines.append(f"        fix: {f.fix}")
         lines.append("")
     counts = {s: sum(f.severity == s for f in findings) for s in ("error", "warning", "info")}
-    lines.append(f"{how_many(len(findings), 'finding')}: {how_many(counts['error'], 'error')}, "
-                 f"{how_many(counts['warning'], 'warning')}, {counts['info']} info "
-                 f"({scope}).")
+    lines.append(
+        f"{how_many(len(findings), 'finding')}: {how_many(counts['error'], 'error')}, "
+        f"{how_many(counts['warning'], 'warning')}, {counts['info']} info "
+        f"({scope})."
+    )
     return "\n".join(lines)
 
 
@@ -106,8 +118,15 @@ def run(args) -> int:
     if args.list:
         reg = registry()
         if args.json:
-            text = json.dumps({"schema": CHECKS_SCHEMA, "checks": [{"id": i.id, "category": i.category, "takes": i.takes,
-                                           "summary": i.summary} for i in reg.values()]}, indent=2)
+            text = json.dumps(
+                {
+                    "schema": CHECKS_SCHEMA,
+                    "checks": [
+                        {"id": i.id, "category": i.category, "takes": i.takes, "summary": i.summary} for i in reg.values()
+                    ],
+                },
+                indent=2,
+            )
         else:
             width = max(len(i) for i in reg)
             text = "\n".join(f"{i.id:{width}}  {i.takes:6}  {i.category:24}  {i.summary}" for i in reg.values())
@@ -118,8 +137,7 @@ def run(args) -> int:
     target = combine([_load(item) for item in args.inputs])
     findings = check(target, only=args.only)
     if args.json:
-        text = json.dumps({"schema": FINDINGS_SCHEMA, "findings": [f.to_dict() for f in findings]},
-                          indent=2, ensure_ascii=False)
+        text = json.dumps({"schema": FINDINGS_SCHEMA, "findings": [f.to_dict() for f in findings]}, indent=2, ensure_ascii=False)
     else:
         n_checks = len(registry()) if not args.only else len([p for p in args.only.split(",") if p.strip()])
         text = format_text(findings, n_checks, len(as_report(target).snapshots))

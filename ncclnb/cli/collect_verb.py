@@ -1,4 +1,5 @@
 """ncclnb collect: snapshot this node as JSON (Python twin: ncclnb.collect())."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,7 @@ def add_parser(sub):
         "with the reason under 'missing'. Secrets in the environment are redacted.",
     )
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
-    p.add_argument("--timeout", type=float, default=2.0, metavar="S",
-                   help="seconds allowed for each probe (default: 2)")
+    p.add_argument("--timeout", type=float, default=2.0, metavar="S", help="seconds allowed for each probe (default: 2)")
     p.add_argument("--no-torch", action="store_true", help="do not probe torch for its versions")
     return p
 

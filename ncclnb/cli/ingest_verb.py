@@ -1,4 +1,5 @@
 """ncclnb ingest: text pasted from a cluster -> snapshot JSON (Python twin: ncclnb.ingest())."""
+
 from __future__ import annotations
 
 import json
@@ -34,9 +35,14 @@ def run(args) -> int:
     # every input is read bounded: binary after its first 64 KiB, too large past TEXT_LIMIT
     # (a file by its size, before its body). A Path is always read as a file, so
     # /dev/stdin, <(cmd) and other pipes are read as files too.
-    sources = [read_bounded(sys.stdin.buffer, limit=TEXT_LIMIT, label="<stdin>",
-                            binary="input is binary data, not text", error=ParseError)
-               if f == "-" else Path(f) for f in args.files]
+    sources = [
+        read_bounded(
+            sys.stdin.buffer, limit=TEXT_LIMIT, label="<stdin>", binary="input is binary data, not text", error=ParseError
+        )
+        if f == "-"
+        else Path(f)
+        for f in args.files
+    ]
     snapshot = ingest(*sources, hostname=args.hostname, description=args.description)
     write_output(json.dumps(snapshot.to_dict(), indent=2), args.output)
     return 0

@@ -1,4 +1,5 @@
 """ncclnb show: a readable summary of a snapshot, a report, a bundled machine or this node."""
+
 from __future__ import annotations
 
 import json
@@ -18,24 +19,30 @@ def add_parser(sub):
     )
     p.add_argument("target", nargs="?", default="local", metavar="TARGET")
     p.add_argument("--list", action="store_true", help="list the bundled machines and exit")
-    p.add_argument("--json", action="store_true",
-                   help=f'print the snapshot or report as JSON (its "schema" first); with --list, '
-                        f'{{"schema": "{MACHINES_SCHEMA}", "machines": [{{"name", "description"}}, ...]}}')
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help=f'print the snapshot or report as JSON (its "schema" first); with --list, '
+        f'{{"schema": "{MACHINES_SCHEMA}", "machines": [{{"name", "description"}}, ...]}}',
+    )
     add_width(p)
     return p
 
 
 def run(args) -> int:
     from ..summary import summary
+
     width = width_of(args.width)
     if args.list:
         from ..recorded import machines
 
         found = sorted(machines().items())
         if args.json:
-            text = json.dumps({"schema": MACHINES_SCHEMA,
-                               "machines": [{"name": n, "description": d} for n, d in found]},
-                              indent=2, ensure_ascii=False)
+            text = json.dumps(
+                {"schema": MACHINES_SCHEMA, "machines": [{"name": n, "description": d} for n, d in found]},
+                indent=2,
+                ensure_ascii=False,
+            )
         else:
             text = "\n".join(f"{name:28s} {description}" for name, description in found)
         write_output(text, None)
@@ -56,7 +63,7 @@ def run(args) -> int:
         from ..recorded import load_facts
 
         target = load_facts(args.target)
-    if args.json:   # the snapshot or report itself (a bundled machine saved as a file, stdin checked)
+    if args.json:  # the snapshot or report itself (a bundled machine saved as a file, stdin checked)
         write_output(json.dumps(target.to_dict(), indent=2, ensure_ascii=False), None)
     else:
         write_output(summary(target, width=width), None)

@@ -5,6 +5,7 @@ recorded sysfs tree, a fake NVML and a scripted command runner read exactly
 like a real machine. Each probe has a deadline and a failing probe costs a
 ``missing`` reason, never the snapshot.
 """
+
 from __future__ import annotations
 
 import os
@@ -56,17 +57,17 @@ def collect(
     torch_out: dict = {}
 
     def torch_probe() -> None:
-        torch_out["result"] = torchinfo.torch_facts(
-            torch_timeout, run=command, distributions=dists, probe=probe_torch)
+        torch_out["result"] = torchinfo.torch_facts(torch_timeout, run=command, distributions=dists, probe=probe_torch)
 
     torch_thread = threading.Thread(target=_guarded(torch_probe, torch_out), name="ncclnb-torch", daemon=True)
     torch_thread.start()
 
     host_fact, host_missing = _safely(
         "host",
-        lambda: host.read_host(root=sysfs_root, procfs_root=procfs_root, environ=environ,
-                               hostname=hostname, shm_path=shm_path),
-        None, missing)
+        lambda: host.read_host(root=sysfs_root, procfs_root=procfs_root, environ=environ, hostname=hostname, shm_path=shm_path),
+        None,
+        missing,
+    )
     if host_fact is None:
         from ..model import Host
 
@@ -77,10 +78,10 @@ def collect(
     nic_list, nic_missing = _safely("nics", lambda: nics.read_nics(sysfs_root), ([], {}), missing)
     missing.update(nic_missing)
     sources["nics"] = "/sys/class/net, /sys/class/infiniband" + (
-        ", psutil.net_if_addrs" if sysfs_root in ("/", "") else f", {nics.ADDRESSES_FILE}")
+        ", psutil.net_if_addrs" if sysfs_root in ("/", "") else f", {nics.ADDRESSES_FILE}"
+    )
 
-    gpu = nvml_facts.read_gpus(nvml, environ=environ, root=sysfs_root, timeout=timeout,
-                               cpu_count=host_fact.cpu_count)
+    gpu = nvml_facts.read_gpus(nvml, environ=environ, root=sysfs_root, timeout=timeout, cpu_count=host_fact.cpu_count)
     missing.update(gpu.missing)
     sources["gpus"] = gpu.source + ", sysfs PCI devices"
     driver = gpu.driver
@@ -100,7 +101,9 @@ def collect(
         matrix, why = _safely(
             "links.gpu_nic",
             lambda: pci.gpu_nic_matrix(sysfs_root, [g.pci_bus_id for g in gpu.gpus], [n.pci_bus_id for n in physical]),
-            ((), None), missing)
+            ((), None),
+            missing,
+        )
         if matrix:
             gpu_nic, nic_names = matrix, tuple(n.ib_device or n.name for n in physical)
             sources["links.gpu_nic"] = "sysfs PCI paths of GPUs and NICs"
@@ -109,9 +112,10 @@ def collect(
 
     libs, lib_missing, lib_sources = _safely(
         "versions.nccl_system",
-        lambda: libraries.find_libraries(root=sysfs_root, environ=environ, run=command,
-                                         timeout=timeout, distributions=dists),
-        ({"nccl_pip": {}, "nccl_system": (), "net_plugins": ()}, {}, []), missing)
+        lambda: libraries.find_libraries(root=sysfs_root, environ=environ, run=command, timeout=timeout, distributions=dists),
+        ({"nccl_pip": {}, "nccl_system": (), "net_plugins": ()}, {}, []),
+        missing,
+    )
     missing.update(lib_missing)
     sources["versions.nccl_system"] = ", ".join(lib_sources)
     frameworks = _safely("versions.frameworks", lambda: libraries.framework_versions(dists), {}, missing)
@@ -172,6 +176,7 @@ def _guarded(fn: Callable[[], None], out: dict) -> Callable[[], None]:
             fn()
         except Exception as exc:
             out["error"] = f"collector failed: {type(exc).__name__}: {exc}"
+
     return body
 
 
@@ -184,4 +189,5 @@ def _never_raising(run: Callable) -> Callable:
             return run(argv, timeout)
         except Exception as exc:
             return CommandResult(None, error=f"runner failed: {type(exc).__name__}: {exc}")
+
     return wrapped

@@ -1,4 +1,5 @@
 """Small helpers for reading a (possibly recorded) filesystem tree."""
+
 from __future__ import annotations
 
 import os
@@ -36,6 +37,3 @@ def listdir(path: str) -> list[str]:
         return sorted(os.listdir(path))
     except OSError:
         return []
-
-
-

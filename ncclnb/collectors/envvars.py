@@ -9,6 +9,7 @@ secret names hide the whole value (``HF_TOKEN``, ``MASTER_PASS``,
 settings such as ``NCCL_IB_PKEY``), and any value has its passwords in URLs,
 ``?token=`` parameters, private keys and tokens of known shapes replaced.
 """
+
 from __future__ import annotations
 
 from typing import Mapping, Optional
@@ -20,25 +21,60 @@ __all__ = ["PREFIXES", "NAMES", "REDACTED", "is_relevant", "is_secret_name", "re
 # Whole families that configure NCCL, torch, CUDA, the rendezvous and the
 # fabrics NCCL's net plugins use (libfabric/EFA).
 PREFIXES = (
-    "NCCL_", "TORCH_", "TORCHELASTIC_", "CUDA_", "MASTER_", "GLOO_",
-    "OMPI_COMM_WORLD_", "FI_", "NVIDIA_",
+    "NCCL_",
+    "TORCH_",
+    "TORCHELASTIC_",
+    "CUDA_",
+    "MASTER_",
+    "GLOO_",
+    "OMPI_COMM_WORLD_",
+    "FI_",
+    "NVIDIA_",
 )
 
 # Single names: the launcher's rank variables and the library search path.
-NAMES = frozenset({
-    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK",
-    "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE",
-    "LD_LIBRARY_PATH", "LD_PRELOAD",
-    # Slurm: which task, on which node, of how many
-    "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_NTASKS_PER_NODE",
-    "SLURM_TASKS_PER_NODE", "SLURM_NODEID", "SLURM_NNODES", "SLURM_JOB_NUM_NODES",
-    "SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURM_JOB_ID", "SLURM_STEP_ID",
-    "SLURM_STEP_NUM_TASKS", "SLURM_GPUS_ON_NODE", "SLURM_GPUS_PER_NODE",
-    "SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "SLURM_CPUS_PER_TASK", "SLURMD_NODENAME",
-    # PMI / PMIx (MPICH, Intel MPI, Open MPI under srun)
-    "PMI_RANK", "PMI_SIZE", "PMI_LOCAL_RANK", "PMIX_RANK",
-    "MPI_LOCALRANKID", "MPI_LOCALNRANKS",
-})
+NAMES = frozenset(
+    {
+        "RANK",
+        "LOCAL_RANK",
+        "WORLD_SIZE",
+        "LOCAL_WORLD_SIZE",
+        "NODE_RANK",
+        "GROUP_RANK",
+        "GROUP_WORLD_SIZE",
+        "ROLE_RANK",
+        "ROLE_WORLD_SIZE",
+        "LD_LIBRARY_PATH",
+        "LD_PRELOAD",
+        # Slurm: which task, on which node, of how many
+        "SLURM_PROCID",
+        "SLURM_LOCALID",
+        "SLURM_NTASKS",
+        "SLURM_NTASKS_PER_NODE",
+        "SLURM_TASKS_PER_NODE",
+        "SLURM_NODEID",
+        "SLURM_NNODES",
+        "SLURM_JOB_NUM_NODES",
+        "SLURM_JOB_NODELIST",
+        "SLURM_NODELIST",
+        "SLURM_JOB_ID",
+        "SLURM_STEP_ID",
+        "SLURM_STEP_NUM_TASKS",
+        "SLURM_GPUS_ON_NODE",
+        "SLURM_GPUS_PER_NODE",
+        "SLURM_JOB_GPUS",
+        "SLURM_STEP_GPUS",
+        "SLURM_CPUS_PER_TASK",
+        "SLURMD_NODENAME",
+        # PMI / PMIx (MPICH, Intel MPI, Open MPI under srun)
+        "PMI_RANK",
+        "PMI_SIZE",
+        "PMI_LOCAL_RANK",
+        "PMIX_RANK",
+        "MPI_LOCALRANKID",
+        "MPI_LOCALNRANKS",
+    }
+)
 
 
 def is_relevant(name: str) -> bool:

@@ -4,6 +4,7 @@
 Everything is read from files under ``root`` (the filesystem, or a recorded
 tree) and ``procfs_root``, so a recorded machine reads exactly like a live one.
 """
+
 from __future__ import annotations
 
 import glob
@@ -168,7 +169,7 @@ def container_hints(root: str, procfs_root: str, environ: Mapping[str, str]) -> 
 
 
 def _iommu(root: str, procfs_root: str) -> tuple[Optional[str], str]:
-    """"on" (DMA translated: can break GPU peer-to-peer), "passthrough"
+    """ "on" (DMA translated: can break GPU peer-to-peer), "passthrough"
     (identity domains) or "off". The group types are the ground truth; the
     kernel command line is a fallback."""
     types = set()
@@ -221,7 +222,7 @@ def _limits(procfs_root: str) -> dict[str, Optional[int]]:
     for line in text.splitlines():
         for label, name in _LIMIT_ROWS.items():
             if line.startswith(label):
-                parts = line[len(label):].split()
+                parts = line[len(label) :].split()
                 if len(parts) >= 2:
                     out[f"rlimit_{name}_soft"] = _limit_value(parts[0])
                     out[f"rlimit_{name}_hard"] = _limit_value(parts[1])

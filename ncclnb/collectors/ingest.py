@@ -6,6 +6,7 @@ order, in one source or several. Facts from all blocks are merged; the first
 block that gives a fact wins, ``sources`` says which block gave which facts,
 and ``missing`` says why every other fact is absent.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,8 +37,9 @@ _NEVER_PASTED = {
 }
 
 
-def ingest(*sources: Source, hostname: Optional[str] = None, description: str = "",
-           p2p_capability: Optional[str] = None) -> NodeSnapshot:
+def ingest(
+    *sources: Source, hostname: Optional[str] = None, description: str = "", p2p_capability: Optional[str] = None
+) -> NodeSnapshot:
     """Build one NodeSnapshot (``origin="ingest"``) from pasted text.
 
     Each source is a path (``os.PathLike``, or a ``str`` that names an
@@ -67,11 +69,11 @@ def ingest(*sources: Source, hostname: Optional[str] = None, description: str = 
 def _read(source: Source, number: int, total: int) -> tuple[Union[str, bytes], str]:
     """Source -> (data, a short name for messages and `sources`)."""
     if isinstance(source, os.PathLike) or (
-            isinstance(source, str) and "\n" not in source and source.strip() and os.path.isfile(source)):
+        isinstance(source, str) and "\n" not in source and source.strip() and os.path.isfile(source)
+    ):
         path = os.fspath(source)
         name = os.path.basename(path)
-        return read_bounded(path, limit=TEXT_LIMIT, label=name, binary="input is binary data, not text",
-                            error=ParseError), name
+        return read_bounded(path, limit=TEXT_LIMIT, label=name, binary="input is binary data, not text", error=ParseError), name
     if isinstance(source, (str, bytes)):
         name = "text" if total == 1 else f"text #{number}"
         if isinstance(source, str) and "\n" not in source and source.strip() and _looks_like_path(source):
@@ -87,8 +89,7 @@ def _looks_like_path(text: str) -> bool:
     return " " not in s and ("/" in s or os.sep in s or "." in s)
 
 
-def merge(parts: list[tuple[str, Partial]], hostname: Optional[str] = None,
-          description: str = "") -> NodeSnapshot:
+def merge(parts: list[tuple[str, Partial]], hostname: Optional[str] = None, description: str = "") -> NodeSnapshot:
     """Merge labelled partial facts into one snapshot (first fact wins)."""
     sources: dict[str, str] = {}
     missing: dict[str, str] = {}
@@ -105,7 +106,8 @@ def merge(parts: list[tuple[str, Partial]], hostname: Optional[str] = None,
             if indices != first_set:
                 raise ParseError(
                     f"{first_label} shows {_gpu_list(first_set)} but {label} shows {_gpu_list(indices)}: "
-                    "ingest the output of one machine (or one container) at a time")
+                    "ingest the output of one machine (or one container) at a time"
+                )
         sources["gpus"] = first_label
     indices = sorted(gpu_sets[0][1]) if gpu_sets else []
     position = {index: pos for pos, index in enumerate(indices)}
@@ -122,8 +124,9 @@ def merge(parts: list[tuple[str, Partial]], hostname: Optional[str] = None,
                     have[key] = value
                     note(f"gpus.{key}", label, part)
                 elif have[key] != value and not _same_name(key, have[key], value):
-                    sources.setdefault(f"gpus[{position[index]}].{key}",
-                                       f"{sources.get(f'gpus.{key}', '')}; {label} says {value!r}")
+                    sources.setdefault(
+                        f"gpus[{position[index]}].{key}", f"{sources.get(f'gpus.{key}', '')}; {label} says {value!r}"
+                    )
     gpus = tuple(Gpu(index=i, **gpu_fields[i]) for i in indices)
 
     # -- host
@@ -207,10 +210,16 @@ def merge(parts: list[tuple[str, Partial]], hostname: Optional[str] = None,
     missing = {k: v for k, v in missing.items() if not _present(k, gpus, host, versions)}
 
     return NodeSnapshot(
-        host=host, gpus=gpus, links=links, nics=nics or (), versions=versions, env=env or {},
+        host=host,
+        gpus=gpus,
+        links=links,
+        nics=nics or (),
+        versions=versions,
+        env=env or {},
         missing=dict(sorted(missing.items(), key=lambda kv: _sort_key(kv[0]))),
         sources=dict(sorted(sources.items(), key=lambda kv: _sort_key(kv[0]))),
-        origin="ingest", description=description,
+        origin="ingest",
+        description=description,
     )
 
 

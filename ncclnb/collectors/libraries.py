@@ -7,6 +7,7 @@ Sources, each tagged on the :class:`Library` it yields: ``pip`` (a
 Versions come from file names (``libnccl.so.2.19.3``, after following
 symlinks) and from ``*.dist-info`` directory names.
 """
+
 from __future__ import annotations
 
 import glob
@@ -31,7 +32,7 @@ USUAL_DIRS = (
     "/usr/lib",
     "/opt/nccl*/lib",
     "/opt/nccl*/build/lib",
-    "/opt/amazon/ofi-nccl/lib",          # aws-ofi-nccl (EFA) net plugin
+    "/opt/amazon/ofi-nccl/lib",  # aws-ofi-nccl (EFA) net plugin
     "/opt/amazon/efa/lib",
     "/opt/hpcx/nccl_rdma_sharp_plugin/lib",  # HPC-X SHARP net plugin
     "/opt/aws-ofi-nccl/lib",
@@ -151,11 +152,7 @@ def _split_path(value: str) -> Iterable[str]:
 
 
 def _libs_in(folder: str) -> list[str]:
-    return [
-        os.path.join(folder, name)
-        for name in listdir(folder)
-        if _NCCL_NAME.match(name) or _PLUGIN_NAME.match(name)
-    ]
+    return [os.path.join(folder, name) for name in listdir(folder) if _NCCL_NAME.match(name) or _PLUGIN_NAME.match(name)]
 
 
 def framework_versions(distributions: Optional[Mapping[str, tuple[str, str]]] = None) -> dict[str, str]:
@@ -165,7 +162,9 @@ def framework_versions(distributions: Optional[Mapping[str, tuple[str, str]]] = 
     return {name: dists[name][0] for name in FRAMEWORKS if name in dists}
 
 
-def nvidia_smi_driver(run: Callable[[Sequence[str], float], CommandResult], timeout: float) -> tuple[Optional[str], Optional[str]]:
+def nvidia_smi_driver(
+    run: Callable[[Sequence[str], float], CommandResult], timeout: float
+) -> tuple[Optional[str], Optional[str]]:
     """Driver version from ``nvidia-smi`` when NVML is unusable from Python
     (an nvidia-ml-py that does not load, say). Returns (version, reason)."""
     result = run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], timeout)

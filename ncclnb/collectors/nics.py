@@ -7,6 +7,7 @@ Addresses come from ``psutil.net_if_addrs()`` on the live machine; a recorded
 tree carries them in ``<root>/ncclnb-addresses.json`` as
 ``{"eth0": ["10.0.0.5/24", "fe80::1/64"], ...}``.
 """
+
 from __future__ import annotations
 
 import json
@@ -60,32 +61,36 @@ def read_nics(root: str = "/") -> tuple[list[Nic], dict[str, str]]:
             kind = "roce" if port.get("link_layer") == "Ethernet" else "infiniband"
             if (speed is None or speed <= 0) and port.get("rate_mbps"):
                 speed = port["rate_mbps"]
-        nics.append(Nic(
-            name=name,
-            kind=kind,
-            state=state,
-            addresses=tuple(addresses.get(name, ())),
-            speed_mbps=speed if speed is not None and speed > 0 else None,
-            mtu=read_int(os.path.join(base, "mtu")),
-            pci_bus_id=bus,
-            numa_node=numa if numa is not None and numa >= 0 else None,
-            ib_device=ib_dev,
-            ib_port_state=port.get("state"),
-            ib_link_layer=port.get("link_layer"),
-        ))
+        nics.append(
+            Nic(
+                name=name,
+                kind=kind,
+                state=state,
+                addresses=tuple(addresses.get(name, ())),
+                speed_mbps=speed if speed is not None and speed > 0 else None,
+                mtu=read_int(os.path.join(base, "mtu")),
+                pci_bus_id=bus,
+                numa_node=numa if numa is not None and numa >= 0 else None,
+                ib_device=ib_dev,
+                ib_port_state=port.get("state"),
+                ib_link_layer=port.get("link_layer"),
+            )
+        )
     for dev, info in ib.items():
         if dev in used_ib:
             continue
-        nics.append(Nic(
-            name=dev,
-            kind="roce" if info.get("link_layer") == "Ethernet" else "infiniband",
-            speed_mbps=info.get("rate_mbps"),
-            pci_bus_id=info["bus"],
-            numa_node=info["numa"],
-            ib_device=dev,
-            ib_port_state=info.get("state"),
-            ib_link_layer=info.get("link_layer"),
-        ))
+        nics.append(
+            Nic(
+                name=dev,
+                kind="roce" if info.get("link_layer") == "Ethernet" else "infiniband",
+                speed_mbps=info.get("rate_mbps"),
+                pci_bus_id=info["bus"],
+                numa_node=info["numa"],
+                ib_device=dev,
+                ib_port_state=info.get("state"),
+                ib_link_layer=info.get("link_layer"),
+            )
+        )
     for i, nic in enumerate(nics):
         if nic.kind not in ("ethernet", "infiniband", "roce"):
             continue
@@ -136,9 +141,7 @@ def _addresses(root: str) -> tuple[dict[str, list[str]], Optional[str]]:
         data = json.loads(text)
     except ValueError as exc:
         return {}, f"{ADDRESSES_FILE}: not JSON ({exc})"
-    if not isinstance(data, dict) or not all(
-        isinstance(v, list) and all(isinstance(a, str) for a in v) for v in data.values()
-    ):
+    if not isinstance(data, dict) or not all(isinstance(v, list) and all(isinstance(a, str) for a in v) for v in data.values()):
         return {}, f"{ADDRESSES_FILE}: expected {{interface: [address, ...]}}"
     return {str(k): list(v) for k, v in data.items()}, None
 

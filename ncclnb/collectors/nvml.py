@@ -11,6 +11,7 @@ A GPU that fails (lost, fallen off the bus) loses only its own facts.
 Each fact matches an ``nvidia-smi`` view: ``nvidia-smi -q`` (per GPU),
 ``nvidia-smi topo -m`` (link labels), ``nvidia-smi topo -p2p r|w|a|n|p``.
 """
+
 from __future__ import annotations
 
 import os
@@ -146,6 +147,7 @@ class NvmlGuard:
 class NvmlFacts:
     """What :func:`read_gpus` found: GPUs in NVML order, the GPU x GPU link
     labels, the P2P status matrices, driver versions and ``missing``."""
+
     gpus: list[Gpu] = field(default_factory=list)
     gpu_gpu: tuple = ()
     p2p: dict = field(default_factory=dict)
@@ -317,8 +319,9 @@ def _read_gpu(guard: NvmlGuard, i: int, handle, gone: dict, missing: dict, *, ro
     row["memory_total_mib"] = memory
     mig = ask("mig_mode", "nvmlDeviceGetMigMode", convert=lambda m: "Enabled" if int(m[0]) == 1 else "Disabled")
     row["mig_mode"] = mig
-    row["compute_mode"] = ask("compute_mode", "nvmlDeviceGetComputeMode",
-                              convert=lambda m: COMPUTE_MODES.get(int(m), f"mode {m}"))
+    row["compute_mode"] = ask(
+        "compute_mode", "nvmlDeviceGetComputeMode", convert=lambda m: COMPUTE_MODES.get(int(m), f"mode {m}")
+    )
     words = max(1, -(-(cpu_count or 1024) // 64))
     row["cpu_affinity"] = ask("cpu_affinity", "nvmlDeviceGetCpuAffinity", words, convert=mask_to_cpulist)
     if row["cpu_affinity"] == "":
@@ -414,8 +417,7 @@ def _gpu_gpu(guard, handles, bus_ids, nvlinks, nvlink_reasons, gone, missing, ro
     ours = {b for b in bus_ids if b}
 
     def to_switch(links) -> int:
-        return sum(1 for remote, kind in links
-                   if kind == NVLINK_DEVICE_SWITCH or (kind is None and remote not in ours))
+        return sum(1 for remote, kind in links if kind == NVLINK_DEVICE_SWITCH or (kind is None and remote not in ours))
 
     switch = {i: to_switch(links) for i, links in nvlinks.items()}
     unknown: list[str] = []
@@ -503,6 +505,7 @@ def _p2p(guard, handles, gone, missing) -> dict:
         if failures:
             missing[f"links.p2p.{cap}"] = f"{len(failures)} pairs read 'U': {failures[0]}"
         elif gone:
-            missing[f"links.p2p.{cap}"] = "pairs with " + ", ".join(f"GPU{i}" for i in sorted(gone)) + " read 'U': " + \
-                "; ".join(sorted(set(gone.values())))
+            missing[f"links.p2p.{cap}"] = (
+                "pairs with " + ", ".join(f"GPU{i}" for i in sorted(gone)) + " read 'U': " + "; ".join(sorted(set(gone.values())))
+            )
     return out

@@ -5,6 +5,7 @@ answers that from ``/sys/bus/pci/devices/<bus id>``, whose real path is the
 chain of bridges from the host bridge down to the device, and labels the
 pair the way ``nvidia-smi topo -m`` does (PIX, PXB, PHB, NODE, SYS).
 """
+
 from __future__ import annotations
 
 import os
@@ -55,6 +56,7 @@ def bus_id_in_path(path: str) -> Optional[str]:
 class PciPath:
     """Host bridge ("pci0000:17") and the bus ids from its root port down to
     the device itself (last)."""
+
     host_bridge: str
     chain: tuple[str, ...]
     numa_node: Optional[int]
@@ -75,7 +77,7 @@ def pci_path(root: str, bus_id: str) -> Optional[PciPath]:
     if not bridges:
         return None
     start = bridges[-1]
-    chain = tuple(p.lower() for p in parts[start + 1:] if _BDF.fullmatch(p))
+    chain = tuple(p.lower() for p in parts[start + 1 :] if _BDF.fullmatch(p))
     if not chain:
         return None
     numa = read_int(os.path.join(real, "numa_node"))

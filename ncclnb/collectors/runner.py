@@ -6,6 +6,7 @@ its timeout and a missing one costs a reason string, not an exception. The
 child starts in its own session: on timeout the whole process group is
 killed, so nothing it spawned outlives the probe.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,6 +21,7 @@ class CommandResult:
     """What a command did. ``error`` is None when it ran to completion (any
     exit code); otherwise a short reason ("not found", "timed out after 2 s")
     and ``returncode`` is None."""
+
     returncode: Optional[int]
     stdout: str = ""
     stderr: str = ""

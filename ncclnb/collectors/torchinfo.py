@@ -9,6 +9,7 @@ deadline, to ask ``torch.cuda.nccl.version()`` (when
 ``torch.distributed.is_nccl_available()``): a broken or hung torch costs a
 ``missing`` reason, not the collection.
 """
+
 from __future__ import annotations
 
 import ast
@@ -44,8 +45,7 @@ def import_torch():
         import torch
     except ImportError as exc:
         raise ImportError(
-            f"torch is not importable in {sys.executable} ({exc}); install your PyTorch build, "
-            "e.g. `pip install torch`"
+            f"torch is not importable in {sys.executable} ({exc}); install your PyTorch build, e.g. `pip install torch`"
         ) from exc
     return torch
 
@@ -151,7 +151,7 @@ def torch_facts(
     for line in result.stdout.splitlines():
         if line.startswith("NCCLNB-TORCH "):
             try:
-                payload = json.loads(line[len("NCCLNB-TORCH "):])
+                payload = json.loads(line[len("NCCLNB-TORCH ") :])
             except ValueError:
                 payload = None
     if not isinstance(payload, dict):

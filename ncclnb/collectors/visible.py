@@ -9,6 +9,7 @@ own enumeration order, which is PCI bus order (NVML's) only with
 ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` or when all GPUs are the same model;
 otherwise CUDA puts the fastest first and this module declines to guess.
 """
+
 from __future__ import annotations
 
 from typing import Mapping, Optional, Sequence

@@ -6,9 +6,17 @@ files, ``-`` (stdin) or raw text, matches the knowledge base in
 (who diverged, which hosts run which NCCL, which ranks fall outside the world
 size) and returns a :class:`ncclnb.model.Diagnosis`.
 """
+
 from .core import diagnose
 from .kb import KnowledgeBaseError, Signature, grep_patterns, load_signatures, signature_examples
 from .sources import DoctorInputError
 
-__all__ = ["diagnose", "DoctorInputError", "KnowledgeBaseError", "Signature", "grep_patterns", "load_signatures",
-           "signature_examples"]
+__all__ = [
+    "diagnose",
+    "DoctorInputError",
+    "KnowledgeBaseError",
+    "Signature",
+    "grep_patterns",
+    "load_signatures",
+    "signature_examples",
+]

@@ -24,6 +24,7 @@ collector once it has read the message (see ``_Collector.line``).
 collector: lines with a rest known inert never reach the collector at all,
 but for the few that stand in for what they would have done.
 """
+
 from __future__ import annotations
 
 import re
@@ -33,8 +34,8 @@ from .normalize import Line, normalize
 
 # NCCL's own prefix at the very start of a line; the rest begins at the blank after "[dev]"
 PREFIX = re.compile(rb"([A-Za-z][\w.-]{0,254}):([0-9]{1,9}):[0-9]{1,9} \[[0-9]{1,4}\](?= )")
-MAX_TEMPLATES = 1 << 15   # distinct rests remembered (the table starts again when full)
-_PROBES = (("\x01a", 1), ("\x01b", 2))   # made-up (host, pid) the rest is tried behind
+MAX_TEMPLATES = 1 << 15  # distinct rests remembered (the table starts again when full)
+_PROBES = (("\x01a", 1), ("\x01b", 2))  # made-up (host, pid) the rest is tried behind
 
 
 class Template:
@@ -43,10 +44,10 @@ class Template:
     __slots__ = ("text", "rank", "local_rank", "level", "ts", "where", "inert", "rest")
 
     def __init__(self, ln: Line, rest: bytes = b""):
-        self.rest = rest   # the bytes it was made from (what skip_inert knows a line by)
+        self.rest = rest  # the bytes it was made from (what skip_inert knows a line by)
         self.text, self.rank, self.local_rank = ln.text, ln.rank, ln.local_rank
         self.level, self.ts, self.where = ln.level, ln.ts, ln.where
-        self.inert: Optional[bool] = None   # set by the collector: a message no gate, signature or WARN rule reads
+        self.inert: Optional[bool] = None  # set by the collector: a message no gate, signature or WARN rule reads
 
     def line(self, host: str, pid: int) -> Line:
         return Line(self.text, self.rank, self.local_rank, host, pid, self.level, self.ts, self.where)
@@ -62,7 +63,7 @@ def template_of(rest: bytes) -> Optional[Template]:
     for host, pid in _PROBES:
         ln = normalize(f"{host}:{pid}:{pid} [0]{text}")
         if ln is None or ln.host != host or ln.pid != pid:
-            return None   # the rest sets the host or the pid itself
+            return None  # the rest sets the host or the pid itself
         got.append(ln)
     a, b = got
     if (a.text, a.rank, a.local_rank, a.level, a.ts, a.where) != (b.text, b.rank, b.local_rank, b.level, b.ts, b.where):
@@ -78,15 +79,15 @@ class Normalizer:
     def __init__(self, enabled: bool = True, max_templates: int = MAX_TEMPLATES):
         self.enabled = enabled
         self.max_templates = max_templates
-        self.templates: dict = {}   # rest bytes -> Template, or None (normalised whole)
-        self.hosts: dict = {}       # host bytes -> str
+        self.templates: dict = {}  # rest bytes -> Template, or None (normalised whole)
+        self.hosts: dict = {}  # host bytes -> str
 
     def __call__(self, raw: bytes) -> tuple[Optional[Line], Optional[Template]]:
         """(the normalised line or None for noise, its template or None)."""
         m = PREFIX.match(raw) if self.enabled else None
         if m is None:
             return normalize(raw.decode("utf-8", "replace")), None
-        rest = raw[m.end():]
+        rest = raw[m.end() :]
         templates = self.templates
         try:
             tpl = templates[rest]
@@ -122,7 +123,7 @@ class InertRests:
         self.rests.add(rest)
 
     def clear(self) -> None:
-        self.rests.clear()   # in place: skip_inert holds the set itself
+        self.rests.clear()  # in place: skip_inert holds the set itself
         self.generation += 1
 
 
@@ -142,7 +143,7 @@ def skip_inert(lines: Iterator[tuple[int, bytes]], inert) -> Iterator[tuple[int,
     try:
         for item in lines:
             m = match(item[1])
-            if m is not None and item[1][m.end():] in inert:
+            if m is not None and item[1][m.end() :] in inert:
                 host = m.group(1)
                 if host in hosts:
                     pending = item

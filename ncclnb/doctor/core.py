@@ -1,4 +1,5 @@
 """``diagnose``: logs of any number of ranks in, ranked findings out."""
+
 from __future__ import annotations
 
 import io
@@ -15,23 +16,51 @@ from .collapse import InertRests, Normalizer, skip_inert
 from .kb import Signature, load_signatures
 from .normalize import MAX_DIGITS, clean, num
 from .priors import CANDIDATE_KIND_TITLES, LogContext, preferred_category, rank_candidates, warn_prior
-from .reason import (BANNER, C10D_FRAME, COMM, PG_ID, PLAN, PROGRESS, VERSION, WATCHDOG, WORK, CommRecord,
-                     ProgressRecord, ReasonState, WatchdogRecord, duplicate_claims, out_of_range_findings,
-                     plan_findings, value_kind, version_findings, wait_findings, watchdog_findings,
-                     world_size_findings)
+from .reason import (
+    BANNER,
+    C10D_FRAME,
+    COMM,
+    PG_ID,
+    PLAN,
+    PROGRESS,
+    VERSION,
+    WATCHDOG,
+    WORK,
+    CommRecord,
+    ProgressRecord,
+    ReasonState,
+    WatchdogRecord,
+    duplicate_claims,
+    out_of_range_findings,
+    plan_findings,
+    value_kind,
+    version_findings,
+    wait_findings,
+    watchdog_findings,
+    world_size_findings,
+)
 from .scan import MAX_NO_NEWLINE, LineScanner, ParallelScan, looks_binary, workers_for
-from .sources import (EMPTY, NCCLNB_JSON, DoctorInputError, Source, changed_while_read, expand, nothing_readable,
-                      rank_from_name, regular_stat)
+from .sources import (
+    EMPTY,
+    NCCLNB_JSON,
+    DoctorInputError,
+    Source,
+    changed_while_read,
+    expand,
+    nothing_readable,
+    rank_from_name,
+    regular_stat,
+)
 
-MAX_EVIDENCE = 5          # evidence lines kept per finding
-MAX_TEXT = 500            # characters of a line kept as evidence
-MAX_RANKS = 8192          # rows of the per-rank table (past it, only ranks a finding blames; the cut is said)
+MAX_EVIDENCE = 5  # evidence lines kept per finding
+MAX_TEXT = 500  # characters of a line kept as evidence
+MAX_RANKS = 8192  # rows of the per-rank table (past it, only ranks a finding blames; the cut is said)
 MAX_CUT_COUNTED = 1 << 16  # ranks left out of the table that are counted one by one; processes whose rank is known
 MAX_BLAMED = 1024
-MAX_DUMP = 48 << 20       # bytes of a flight-recorder dump read (torch's 2000-entry buffer is a few MB)
+MAX_DUMP = 48 << 20  # bytes of a flight-recorder dump read (torch's 2000-entry buffer is a few MB)
 MAX_DUMP_ITEMS = 2_000_000  # JSON values a dump may hold (bounds the memory json.loads needs)
 MAX_DUMPS_KEPT = 512 << 20  # estimated bytes kept of all dumps (what the analysis reads: ~2.6M entries of the usual size)
-MATCH_CACHE = 1 << 16     # distinct messages whose signature matches are remembered (a 1024-rank log has thousands)
+MATCH_CACHE = 1 << 16  # distinct messages whose signature matches are remembered (a 1024-rank log has thousands)
 _NCCLNB_JSON = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"schema"\s*:\s*"ncclnb\.[a-z]+/')
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -68,15 +97,29 @@ _P2P_WAIT_RULES = {"gloo_op_timeout"}
 _INCIDENT_RULES = ("watchdog_timeout", "timeout_at_nccl_work", "nccl_ops_failed_or_timed_out")
 _INCIDENT_SPAN = 8
 # cross-rank findings that explain a watchdog timeout (the incident's card when there is one)
-_INCIDENT_CARDS = ("watchdog_rank_behind", "watchdog_desync", "watchdog_seq_differs", "watchdog_rank_missing",
-                   "watchdog_all_waiting", "traceback_rank_missing")
+_INCIDENT_CARDS = (
+    "watchdog_rank_behind",
+    "watchdog_desync",
+    "watchdog_seq_differs",
+    "watchdog_rank_missing",
+    "watchdog_all_waiting",
+    "traceback_rank_missing",
+)
 # cross-rank findings from where the ranks' tracebacks say they waited (reason.wait_findings)
 _TRACEBACK_CARDS = ("p2p_wait_beside_collective", "traceback_desync", "traceback_rank_missing")
 # the substrings on which line() reads a message beyond its signatures (versions, comm lines, banners, watchdog
 # and progress lines, p2p plans): a message holding none of them, with no signature hit and not a WARN, is inert
 # (collapse.Template.inert) and later lines with it take the short way (_inert_line). A new gate goes here too.
-_LINE_GATES = ("NCCL version", "nRanks", "GLOBAL_RANK", "WorkNCCL(", "NCCL work:", "enqueued work", "p2p plan",
-               "distributed_c10d.py")
+_LINE_GATES = (
+    "NCCL version",
+    "nRanks",
+    "GLOBAL_RANK",
+    "WorkNCCL(",
+    "NCCL work:",
+    "enqueued work",
+    "p2p plan",
+    "distributed_c10d.py",
+)
 # ranking tiers, most likely root cause first (a rank's own error that came first leads all)
 _TIER_FIRST_FAILURE = -1
 _TIER_ROOT_ERROR, _TIER_ROOT_WARNING, _TIER_ALTERNATIVE, _TIER_CONSEQUENCE, _TIER_INFO, _TIER_BENIGN = range(6)
@@ -90,9 +133,9 @@ class _Hits:
     first: tuple = ()
     groups: dict = field(default_factory=dict)
     blamed: set = field(default_factory=set)
-    printers: set = field(default_factory=set)     # rank or ("pid", host, pid) of the lines
+    printers: set = field(default_factory=set)  # rank or ("pid", host, pid) of the lines
     hosts: set = field(default_factory=set)
-    in_incident: int = 0      # lines printed as part of a watchdog timeout (the line itself or just after it)
+    in_incident: int = 0  # lines printed as part of a watchdog timeout (the line itself or just after it)
 
 
 @dataclass
@@ -105,7 +148,7 @@ class _RankRow:
     last_op: Optional[str] = None
     first_error: Optional[str] = None
     first_error_at: tuple = ()
-    first_rule: Optional[str] = None    # the signature of the first error
+    first_rule: Optional[str] = None  # the signature of the first error
     source: Optional[str] = None
 
 
@@ -115,20 +158,25 @@ class _SourceContext:
     index: int
     rank_hint: Optional[int]
     host: Optional[str] = None
-    prev_no: int = 0          # the last candidate line's number and text (to rejoin a hard-wrapped message)
+    prev_no: int = 0  # the last candidate line's number and text (to rejoin a hard-wrapped message)
     prev_text: str = ""
     prev_ids: frozenset = frozenset()
-    last_watchdog: int = -(1 << 30)   # number of the last line of a watchdog timeout in this source
-    c10d_calls: dict = field(default_factory=dict)   # rank -> torch.distributed call of its traceback's last frame
+    last_watchdog: int = -(1 << 30)  # number of the last line of a watchdog timeout in this source
+    c10d_calls: dict = field(default_factory=dict)  # rank -> torch.distributed call of its traceback's last frame
 
 
 # the generic wrappers that say something failed, not why: the candidate causes they get when nothing else is known
-_GENERIC_KIND = {"nccl_system_error": "system", "nccl_internal_error": "internal", "nccl_remote_error": "remote",
-                 "nccl_unhandled_cuda_error": "cuda", "connection_reset_by_peer": "reset",
-                 "nccl_invalid_usage": "invalid_usage"}
-MAX_CANDIDATES = 4        # candidate causes shown for one generic error
+_GENERIC_KIND = {
+    "nccl_system_error": "system",
+    "nccl_internal_error": "internal",
+    "nccl_remote_error": "remote",
+    "nccl_unhandled_cuda_error": "cuda",
+    "connection_reset_by_peer": "reset",
+    "nccl_invalid_usage": "invalid_usage",
+}
+MAX_CANDIDATES = 4  # candidate causes shown for one generic error
 MIN_CANDIDATE_SCORE = 0.13  # below this (its base weight, lowered by what the log shows) a candidate is not shown
-MAX_WARN_KEPT = 256       # distinct unrecognised NCCL WARN messages remembered
+MAX_WARN_KEPT = 256  # distinct unrecognised NCCL WARN messages remembered
 
 
 class _Collector:
@@ -138,28 +186,28 @@ class _Collector:
         self.cut = scrub_cut if redact else (lambda text, limit: text[:limit])
         # flat (signature, literal, regex) list: the per-line loop is the hot path for candidate lines
         self._matchers = [(sig, lit, rx) for sig in sigs for lit, rx in sig.compiled]
-        self._match_cache: dict = {}     # message -> [(signature, match)], bounded
-        self._normalize = Normalizer(enabled=collapse)   # raw line -> (Line, template); see collapse.py
-        self._inert = InertRests()       # rests of inert messages still in the match cache (collapse.skip_inert)
+        self._match_cache: dict = {}  # message -> [(signature, match)], bounded
+        self._normalize = Normalizer(enabled=collapse)  # raw line -> (Line, template); see collapse.py
+        self._inert = InertRests()  # rests of inert messages still in the match cache (collapse.skip_inert)
         self.hits: dict[str, _Hits] = {}
         self.state = ReasonState()
-        self.rows: dict = {}             # rank (int) or ("pid", host, pid) -> _RankRow
-        self.pid_rank: dict = {}         # (host, pid) -> (nranks, rank, local_rank)
+        self.rows: dict = {}  # rank (int) or ("pid", host, pid) -> _RankRow
+        self.pid_rank: dict = {}  # (host, pid) -> (nranks, rank, local_rank)
         self.lines_read = 0
         self.truncated: list[tuple[str, str]] = []
         self.world_size: Optional[int] = None
-        self.workers = 0                 # most worker processes one file was scanned with
-        self.source_ranks: set = set()   # ranks named by the file names of the logs read
-        self.skipped_dumps: list = []    # (source, why) of dumps too large or malformed to read
-        self.dumps_kept = 0              # estimated bytes of the dumps kept so far
-        self.rank_files: dict = {}       # rank -> {file stem: file name} of the logs named after it
-        self.skipped: list = []          # (index, source, why) of inputs not read: binary, unlistable, ...
-        self.blank: list = []            # (index, source, why) of inputs with no log text: white space, ncclnb's JSON
-        self.changed: list = []          # (source, how) of files that changed while they were read
-        self.rows_extra: set = set()     # row keys past MAX_RANKS (ranks that printed an error)
-        self.ranks_cut: set = set()      # row keys refused once the table was full (at most MAX_CUT_COUNTED)
-        self.context = LogContext()      # facts of the run that decide between causes
-        self.warns: dict = {}            # category -> [count, evidence, first, also, hosts, printers] of unrecognised WARNs
+        self.workers = 0  # most worker processes one file was scanned with
+        self.source_ranks: set = set()  # ranks named by the file names of the logs read
+        self.skipped_dumps: list = []  # (source, why) of dumps too large or malformed to read
+        self.dumps_kept = 0  # estimated bytes of the dumps kept so far
+        self.rank_files: dict = {}  # rank -> {file stem: file name} of the logs named after it
+        self.skipped: list = []  # (index, source, why) of inputs not read: binary, unlistable, ...
+        self.blank: list = []  # (index, source, why) of inputs with no log text: white space, ncclnb's JSON
+        self.changed: list = []  # (source, how) of files that changed while they were read
+        self.rows_extra: set = set()  # row keys past MAX_RANKS (ranks that printed an error)
+        self.ranks_cut: set = set()  # row keys refused once the table was full (at most MAX_CUT_COUNTED)
+        self.context = LogContext()  # facts of the run that decide between causes
+        self.warns: dict = {}  # category -> [count, evidence, first, also, hosts, printers] of unrecognised WARNs
         self._warn_seen: set = set()
 
     # ---- per-rank rows -------------------------------------------------
@@ -191,7 +239,7 @@ class _Collector:
 
     # ---- reading -------------------------------------------------------
     def read(self, src: Source, index: int, dumps: list) -> None:
-        if src.problem:   # a directory walk found it unreadable: say so, read the rest
+        if src.problem:  # a directory walk found it unreadable: say so, read the rest
             self.skipped.append((index, src.name, src.problem))
             return
         try:
@@ -201,7 +249,7 @@ class _Collector:
                 raise
             self.skipped.append((index, src.name, exc.strerror or "cannot read"))
             return
-        opened, before = stream, regular_stat(stream)   # to tell, at the end, whether the file changed
+        opened, before = stream, regular_stat(stream)  # to tell, at the end, whether the file changed
         try:
             head = stream.read(65536) or b""
         except (EOFError, OSError) as exc:
@@ -210,7 +258,7 @@ class _Collector:
             self.truncated.append((src.name, f"{type(exc).__name__}: {exc}".splitlines()[0]))
             head = b""
         else:
-            if not src.text and len(head) < 65536 and not head.strip():   # a short read is the whole input
+            if not src.text and len(head) < 65536 and not head.strip():  # a short read is the whole input
                 self.blank.append((index, src.name, EMPTY))
         workers, binary = 0, False
         if _NCCLNB_JSON.match(head[:256]):
@@ -229,8 +277,10 @@ class _Collector:
                     if parsed is not None:
                         kept, parsed = _prepare_dump(src.name, parsed, left), None
                         if kept.size > left:
-                            why = (f"it needs about {kept.size >> 20} MiB, more than the {left >> 20} MiB "
-                                   f"left of the {MAX_DUMPS_KEPT >> 20} MiB kept for dumps")
+                            why = (
+                                f"it needs about {kept.size >> 20} MiB, more than the {left >> 20} MiB "
+                                f"left of the {MAX_DUMPS_KEPT >> 20} MiB kept for dumps"
+                            )
                         else:
                             self.dumps_kept += kept.size
                             dumps.append((src.name, kept))
@@ -246,21 +296,25 @@ class _Collector:
             if ctx.rank_hint is not None and len(self.source_ranks) < MAX_RANKS:
                 self.source_ranks.add(ctx.rank_hint)
                 self.rank_files.setdefault(ctx.rank_hint, {}).setdefault(_log_stem(src.name), src.name)
-            if workers:   # the workers read the file opened here, whatever the path names meanwhile
-                scanner = ParallelScan(src.path, workers, fd=stream.fileno(),
-                                       skip=self._inert if self._normalize.enabled else None)
+            if workers:  # the workers read the file opened here, whatever the path names meanwhile
+                scanner = ParallelScan(
+                    src.path, workers, fd=stream.fileno(), skip=self._inert if self._normalize.enabled else None
+                )
                 self.workers = max(self.workers, workers)
-            else:   # a pipe or a device may never end: a stretch with no line break stops it
-                scanner = LineScanner(stream, binary=binary,
-                                      max_no_newline=MAX_NO_NEWLINE if before is None and not src.text else None,
-                                      skip=self._inert if self._normalize.enabled else None)
+            else:  # a pipe or a device may never end: a stretch with no line break stops it
+                scanner = LineScanner(
+                    stream,
+                    binary=binary,
+                    max_no_newline=MAX_NO_NEWLINE if before is None and not src.text else None,
+                    skip=self._inert if self._normalize.enabled else None,
+                )
             # the scanner leaves out the lines read before only where it can do so in bulk; here the rest
             lines = skip_inert(iter(scanner), self._inert.rests) if self._normalize.enabled else iter(scanner)
             try:
                 for line_no, raw in lines:
                     self.line(ctx, line_no, raw)
             finally:
-                lines.close()   # an interrupted parallel scan shuts its pool down now, not at garbage collection
+                lines.close()  # an interrupted parallel scan shuts its pool down now, not at garbage collection
             if scanner.not_a_log:
                 self.skipped.append((index, src.name, scanner.not_a_log))
                 return
@@ -278,7 +332,7 @@ class _Collector:
                     pass
 
     def line(self, ctx: _SourceContext, line_no: int, raw: bytes) -> None:
-        ln, tpl = self._normalize(raw)   # collapse.Normalizer: a rest after NCCL's prefix is read once
+        ln, tpl = self._normalize(raw)  # collapse.Normalizer: a rest after NCCL's prefix is read once
         if ln is None:
             return
         if tpl is not None and tpl.inert:
@@ -295,14 +349,17 @@ class _Collector:
 
         if "NCCL version" in msg:
             m = VERSION.search(msg)
-            if m and msg[m.end("ver"):m.end("ver") + 1].isdigit():
-                m = None   # a version part longer than VERSION reads: not a version
+            if m and msg[m.end("ver") : m.end("ver") + 1].isdigit():
+                m = None  # a version part longer than VERSION reads: not a version
             if m:
                 # one entry per process: two processes on one host may load different libraries. A line
                 # with no host is kept hostless (never the host of the line before it, which in a log of
                 # many hosts is anyone's), by its rank or else its source and pid
-                where = ((host, ln.pid if ln.pid is not None else rank) if host else
-                         (None, rank if rank is not None else f"{ctx.name}:{ln.pid}"))
+                where = (
+                    (host, ln.pid if ln.pid is not None else rank)
+                    if host
+                    else (None, rank if rank is not None else f"{ctx.name}:{ln.pid}")
+                )
                 self.state.add_version(where, m.group("ver"), m.group("cuda"), ev)
                 row = self._row(self._key(rank, host, ln.pid))
                 if row is not None:
@@ -390,9 +447,9 @@ class _Collector:
         the one a hard-wrapped next line would be joined to. Nothing else."""
         ctx.host = ln.host
         self.context.observe_host(ln.host)
-        self._matches(ln.text)   # the same lookups as line(): a message the bounded cache dropped feeds the context again
+        self._matches(ln.text)  # the same lookups as line(): a message the bounded cache dropped feeds the context again
         ctx.prev_no, ctx.prev_text, ctx.prev_ids = line_no, ln.text[:2000], frozenset()
-        self._inert.add(tpl.rest)   # later lines with it need not reach here at all
+        self._inert.add(tpl.rest)  # later lines with it need not reach here at all
 
     def _matches(self, msg: str) -> list:
         """[(signature, match)] for ``msg``; a message seen for the first time also feeds the context."""
@@ -412,7 +469,7 @@ class _Collector:
                     hits.append((sig, m))
             if len(self._match_cache) >= MATCH_CACHE:
                 self._match_cache.clear()
-                self._inert.clear()   # skip_inert may skip only lines whose message is in the cache
+                self._inert.clear()  # skip_inert may skip only lines whose message is in the cache
             self._match_cache[msg] = hits
         return hits
 
@@ -497,7 +554,7 @@ class _Collector:
                     h.blamed.add(r)
                     self.state.add_out_of_range(r, size, ev)
         key = self._key(rank, host, pid)
-        if sig.blame == "values" and key is not None:   # a count every rank should share: kept per rank
+        if sig.blame == "values" and key is not None:  # a count every rank should share: kept per rank
             kind, value = value_kind(groups.get("what")), num(groups.get("value"), MAX_DIGITS)
             if kind is not None and value is not None:
                 self.state.add_value(kind, key, value, ev)
@@ -567,12 +624,14 @@ class _Collector:
 
         findings: list[tuple[int, float, tuple, Finding]] = []
         known_ranks = {k for k in self.rows if isinstance(k, int)}
-        reasoned = (watchdog_findings(self.state, self.world_size, self._present_ranks())
-                    + version_findings(self.state, {r: (row.host, row.pid) for r, row in self.rows.items() if isinstance(r, int)})
-                    + world_size_findings(self.state, known_ranks)
-                    + out_of_range_findings(self.state)
-                    + plan_findings(self.state, _dumps_ahead(dumps))
-                    + wait_findings(self.state, self._present_ranks()))
+        reasoned = (
+            watchdog_findings(self.state, self.world_size, self._present_ranks())
+            + version_findings(self.state, {r: (row.host, row.pid) for r, row in self.rows.items() if isinstance(r, int)})
+            + world_size_findings(self.state, known_ranks)
+            + out_of_range_findings(self.state)
+            + plan_findings(self.state, _dumps_ahead(dumps))
+            + wait_findings(self.state, self._present_ranks())
+        )
         reasoned_categories = {f.category for f in reasoned}
         for f in reasoned:
             findings.append((_TIER_ROOT_ERROR, f.confidence, (-1,), f))
@@ -590,10 +649,14 @@ class _Collector:
                 tier = _TIER_CONSEQUENCE  # the cross-rank finding says more than one timeout line
             others = sig.also
             cat = preferred_category(sig.id, sig.category, sig.also, facts) if sig.also and not reasoned else sig.category
-            if cat != sig.category:   # another line of the log settles which of its categories holds
+            if cat != sig.category:  # another line of the log settles which of its categories holds
                 others = (sig.category,) + tuple(c for c in sig.also if c != cat)
-                f = replace(f, category=cat, docs=CATEGORY_DOCS[cat],
-                            title=f.title + f" (the rest of the log points to {cat.replace('_', ' ')})")
+                f = replace(
+                    f,
+                    category=cat,
+                    docs=CATEGORY_DOCS[cat],
+                    title=f.title + f" (the rest of the log points to {cat.replace('_', ' ')})",
+                )
             findings.append((tier, f.confidence, h.first, f))
             if tier in (_TIER_ROOT_ERROR, _TIER_ROOT_WARNING):
                 for alt in others:
@@ -608,8 +671,10 @@ class _Collector:
             findings.append((_TIER_ROOT_WARNING, f.confidence, first, f))
             for alt in self.warns[f.category][3]:
                 findings.append((_TIER_ALTERNATIVE, round(f.confidence * 0.6, 3), first, _alternative(f, alt)))
-        known = any(t in (_TIER_FIRST_FAILURE, _TIER_ROOT_ERROR, _TIER_ROOT_WARNING) and g.category != "unknown"
-                    for t, _, _, g in findings)
+        known = any(
+            t in (_TIER_FIRST_FAILURE, _TIER_ROOT_ERROR, _TIER_ROOT_WARNING) and g.category != "unknown"
+            for t, _, _, g in findings
+        )
         if not known:
             for f, first in self._candidates(facts):
                 findings.append((_TIER_ALTERNATIVE, f.confidence, first, f))
@@ -617,19 +682,41 @@ class _Collector:
         if self.skipped_dumps:
             name, why = self.skipped_dumps[0]
             more = len(self.skipped_dumps) - 1
-            findings.append((_TIER_INFO, 0.1, (10**9,), Finding(
-                rule="fr.dump_not_read", category="unknown", severity="info", confidence=0.1,
-                title=f"Skipped flight-recorder dump {name}: {why}" + (f" (and {more} more)" if more else ""),
-                evidence=tuple(Evidence(n, None, w) for n, w in self.skipped_dumps[:MAX_EVIDENCE]),
-                cause="This file looks like a flight-recorder dump but was not analysed; the other inputs were.",
-                fix="Give the dump as torch wrote it (one JSON object per rank, a few MB).")))
+            findings.append(
+                (
+                    _TIER_INFO,
+                    0.1,
+                    (10**9,),
+                    Finding(
+                        rule="fr.dump_not_read",
+                        category="unknown",
+                        severity="info",
+                        confidence=0.1,
+                        title=f"Skipped flight-recorder dump {name}: {why}" + (f" (and {more} more)" if more else ""),
+                        evidence=tuple(Evidence(n, None, w) for n, w in self.skipped_dumps[:MAX_EVIDENCE]),
+                        cause="This file looks like a flight-recorder dump but was not analysed; the other inputs were.",
+                        fix="Give the dump as torch wrote it (one JSON object per rank, a few MB).",
+                    ),
+                )
+            )
         for name, why in self.truncated:
-            findings.append((_TIER_INFO, 0.1, (10**9,), Finding(
-                rule="input_truncated", category="unknown", severity="info", confidence=0.1,
-                title=f"{name} ended early; the lines before the cut were read",
-                evidence=(Evidence(name, None, why[:MAX_TEXT]),),
-                cause="The file is cut off or corrupt (a truncated .gz, a copy that did not finish).",
-                fix="Copy the complete log again if the end matters.")))
+            findings.append(
+                (
+                    _TIER_INFO,
+                    0.1,
+                    (10**9,),
+                    Finding(
+                        rule="input_truncated",
+                        category="unknown",
+                        severity="info",
+                        confidence=0.1,
+                        title=f"{name} ended early; the lines before the cut were read",
+                        evidence=(Evidence(name, None, why[:MAX_TEXT]),),
+                        cause="The file is cut off or corrupt (a truncated .gz, a copy that did not finish).",
+                        fix="Copy the complete log again if the end matters.",
+                    ),
+                )
+            )
         for f in self._input_notes():
             findings.append((_TIER_INFO, f.confidence, (10**9,), f))
 
@@ -645,8 +732,12 @@ class _Collector:
             # runs and the connections it breaks are what it causes
             for i, (tier, conf, first, g) in enumerate(findings):
                 if g.category == "rendezvous_unreachable" and tier < _TIER_CONSEQUENCE:
-                    findings[i] = (_TIER_CONSEQUENCE, conf, first,
-                                   replace(g, title=g.title + f" (after rank {_span(f.ranks)} was claimed twice)"))
+                    findings[i] = (
+                        _TIER_CONSEQUENCE,
+                        conf,
+                        first,
+                        replace(g, title=g.title + f" (after rank {_span(f.ranks)} was claimed twice)"),
+                    )
 
         findings.sort(key=lambda t: (t[0], -t[1], t[2]))
         ordered, seen = [], set()
@@ -657,19 +748,25 @@ class _Collector:
                 continue  # an alternative already covered by a real finding above it
             seen.add(f.rule)
             ordered.append(f)
-        ordered = [f for f in ordered if not ("~" in f.rule and any(
-            o.category == f.category and "~" not in o.rule for o in ordered))]
+        ordered = [
+            f for f in ordered if not ("~" in f.rule and any(o.category == f.category and "~" not in o.rule for o in ordered))
+        ]
         table, cut = self._rank_table(statuses, {r for f in ordered for r in f.ranks})
         if cut:
-            ordered.append(Finding(
-                rule="rank_table_cut", category="unknown", severity="info", confidence=0.1,
-                title=f"Rank table cut at {MAX_RANKS} ranks: {'at least ' if cut >= MAX_CUT_COUNTED else ''}"
-                      f"{cut} more ranks not shown",
-                cause=f"The per-rank table keeps {MAX_RANKS} rows (the ranks seen first) and the rows of ranks "
-                      "that a finding blames; the findings themselves read every line.",
-                fix="Give the logs of the ranks you need in the table on their own (a directory per node)."))
-        return Diagnosis(findings=tuple(ordered), ranks=table,
-                         sources=tuple(names), lines_read=self.lines_read)
+            ordered.append(
+                Finding(
+                    rule="rank_table_cut",
+                    category="unknown",
+                    severity="info",
+                    confidence=0.1,
+                    title=f"Rank table cut at {MAX_RANKS} ranks: {'at least ' if cut >= MAX_CUT_COUNTED else ''}"
+                    f"{cut} more ranks not shown",
+                    cause=f"The per-rank table keeps {MAX_RANKS} rows (the ranks seen first) and the rows of ranks "
+                    "that a finding blames; the findings themselves read every line.",
+                    fix="Give the logs of the ranks you need in the table on their own (a directory per node).",
+                )
+            )
+        return Diagnosis(findings=tuple(ordered), ranks=table, sources=tuple(names), lines_read=self.lines_read)
 
     def _incident(self, reasoned: list) -> tuple:
         """(rule of the card, [_Hits folded into it]) for the watchdog timeout
@@ -682,10 +779,20 @@ class _Collector:
         card = card or next((r for r in _INCIDENT_RULES if r in self.hits), None)
         if card is None:
             return None, []
-        folded = [h for h in self.hits.values() if h.sig.id != card and (
-            h.sig.id in _INCIDENT_RULES
-            or (h.sig.consequence and h.sig.category == "unknown" and h.sig.id not in _GENERIC_KIND
-                and h.in_incident == h.count))]
+        folded = [
+            h
+            for h in self.hits.values()
+            if h.sig.id != card
+            and (
+                h.sig.id in _INCIDENT_RULES
+                or (
+                    h.sig.consequence
+                    and h.sig.category == "unknown"
+                    and h.sig.id not in _GENERIC_KIND
+                    and h.in_incident == h.count
+                )
+            )
+        ]
         return card, folded
 
     def _first_failure(self, findings: list) -> None:
@@ -703,10 +810,13 @@ class _Collector:
             for j, (tier_j, conf_j, first_j, g) in enumerate(findings):
                 if g.rule in rules and tier_j != _TIER_FIRST_FAILURE:
                     blamed = tuple(sorted(r for r, row in crashed.items() if row.first_rule == g.rule))
-                    findings[j] = (_TIER_FIRST_FAILURE, max(conf_j, f.confidence), first_j,
-                                   replace(g, ranks=blamed, title=g.title + f"; rank {_span(blamed)} failed first"))
-            findings[i] = (_TIER_CONSEQUENCE, conf, first,
-                           replace(f, title=f.title + f" (after rank {_span(crashed)} failed)"))
+                    findings[j] = (
+                        _TIER_FIRST_FAILURE,
+                        max(conf_j, f.confidence),
+                        first_j,
+                        replace(g, ranks=blamed, title=g.title + f"; rank {_span(blamed)} failed first"),
+                    )
+            findings[i] = (_TIER_CONSEQUENCE, conf, first, replace(f, title=f.title + f" (after rank {_span(crashed)} failed)"))
 
     def _fold_into_recorder(self, findings: list) -> None:
         """gloo's send/recv timeouts are the waiting side of the incident that
@@ -715,10 +825,15 @@ class _Collector:
         ranks' tracebacks say they waited (reason.wait_findings; dropped when
         the recorder speaks: it says the same with more): one card, with
         their lines as its evidence. In place."""
-        def explains(t, rules=("fr.",)) -> bool:   # a card that explains why the others waited
+
+        def explains(t, rules=("fr.",)) -> bool:  # a card that explains why the others waited
             tier, _, _, g = t
-            return (g.rule.startswith(rules) and tier <= _TIER_ROOT_WARNING and g.severity == "error"
-                    and g.category in ("collective_desync", "slow_rank_timeout", "p2p_pairing"))
+            return (
+                g.rule.startswith(rules)
+                and tier <= _TIER_ROOT_WARNING
+                and g.severity == "error"
+                and g.category in ("collective_desync", "slow_rank_timeout", "p2p_pairing")
+            )
 
         if any(explains(t) for t in findings):
             findings[:] = [t for t in findings if t[3].rule not in _TRACEBACK_CARDS]
@@ -743,8 +858,9 @@ class _Collector:
                     seen.add((e.source, e.line))
                     evidence.append(e)
         who = f" from rank {_span(printers)}" if printers else ""
-        return replace(card, evidence=tuple(evidence),
-                       title=card.title + f" (one incident: {lines} more timeout and wrapper lines{who})")
+        return replace(
+            card, evidence=tuple(evidence), title=card.title + f" (one incident: {lines} more timeout and wrapper lines{who})"
+        )
 
     def _facts(self) -> set:
         """The facts of the run (priors.LogContext) and of what matched."""
@@ -756,7 +872,7 @@ class _Collector:
         for h in self.hits.values():
             joined, expected = num(h.groups.get("joined")), num(h.groups.get("expected"))
             if joined is not None and expected is not None and joined > expected:
-                facts.add("over_joined")   # more processes reached the store than the world size counts
+                facts.add("over_joined")  # more processes reached the store than the world size counts
         return facts
 
     def _warn_findings(self) -> list:
@@ -765,17 +881,28 @@ class _Collector:
         for cat, (count, evidence, first, also, hosts, printers, where) in self.warns.items():
             ranks = tuple(sorted(r for r in {self._resolve(k) for k in printers} if isinstance(r, int)))[:MAX_BLAMED]
             src = f" from {where.split(':')[0]}" if where else ""
-            out.append((Finding(
-                rule=f"nccl_warn.{cat}", category=cat, severity="warning", confidence=0.3,
-                title=f"An NCCL warning no signature knows{src} ({count} line{'s' if count > 1 else ''}), "
-                      f"pointing to {cat.replace('_', ' ')}",
-                evidence=tuple(evidence), ranks=ranks, hosts=tuple(sorted(hosts))[:64],
-                cause="NCCL printed a WARN line that ncclnb has no signature for; the part of NCCL that printed it "
-                      f"({where or 'named in the message'}) is where {cat.replace('_', ' ')} problems show up, "
-                      "so that is the first place to look.",
-                fix="Read the WARN line itself and the INFO lines just before it (NCCL_DEBUG=INFO, "
-                    "NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH); search NCCL's issue tracker for its wording.",
-                docs=CATEGORY_DOCS[cat]), first))
+            out.append(
+                (
+                    Finding(
+                        rule=f"nccl_warn.{cat}",
+                        category=cat,
+                        severity="warning",
+                        confidence=0.3,
+                        title=f"An NCCL warning no signature knows{src} ({count} line{'s' if count > 1 else ''}), "
+                        f"pointing to {cat.replace('_', ' ')}",
+                        evidence=tuple(evidence),
+                        ranks=ranks,
+                        hosts=tuple(sorted(hosts))[:64],
+                        cause="NCCL printed a WARN line that ncclnb has no signature for; the part of NCCL that printed it "
+                        f"({where or 'named in the message'}) is where {cat.replace('_', ' ')} problems show up, "
+                        "so that is the first place to look.",
+                        fix="Read the WARN line itself and the INFO lines just before it (NCCL_DEBUG=INFO, "
+                        "NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH); search NCCL's issue tracker for its wording.",
+                        docs=CATEGORY_DOCS[cat],
+                    ),
+                    first,
+                )
+            )
         return out
 
     def _candidates(self, facts: set) -> list:
@@ -785,25 +912,43 @@ class _Collector:
         if generic:
             first, kind, h = min(generic, key=lambda t: t[0])
             evidence = tuple(h.evidence[:2])
-        elif not any(h.sig.severity == "error" and not h.sig.benign for h in self.hits.values()) \
-                and "init_seen" in facts and "completed" not in facts and not self.state.watchdog:
+        elif (
+            not any(h.sig.severity == "error" and not h.sig.benign for h in self.hits.values())
+            and "init_seen" in facts
+            and "completed" not in facts
+            and not self.state.watchdog
+        ):
             kind, first, evidence = "hang", (10**8,), ()
         else:
             return []
         shown = sorted(f for f in facts if f not in ("init_seen", "completed"))
         out = []
         # a log with no error at all is the weakest evidence: two candidates at most
-        ranked = [t for t in rank_candidates(kind, facts)
-                  if t[1] >= MIN_CANDIDATE_SCORE][:MAX_CANDIDATES if kind != "hang" else 2]
+        ranked = [t for t in rank_candidates(kind, facts) if t[1] >= MIN_CANDIDATE_SCORE][
+            : MAX_CANDIDATES if kind != "hang" else 2
+        ]
         for i, (c, score, moved) in enumerate(ranked):
-            why = f" The log shows: {', '.join(moved)}." if moved else (
-                f" The log shows: {', '.join(shown)}." if shown else " The log shows nothing that narrows it down.")
-            out.append((Finding(
-                rule=f"candidate.{kind}.{c.category}", category=c.category, severity="info",
-                confidence=round(min(0.45, score), 3),
-                title=f"Candidate cause #{i + 1} of {CANDIDATE_KIND_TITLES[kind]}: {c.category.replace('_', ' ')}",
-                evidence=evidence, cause=c.why[:1].upper() + c.why[1:] + "." + why,
-                fix="To tell the candidates apart: " + c.check + ".", docs=CATEGORY_DOCS[c.category]), first))
+            why = (
+                f" The log shows: {', '.join(moved)}."
+                if moved
+                else (f" The log shows: {', '.join(shown)}." if shown else " The log shows nothing that narrows it down.")
+            )
+            out.append(
+                (
+                    Finding(
+                        rule=f"candidate.{kind}.{c.category}",
+                        category=c.category,
+                        severity="info",
+                        confidence=round(min(0.45, score), 3),
+                        title=f"Candidate cause #{i + 1} of {CANDIDATE_KIND_TITLES[kind]}: {c.category.replace('_', ' ')}",
+                        evidence=evidence,
+                        cause=c.why[:1].upper() + c.why[1:] + "." + why,
+                        fix="To tell the candidates apart: " + c.check + ".",
+                        docs=CATEGORY_DOCS[c.category],
+                    ),
+                    first,
+                )
+            )
         return out
 
     def _input_notes(self) -> list:
@@ -814,25 +959,39 @@ class _Collector:
         if self.skipped:
             named = [f"{name}: {why}" for _, name, why in self.skipped[:3]]
             more = len(self.skipped) - len(named)
-            out.append(Finding(
-                rule="input_skipped", category="unknown", severity="info", confidence=0.1,
-                title=(f"{named[0]}; skipped" if len(self.skipped) == 1 else
-                       f"{len(self.skipped)} inputs skipped: " + "; ".join(named)
-                       + (f"; and {more} more" if more else "")),
-                evidence=tuple(Evidence(name, None, why[:MAX_TEXT]) for _, name, why in self.skipped[:MAX_EVIDENCE]),
-                cause="These inputs hold no log text ncclnb can read, or could not be opened or listed; "
-                      "the other inputs were read.",
-                fix="Give the log files themselves (text, or .gz of text), readable by this user."))
+            out.append(
+                Finding(
+                    rule="input_skipped",
+                    category="unknown",
+                    severity="info",
+                    confidence=0.1,
+                    title=(
+                        f"{named[0]}; skipped"
+                        if len(self.skipped) == 1
+                        else f"{len(self.skipped)} inputs skipped: " + "; ".join(named) + (f"; and {more} more" if more else "")
+                    ),
+                    evidence=tuple(Evidence(name, None, why[:MAX_TEXT]) for _, name, why in self.skipped[:MAX_EVIDENCE]),
+                    cause="These inputs hold no log text ncclnb can read, or could not be opened or listed; "
+                    "the other inputs were read.",
+                    fix="Give the log files themselves (text, or .gz of text), readable by this user.",
+                )
+            )
         if self.changed:
             name, how = self.changed[0]
             more = f"; and {len(self.changed) - 1} more files changed" if len(self.changed) > 1 else ""
-            out.append(Finding(
-                rule="input_changed", category="unknown", severity="info", confidence=0.1,
-                title=f"{name} changed while it was read: {how}{more}",
-                evidence=tuple(Evidence(n, None, h[:MAX_TEXT]) for n, h in self.changed[:MAX_EVIDENCE]),
-                cause="The file was truncated, rotated, replaced or removed while the doctor read it, so what was "
-                      "read may not be what the path holds now.",
-                fix="Run the doctor on a copy (or on the rotated file) once the job stops writing it."))
+            out.append(
+                Finding(
+                    rule="input_changed",
+                    category="unknown",
+                    severity="info",
+                    confidence=0.1,
+                    title=f"{name} changed while it was read: {how}{more}",
+                    evidence=tuple(Evidence(n, None, h[:MAX_TEXT]) for n, h in self.changed[:MAX_EVIDENCE]),
+                    cause="The file was truncated, rotated, replaced or removed while the doctor read it, so what was "
+                    "read may not be what the path holds now.",
+                    fix="Run the doctor on a copy (or on the rotated file) once the job stops writing it.",
+                )
+            )
         return out
 
     def _finding(self, h: _Hits, any_error: bool) -> Finding:
@@ -854,9 +1013,9 @@ class _Collector:
             job = {r for r in self._present_ranks() if isinstance(r, int)} | set(range(size))
             blamed = job - printers if printers & job else set()
             if len(blamed) > len(printers):
-                blamed = set()   # the fewer are the late ones; most ranks silent says too little
+                blamed = set()  # the fewer are the late ones; most ranks silent says too little
             if blamed:
-                absent = blamed - self._present_ranks()   # in the world size, yet no log and no dump
+                absent = blamed - self._present_ranks()  # in the world size, yet no log and no dump
                 if blamed - absent:
                     title += f"; rank {_span(blamed - absent)} did not time out"
                 if absent:
@@ -868,9 +1027,10 @@ class _Collector:
         elif sig.blame == "values":
             blamed = set()
             for kind, per in sorted(self.state.values.items()):
-                if len({v for v, _ in per.values()}) > 1:   # the counts ranks should share differ
+                if len({v for v, _ in per.values()}) > 1:  # the counts ranks should share differ
                     title += f"; the {kind} differ across ranks: " + ", ".join(
-                        f"{v} on rank {r}" for r, (v, _) in sorted(per.items())[:8])
+                        f"{v} on rank {r}" for r, (v, _) in sorted(per.items())[:8]
+                    )
         elif sig.consequence or sig.benign:
             blamed = set(h.blamed)
         else:
@@ -879,9 +1039,19 @@ class _Collector:
             # an Xid's kernel line read through syslog / journalctl names its host (dmesg's does not: none is named)
             title += " on " + ", ".join(sorted(h.hosts)[:4]) + (f" and {len(h.hosts) - 4} more" if len(h.hosts) > 4 else "")
         ranks = tuple(sorted(r for r in blamed if isinstance(r, int)))[:MAX_BLAMED]
-        return Finding(rule=sig.id, category=sig.category, severity=severity, confidence=confidence,
-                       title=title, evidence=tuple(h.evidence), cause=cause, fix=sig.fix, docs=sig.docs,
-                       ranks=ranks, hosts=tuple(sorted(h.hosts))[:64])
+        return Finding(
+            rule=sig.id,
+            category=sig.category,
+            severity=severity,
+            confidence=confidence,
+            title=title,
+            evidence=tuple(h.evidence),
+            cause=cause,
+            fix=sig.fix,
+            docs=sig.docs,
+            ranks=ranks,
+            hosts=tuple(sorted(h.hosts))[:64],
+        )
 
     def _waiting(self, rule: Optional[str]) -> bool:
         """Is ``rule`` an error that says a rank waited for a peer (a timeout, a
@@ -911,20 +1081,27 @@ class _Collector:
                         blamed = tuple(sorted(r for r, row in crashed.items() if row.first_rule == g.rule))
                         g = replace(g, ranks=blamed, title=g.title + f"; rank {_span(blamed)} failed first")
                         findings[i] = (_TIER_FIRST_FAILURE, max(conf, f.confidence), first, g)
-                out.append((replace(f, title=f.title + f" (after rank {_span(crashed)} failed)"),
-                            _TIER_CONSEQUENCE))
+                out.append((replace(f, title=f.title + f" (after rank {_span(crashed)} failed)"), _TIER_CONSEQUENCE))
             elif f.rule == "fr.missing_rank" and p2p and set(p2p) == set(f.ranks):
-                out.append((replace(
-                    f, rule="fr.missing_rank_p2p", category="p2p_pairing",
-                    title=_p2p_title(p2p, f.title),
-                    cause=f"The flight recorder shows rank {_span(p2p)} never entered the collective the others "
-                          "wait in, yet its own log shows it timed out waiting for a peer: it was blocked in a "
-                          "point-to-point send/recv (isend/irecv, batch_isend_irecv) whose partner never posted "
-                          "the matching operation. The others finished their part and moved on.",
-                    fix="Pair every isend with exactly one irecv on the peer (same size, same order): exchange the "
-                        "counts first and post only the pairs both sides know, in one batch_isend_irecv, or use "
-                        "all_to_all_single; ncclnb.guard.check_p2p_plan(sends, recvs) checks the plan before "
-                        "anything is posted."), tier))
+                out.append(
+                    (
+                        replace(
+                            f,
+                            rule="fr.missing_rank_p2p",
+                            category="p2p_pairing",
+                            title=_p2p_title(p2p, f.title),
+                            cause=f"The flight recorder shows rank {_span(p2p)} never entered the collective the others "
+                            "wait in, yet its own log shows it timed out waiting for a peer: it was blocked in a "
+                            "point-to-point send/recv (isend/irecv, batch_isend_irecv) whose partner never posted "
+                            "the matching operation. The others finished their part and moved on.",
+                            fix="Pair every isend with exactly one irecv on the peer (same size, same order): exchange the "
+                            "counts first and post only the pairs both sides know, in one batch_isend_irecv, or use "
+                            "all_to_all_single; ncclnb.guard.check_p2p_plan(sends, recvs) checks the plan before "
+                            "anything is posted.",
+                        ),
+                        tier,
+                    )
+                )
             else:
                 out.append((f, tier))
         return out
@@ -939,20 +1116,31 @@ class _Collector:
         if not doubled and not lines:
             return []
         ranks = tuple(sorted(set(doubled) | set(lines)))[:MAX_BLAMED]
-        evidence = tuple(Evidence(name, None, f"log of a process claiming rank {r}")
-                         for r in ranks[:4] if r in doubled for name in sorted(doubled[r].values())[:2])
+        evidence = tuple(
+            Evidence(name, None, f"log of a process claiming rank {r}")
+            for r in ranks[:4]
+            if r in doubled
+            for name in sorted(doubled[r].values())[:2]
+        )
         evidence += tuple(ev for r in ranks[:4] for ev in lines.get(r, ()))
-        return [Finding(
-            rule="rank_claimed_twice", category="rank_world_size_mismatch", severity="error", confidence=0.85,
-            title=f"Rank {_span(ranks)} was claimed by more than one process",
-            evidence=evidence,
-            cause="Two processes were started with the same RANK, so a rank of the world size has no process "
-                  "(the others wait for it at the rendezvous or in the first collective) while two processes "
-                  "answer for another: RANK computed by a script from the wrong variable, or a process of an "
-                  "earlier attempt still running beside its restart.",
-            fix="Let the launcher number the ranks (torchrun, srun's SLURM_PROCID) and kill leftover processes of "
+        return [
+            Finding(
+                rule="rank_claimed_twice",
+                category="rank_world_size_mismatch",
+                severity="error",
+                confidence=0.85,
+                title=f"Rank {_span(ranks)} was claimed by more than one process",
+                evidence=evidence,
+                cause="Two processes were started with the same RANK, so a rank of the world size has no process "
+                "(the others wait for it at the rendezvous or in the first collective) while two processes "
+                "answer for another: RANK computed by a script from the wrong variable, or a process of an "
+                "earlier attempt still running beside its restart.",
+                fix="Let the launcher number the ranks (torchrun, srun's SLURM_PROCID) and kill leftover processes of "
                 "an earlier attempt before relaunching; check that RANK runs over 0..WORLD_SIZE-1 once each.",
-            docs=CATEGORY_DOCS["rank_world_size_mismatch"], ranks=ranks)]
+                docs=CATEGORY_DOCS["rank_world_size_mismatch"],
+                ranks=ranks,
+            )
+        ]
 
     def _present_ranks(self) -> set:
         """Ranks that left a trace: a line naming them, or a log file named after them."""
@@ -976,19 +1164,34 @@ class _Collector:
             if key in self.rows_extra and rank not in blamed:
                 left_out.add(key)
                 continue
-            rows.append(RankStatus(rank=rank, host=row.host, local_rank=row.local_rank, pid=row.pid,
-                                   nccl_version=row.nccl_version, last_seq=row.last_seq, last_op=row.last_op,
-                                   first_error=row.first_error, source=row.source))
+            rows.append(
+                RankStatus(
+                    rank=rank,
+                    host=row.host,
+                    local_rank=row.local_rank,
+                    pid=row.pid,
+                    nccl_version=row.nccl_version,
+                    last_seq=row.last_seq,
+                    last_op=row.last_op,
+                    first_error=row.first_error,
+                    source=row.source,
+                )
+            )
         by_rank = {r.rank: i for i, r in enumerate(rows) if r.rank is not None}
         for st in statuses:
             if st.rank in by_rank:
                 old = rows[by_rank[st.rank]]
                 rows[by_rank[st.rank]] = RankStatus(
-                    rank=old.rank, host=old.host or st.host, local_rank=old.local_rank if old.local_rank is not None else st.local_rank,
-                    pid=old.pid if old.pid is not None else st.pid, nccl_version=old.nccl_version or st.nccl_version,
+                    rank=old.rank,
+                    host=old.host or st.host,
+                    local_rank=old.local_rank if old.local_rank is not None else st.local_rank,
+                    pid=old.pid if old.pid is not None else st.pid,
+                    nccl_version=old.nccl_version or st.nccl_version,
                     last_seq=st.last_seq if st.last_seq is not None else old.last_seq,
-                    last_op=st.last_op or old.last_op, first_error=old.first_error or st.first_error,
-                    source=old.source or st.source)
+                    last_op=st.last_op or old.last_op,
+                    first_error=old.first_error or st.first_error,
+                    source=old.source or st.source,
+                )
             elif len(rows) < MAX_RANKS or st.rank in blamed:
                 rows.append(st)
             else:
@@ -998,7 +1201,7 @@ class _Collector:
 
 
 def _parse_rank_list(text: str) -> list:
-    """"1-3,5" -> [1, 2, 3, 5]; bounded, ASCII digits only."""
+    """ "1-3,5" -> [1, 2, 3, 5]; bounded, ASCII digits only."""
     out: list = []
     for part in text.split(",")[:MAX_BLAMED]:
         lo, _, hi = part.strip().partition("-")
@@ -1073,7 +1276,7 @@ def _detail(groups: dict, count: int) -> str:
     elif "seq" in groups and "op" in groups:
         if num(groups["seq"], MAX_DIGITS) is not None:
             bits.append(f"{groups['op']} at SeqNum {num(groups['seq'], MAX_DIGITS)}")
-    elif "xid" in groups:   # a kernel log's Xid line: what the number means
+    elif "xid" in groups:  # a kernel log's Xid line: what the number means
         from .xid import describe
 
         meaning = describe(groups["xid"])
@@ -1086,10 +1289,18 @@ def _detail(groups: dict, count: int) -> str:
 
 def _alternative(f: Finding, category: str) -> Finding:
     return Finding(
-        rule=f"{f.rule}~{category}", category=category, severity="info",
+        rule=f"{f.rule}~{category}",
+        category=category,
+        severity="info",
         confidence=round(f.confidence * 0.6, 3),
         title=f"Also consistent with {category.replace('_', ' ')}: {f.title}",
-        evidence=f.evidence[:2], cause=f.cause, fix=f.fix, docs=CATEGORY_DOCS.get(category, f.docs), ranks=f.ranks, hosts=f.hosts)
+        evidence=f.evidence[:2],
+        cause=f.cause,
+        fix=f.fix,
+        docs=CATEGORY_DOCS.get(category, f.docs),
+        ranks=f.ranks,
+        hosts=f.hosts,
+    )
 
 
 def _parallel_workers(stream) -> int:
@@ -1117,7 +1328,7 @@ def _parse_dump_bytes(data: bytes):
         parsed = json.loads(data.decode("utf-8", "replace"))
     except RecursionError:
         return None, "nested too deeply to be a flight-recorder dump"
-    except ValueError as exc:   # also an integer past int()'s 4300 digits
+    except ValueError as exc:  # also an integer past int()'s 4300 digits
         return None, f"not valid JSON ({getattr(exc, 'msg', exc)})".splitlines()[0][:200]
     except MemoryError:
         return None, "too large to parse in memory"
@@ -1127,7 +1338,7 @@ def _parse_dump_bytes(data: bytes):
 
 
 def _signed(text: Optional[str]) -> Optional[int]:
-    """"-1" -> -1, "4096" -> 4096: an element count (NCCL writes -1 when unknown)."""
+    """ "-1" -> -1, "4096" -> 4096: an element count (NCCL writes -1 when unknown)."""
     if text and text[0] == "-":
         n = num(text[1:], MAX_DIGITS)
         return -n if n is not None else None
@@ -1148,6 +1359,7 @@ def _read_upto(stream, limit: int, head: bytes = b"") -> bytearray:
 
 def _prepare_dump(name: str, parsed: dict, max_size: int):
     from .flight_recorder import prepare_dump
+
     return prepare_dump(name, parsed, max_size)
 
 
@@ -1204,8 +1416,13 @@ class _Chained:
         self.stream.close()
 
 
-def diagnose(*sources, top: Optional[int] = None, signatures: Optional[tuple[Signature, ...]] = None,
-             redact: bool = True, collapse: bool = True) -> Diagnosis:
+def diagnose(
+    *sources,
+    top: Optional[int] = None,
+    signatures: Optional[tuple[Signature, ...]] = None,
+    redact: bool = True,
+    collapse: bool = True,
+) -> Diagnosis:
     """Read logs (paths, directories of per-rank logs, ``.gz`` files, ``-``
     for stdin, or the text itself as str/bytes) and return a
     :class:`~ncclnb.model.Diagnosis`: findings ranked most likely root cause
@@ -1238,12 +1455,16 @@ def diagnose(*sources, top: Optional[int] = None, signatures: Optional[tuple[Sig
     for index, src in enumerate(expand(sources)):
         names.append(src.name)
         col.read(src, index, dumps)
-    if col.blank and not dumps and not col.skipped_dumps \
-            and len({i for i, _, _ in col.blank} | {i for i, _, _ in col.skipped}) == len(names):
+    if (
+        col.blank
+        and not dumps
+        and not col.skipped_dumps
+        and len({i for i, _, _ in col.blank} | {i for i, _, _ in col.skipped}) == len(names)
+    ):
         # every input was empty or unreadable: "no known failure" would claim a log was read
         unread = sorted(col.blank + col.skipped)
         raise nothing_readable(sources, [(n, why) for _, n, why in unread])
-    if col.skipped:   # inputs not read are not sources of the diagnosis; with none read, nothing to say
+    if col.skipped:  # inputs not read are not sources of the diagnosis; with none read, nothing to say
         unread = {i for i, _, _ in col.skipped}
         names = [n for i, n in enumerate(names) if i not in unread]
         if not names:

@@ -7,6 +7,7 @@ line scanner and normaliser on logs) and analysed by the same functions
 (:func:`ncclnb.doctor.flight_recorder.alignment`,
 :mod:`ncclnb.doctor.pairing`), so a view shows what the doctor decided.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,15 +23,18 @@ from .sources import DoctorInputError, expand
 
 __all__ = ["RunInputs", "inputs_of", "read_run", "run_alignment", "run_pairing"]
 
-_HOW_TO_DUMP = ("torch writes them when TORCH_FR_BUFFER_SIZE (TORCH_NCCL_TRACE_BUFFER_SIZE on older torch) "
-                "is above 0 and a rank calls torch._C._distributed_c10d._dump_fr_trace_json() on failure; "
-                "`ncclnb repro run NAME --keep DIR` does both")
+_HOW_TO_DUMP = (
+    "torch writes them when TORCH_FR_BUFFER_SIZE (TORCH_NCCL_TRACE_BUFFER_SIZE on older torch) "
+    "is above 0 and a rank calls torch._C._distributed_c10d._dump_fr_trace_json() on failure; "
+    "`ncclnb repro run NAME --keep DIR` does both"
+)
 
 
 @dataclass
 class RunInputs:
     """What :func:`read_run` found: dumps as (name, PreparedDump), the plan
     lines, and the inputs it could not use, with why."""
+
     where: str
     dumps: list = field(default_factory=list)
     plans: list = field(default_factory=list)
@@ -46,8 +50,9 @@ def inputs_of(source) -> tuple:
     if isinstance(source, Diagnosis):
         paths = tuple(s for s in source.sources if "\n" not in s and os.path.exists(s))
         if not paths:
-            raise ValueError("this diagnosis was made from text, not files: pass the run directory "
-                             "or the log and dump files instead")
+            raise ValueError(
+                "this diagnosis was made from text, not files: pass the run directory or the log and dump files instead"
+            )
         return paths
     if isinstance(source, (str, os.PathLike)):
         return (os.fspath(source),)
@@ -110,7 +115,7 @@ def read_run(source) -> RunInputs:
         finally:
             try:
                 stream.close()
-            except Exception:   # a half-read gzip can raise again on close
+            except Exception:  # a half-read gzip can raise again on close
                 pass
     return out
 
@@ -137,6 +142,8 @@ def run_pairing(source) -> Pairing:
         return recorded
     if run.plans:
         return plan_pairing(run.plans, ranks_ahead(run.dumps) if run.dumps else ())
-    raise ValueError(f"no send/recv in {run.where}: no NCCL flight-recorder send/recv entries and no "
-                     f"'{PLAN_MARK.strip()}' lines (gloo records no isend/irecv: call "
-                     "ncclnb.guard.p2p.log_p2p_plan(sends, recvs) on every rank before posting)")
+    raise ValueError(
+        f"no send/recv in {run.where}: no NCCL flight-recorder send/recv entries and no "
+        f"'{PLAN_MARK.strip()}' lines (gloo records no isend/irecv: call "
+        "ncclnb.guard.p2p.log_p2p_plan(sends, recvs) on every rank before posting)"
+    )

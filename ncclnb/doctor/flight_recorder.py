@@ -93,6 +93,7 @@ other order) and ``fr.p2p_size_mismatch`` otherwise (all ``p2p_pairing``;
 these blame both ends, the rank involved most often first: nothing tells
 which side's size is the wrong one).
 """
+
 from __future__ import annotations
 
 import json
@@ -106,38 +107,76 @@ from typing import Any, Iterable, Optional, Union
 
 from ncclnb.model import Evidence, Finding, RankStatus
 
-__all__ = ["looks_like_dump", "analyze_dumps", "dump_rank_status", "prepare_dump", "PreparedDump", "MAX_ENTRIES",
-           "world_size", "p2p_culprits", "ranks_ahead",
-           "alignment", "Alignment", "GroupAlignment", "AlignedCall", "Divergence", "match_p2p"]
+__all__ = [
+    "looks_like_dump",
+    "analyze_dumps",
+    "dump_rank_status",
+    "prepare_dump",
+    "PreparedDump",
+    "MAX_ENTRIES",
+    "world_size",
+    "p2p_culprits",
+    "ranks_ahead",
+    "alignment",
+    "Alignment",
+    "GroupAlignment",
+    "AlignedCall",
+    "Divergence",
+    "match_p2p",
+]
 
-MAX_ENTRIES = 200_000        # per dump; torch's default ring buffer holds 2000
-MAX_P2P_EDGES = 2048         # unpaired sends/receives weighed to find whom they blame
-_MAX_EVIDENCE = 12           # evidence lines per finding
-_MAX_RANK = 1_000_000        # a "rank" in a file name beyond this is a date or an id
-_MAX_INT = 1 << 63           # integers of a dump are int64; a larger one is not read
-_MAX_NAME = 256              # characters of a profiling name, a group name or desc
-_MAX_WORD = 64               # characters of a state, a dtype, a library version
-_MAX_TENSORS = 4096          # tensors on each side of one entry
-_MAX_DIMS = 64               # dimensions of one tensor
-_MAX_GROUPS = 65536          # pg_config groups read
-_MAX_RANKS_TEXT = 1 << 20    # characters of one pg_config "ranks" text
+MAX_ENTRIES = 200_000  # per dump; torch's default ring buffer holds 2000
+MAX_P2P_EDGES = 2048  # unpaired sends/receives weighed to find whom they blame
+_MAX_EVIDENCE = 12  # evidence lines per finding
+_MAX_RANK = 1_000_000  # a "rank" in a file name beyond this is a date or an id
+_MAX_INT = 1 << 63  # integers of a dump are int64; a larger one is not read
+_MAX_NAME = 256  # characters of a profiling name, a group name or desc
+_MAX_WORD = 64  # characters of a state, a dtype, a library version
+_MAX_TENSORS = 4096  # tensors on each side of one entry
+_MAX_DIMS = 64  # dimensions of one tensor
+_MAX_GROUPS = 65536  # pg_config groups read
+_MAX_RANKS_TEXT = 1 << 20  # characters of one pg_config "ranks" text
 _DOCS = "https://pytorch.org/tutorials/prototype/flight_recorder_tutorial.html"
 
 # Collectives whose input and output sizes must agree on every rank.
 # all_to_all, scatter, gather, the *_v variants and barrier legitimately differ.
-_SAME_SIZE_OPS = frozenset({
-    "all_reduce", "allreduce_coalesced", "all_reduce_barrier",
-    "broadcast", "_broadcast_oop", "reduce", "_reduce_oop",
-    "all_gather", "_all_gather_base", "all_gather_into_tensor", "all_gather_into_tensor_coalesced",
-    "all_gather_single", "reduce_scatter", "_reduce_scatter_base", "reduce_scatter_tensor",
-    "reduce_scatter_tensor_coalesced", "reduce_scatter_single",
-})
+_SAME_SIZE_OPS = frozenset(
+    {
+        "all_reduce",
+        "allreduce_coalesced",
+        "all_reduce_barrier",
+        "broadcast",
+        "_broadcast_oop",
+        "reduce",
+        "_reduce_oop",
+        "all_gather",
+        "_all_gather_base",
+        "all_gather_into_tensor",
+        "all_gather_into_tensor_coalesced",
+        "all_gather_single",
+        "reduce_scatter",
+        "_reduce_scatter_base",
+        "reduce_scatter_tensor",
+        "reduce_scatter_tensor_coalesced",
+        "reduce_scatter_single",
+    }
+)
 _P2P_OPS = frozenset({"send", "recv"})
 _DTYPE_NAMES = {
-    "Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16",
-    "Long": "int64", "Int": "int32", "Short": "int16", "Char": "int8", "Byte": "uint8",
-    "Bool": "bool", "ComplexFloat": "complex64", "ComplexDouble": "complex128",
-    "Float8_e4m3fn": "float8_e4m3fn", "Float8_e5m2": "float8_e5m2",
+    "Float": "float32",
+    "Double": "float64",
+    "Half": "float16",
+    "BFloat16": "bfloat16",
+    "Long": "int64",
+    "Int": "int32",
+    "Short": "int16",
+    "Char": "int8",
+    "Byte": "uint8",
+    "Bool": "bool",
+    "ComplexFloat": "complex64",
+    "ComplexDouble": "complex128",
+    "Float8_e4m3fn": "float8_e4m3fn",
+    "Float8_e5m2": "float8_e5m2",
 }
 # ASCII digits only (``\d`` would take any Unicode digit) and at most 9 of them
 _SEND_RE = re.compile(r"^\s*([0-9]{1,9})\s*->\s*([0-9]{1,9})\s*$", re.ASCII)
@@ -148,21 +187,22 @@ _TRAILING_DIGITS = re.compile(r"([0-9]+)$", re.ASCII)
 
 # --------------------------------------------------------------------------- parsing
 
+
 @dataclass(frozen=True, slots=True)
 class _Entry:
-    rank: int                    # global rank of the dump that holds it
+    rank: int  # global rank of the dump that holds it
     source: str
     record_id: int
-    pg: str                      # process_group[0]
-    pg_desc: str                 # process_group[1]
-    op: str                      # "all_reduce", "send", "coalesced", ...
-    peer_spec: Optional[str]     # "0->1" / "1<-0" for send/recv
+    pg: str  # process_group[0]
+    pg_desc: str  # process_group[1]
+    op: str  # "all_reduce", "send", "coalesced", ...
+    peer_spec: Optional[str]  # "0->1" / "1<-0" for send/recv
     coll_seq: int
     p2p_seq: int
     is_p2p: bool
     in_sizes: tuple
     out_sizes: tuple
-    dtypes: tuple                # input dtypes then output dtypes
+    dtypes: tuple  # input dtypes then output dtypes
     state: str
     t_ns: Optional[int]
     timeout_ms: Optional[int]
@@ -172,12 +212,12 @@ class _Entry:
 class _Dump:
     rank: int
     source: str
-    entries: tuple               # of _Entry, in record order
-    pg_ranks: dict               # pg name -> tuple of global ranks, from a usable pg_config
+    entries: tuple  # of _Entry, in record order
+    pg_ranks: dict  # pg name -> tuple of global ranks, from a usable pg_config
     lib_version: Optional[str]
-    wrapped: bool                # the ring buffer dropped older entries
-    size: int = 0                # estimated bytes this dump holds in memory
-    world: int = 0               # the largest rank any pg_config group names, plus one (0: none named)
+    wrapped: bool  # the ring buffer dropped older entries
+    size: int = 0  # estimated bytes this dump holds in memory
+    world: int = 0  # the largest rank any pg_config group names, plus one (0: none named)
 
 
 class _BadDump(Exception):
@@ -190,8 +230,8 @@ class _NoEntries(_BadDump):
 
     def __init__(self, message: str, rank: Optional[int] = None, world: int = 0):
         super().__init__(message)
-        self.rank = rank          # from a ``rank`` key or the file name, if either tells
-        self.world = world        # as _Dump.world
+        self.rank = rank  # from a ``rank`` key or the file name, if either tells
+        self.world = world  # as _Dump.world
 
 
 class _TooLarge(_BadDump):
@@ -209,6 +249,7 @@ class PreparedDump:
     ``size`` is the estimated bytes it holds in memory (for a dump refused for
     its size, what it would have needed; 0 for another refused one).
     ``analyze_dumps`` and ``dump_rank_status`` take it in place of the JSON."""
+
     source: str
     dump: Optional[_Dump] = None
     reason: Optional[_BadDump] = None
@@ -253,8 +294,9 @@ def looks_like_dump(data: Union[str, bytes]) -> bool:
         if '"entries"' not in head:
             # a recorder that was off (TORCH_FR_BUFFER_SIZE=0) writes no "entries" key
             return all(k in head for k in ('"pg_config"', '"pg_status"', '"version"'))
-        return any(k in head for k in ('"pg_config"', '"pg_status"', '"comm_lib_version"',
-                                       '"nccl_comm_state"', '"profiling_name"'))
+        return any(
+            k in head for k in ('"pg_config"', '"pg_status"', '"comm_lib_version"', '"nccl_comm_state"', '"profiling_name"')
+        )
     except (TypeError, ValueError):  # not text or bytes: simply "not a dump"
         return False
 
@@ -318,8 +360,7 @@ def _parse_entry(raw: Any, index: int, rank: int, source: str, share: Optional[_
     op_part = name.split(":", 1)[1] if ":" in name else name
     op, _, meta = op_part.strip().partition(" ")
     pg = raw.get("process_group")
-    if (not isinstance(pg, list) or len(pg) != 2
-            or not all(_word(x, _MAX_NAME) is not None for x in pg)):
+    if not isinstance(pg, list) or len(pg) != 2 or not all(_word(x, _MAX_NAME) is not None for x in pg):
         raise _BadDump(f"{where}.process_group is not [name, desc] (strings of at most {_MAX_NAME} characters)")
     seq = raw.get("collective_seq_id")
     if not _int64(seq):
@@ -336,13 +377,25 @@ def _parse_entry(raw: Any, index: int, rank: int, source: str, share: Optional[_
     state = _word(raw.get("state", "")) or ""
     in_sizes = _sizes(raw.get("input_sizes", []), f"{where}.input_sizes", share)
     out_sizes = _sizes(raw.get("output_sizes", []), f"{where}.output_sizes", share)
-    dtypes = share(_strs(raw.get("input_dtypes"), f"{where}.input_dtypes", share)
-                   + _strs(raw.get("output_dtypes"), f"{where}.output_dtypes", share), 0)
+    dtypes = share(
+        _strs(raw.get("input_dtypes"), f"{where}.input_dtypes", share)
+        + _strs(raw.get("output_dtypes"), f"{where}.output_dtypes", share),
+        0,
+    )
     return _Entry(
-        rank=rank, source=source, record_id=record_id, pg=share(pg[0], 64 + len(pg[0])),
-        pg_desc=share(pg[1], 64 + len(pg[1])), op=share(op, 64 + len(op)),
-        peer_spec=share(meta.strip(), 64 + len(meta)) or None, coll_seq=seq, p2p_seq=p2p_seq,
-        is_p2p=is_p2p, in_sizes=in_sizes, out_sizes=out_sizes, dtypes=dtypes,
+        rank=rank,
+        source=source,
+        record_id=record_id,
+        pg=share(pg[0], 64 + len(pg[0])),
+        pg_desc=share(pg[1], 64 + len(pg[1])),
+        op=share(op, 64 + len(op)),
+        peer_spec=share(meta.strip(), 64 + len(meta)) or None,
+        coll_seq=seq,
+        p2p_seq=p2p_seq,
+        is_p2p=is_p2p,
+        in_sizes=in_sizes,
+        out_sizes=out_sizes,
+        dtypes=dtypes,
         state=share(state, 64 + len(state)),
         t_ns=t_ns if _int64(t_ns) else None,
         timeout_ms=timeout_ms if _int64(timeout_ms) and timeout_ms > 0 else None,
@@ -383,10 +436,10 @@ def _rank_from_p2p(raw_entries: list) -> Optional[int]:
         if pg[1] != "default_pg" and pg[0] != "0":
             continue
         op, _, meta = (name.split(":", 1)[-1]).strip().partition(" ")
-        m = (_SEND_RE if op == "send" else _RECV_RE if op == "recv" else None)
+        m = _SEND_RE if op == "send" else _RECV_RE if op == "recv" else None
         m = m.match(meta) if m else None
         if m and _num(m.group(1)) is not None:
-            seen.add(_num(m.group(1)))   # "a->b": a sends; "b<-a": b receives
+            seen.add(_num(m.group(1)))  # "a->b": a sends; "b<-a": b receives
     return seen.pop() if len(seen) == 1 else None
 
 
@@ -399,7 +452,7 @@ def _parse_ranks_text(v: Any) -> Optional[tuple]:
             return None
         try:
             v = json.loads(v)
-        except (ValueError, RecursionError):   # not JSON, an int past 4300 digits, or nested too deeply
+        except (ValueError, RecursionError):  # not JSON, an int past 4300 digits, or nested too deeply
             return None
     if isinstance(v, list) and 0 < len(v) <= _MAX_RANK and all(_is_int(r) and 0 <= r < _MAX_RANK for r in v):
         return tuple(v)
@@ -415,15 +468,19 @@ def _parse_dump(source: str, data: Any, max_size: Optional[int] = None) -> _Dump
     raw_entries = data.get("entries")
     pg_ranks, world, cfg_size = _pg_config(data.get("pg_config"))
     if raw_entries is None and "pg_status" in data:
-        raise _NoEntries("it holds no entries: the flight recorder was off "
-                         "(TORCH_FR_BUFFER_SIZE=0 or TORCH_NCCL_TRACE_BUFFER_SIZE=0)", rank, world)
+        raise _NoEntries(
+            "it holds no entries: the flight recorder was off (TORCH_FR_BUFFER_SIZE=0 or TORCH_NCCL_TRACE_BUFFER_SIZE=0)",
+            rank,
+            world,
+        )
     if not isinstance(raw_entries, list):
         raise _BadDump('it has no "entries" list')
     if len(raw_entries) > MAX_ENTRIES:
         raise _BadDump(f"it holds {len(raw_entries)} entries, more than the {MAX_ENTRIES} read")
     if max_size is not None and _size(len(raw_entries), 0) > max_size:
-        raise _TooLarge(f"its {len(raw_entries)} entries need more than the {max_size >> 20} MiB left",
-                        _size(len(raw_entries), 0))
+        raise _TooLarge(
+            f"its {len(raw_entries)} entries need more than the {max_size >> 20} MiB left", _size(len(raw_entries), 0)
+        )
     if rank is None:
         rank = _rank_from_p2p(raw_entries)
     if rank is None:
@@ -435,10 +492,14 @@ def _parse_dump(source: str, data: Any, max_size: Optional[int] = None) -> _Dump
     share.size += cfg_size
     lib = _word(data.get("comm_lib_version", data.get("nccl_version")))
     return _Dump(
-        rank=rank, source=source, entries=entries, pg_ranks=pg_ranks,
+        rank=rank,
+        source=source,
+        entries=entries,
+        pg_ranks=pg_ranks,
         lib_version=lib or None,
         wrapped=bool(entries) and entries[0].record_id > 0,
-        size=_size(len(entries), share.size), world=world,
+        size=_size(len(entries), share.size),
+        world=world,
     )
 
 
@@ -497,7 +558,7 @@ def prepare_dump(source: str, data: Any, max_size: Optional[int] = None) -> Prep
         # without its traceback: the frames would keep the whole JSON alive
         exc.__traceback__ = exc.__context__ = exc.__cause__ = None
         return PreparedDump(source, reason=exc, size=exc.size if isinstance(exc, _TooLarge) else 0)
-    except RecursionError:   # a Python caller's self-referencing or absurdly deep structure
+    except RecursionError:  # a Python caller's self-referencing or absurdly deep structure
         return PreparedDump(source, reason=_BadDump("it is nested too deeply"))
     except MemoryError:
         return PreparedDump(source, reason=_BadDump("it is too large to hold in memory"))
@@ -520,35 +581,60 @@ def _load(dumps: Iterable) -> tuple[dict, list]:
             empty.append((source, exc))
             continue
         if exc is not None:
-            notes.append(_info("fr.bad_dump", f"Skipped flight-recorder dump {source}: {exc}",
-                               source, "This file was not analysed; the other dumps were."))
+            notes.append(
+                _info(
+                    "fr.bad_dump",
+                    f"Skipped flight-recorder dump {source}: {exc}",
+                    source,
+                    "This file was not analysed; the other dumps were.",
+                )
+            )
             continue
         if dump.rank in by_rank:
-            notes.append(_info(
-                "fr.duplicate_rank",
-                f"Two flight-recorder dumps claim rank {dump.rank}; kept {by_rank[dump.rank].source}",
-                source, "Name per-rank dumps rank<N>.json so that each rank is known."))
+            notes.append(
+                _info(
+                    "fr.duplicate_rank",
+                    f"Two flight-recorder dumps claim rank {dump.rank}; kept {by_rank[dump.rank].source}",
+                    source,
+                    "Name per-rank dumps rank<N>.json so that each rank is known.",
+                )
+            )
             continue
         by_rank[dump.rank] = dump
     for source, exc in empty:
         # beside dumps that recorded collectives, an empty one is a rank that reached none
         rank = exc.rank
         if by_rank and rank is not None and rank not in by_rank:
-            by_rank[rank] = _Dump(rank=rank, source=source, entries=(), pg_ranks={}, lib_version=None,
-                                  wrapped=False, world=exc.world)
+            by_rank[rank] = _Dump(
+                rank=rank, source=source, entries=(), pg_ranks={}, lib_version=None, wrapped=False, world=exc.world
+            )
         else:
-            notes.append(_info("fr.bad_dump", f"Skipped flight-recorder dump {source}: {exc}",
-                               source, "This file was not analysed; the other dumps were."))
+            notes.append(
+                _info(
+                    "fr.bad_dump",
+                    f"Skipped flight-recorder dump {source}: {exc}",
+                    source,
+                    "This file was not analysed; the other dumps were.",
+                )
+            )
     return by_rank, notes
 
 
 def _info(rule: str, title: str, source: str, cause: str) -> Finding:
-    return Finding(rule=rule, category="unknown", severity="info", confidence=1.0, title=title,
-                   evidence=(Evidence(source=source, line=None, text=title),), cause=cause,
-                   docs=_DOCS)
+    return Finding(
+        rule=rule,
+        category="unknown",
+        severity="info",
+        confidence=1.0,
+        title=title,
+        evidence=(Evidence(source=source, line=None, text=title),),
+        cause=cause,
+        docs=_DOCS,
+    )
 
 
 # --------------------------------------------------------------------------- text
+
 
 def _dtype(name: str) -> str:
     return _DTYPE_NAMES.get(name, name)
@@ -576,8 +662,7 @@ def _fmt_entry(e: _Entry, seq: Optional[int] = None) -> str:
 def _fmt_group(entries: list, seq: int) -> str:
     if len(entries) == 1:
         return _fmt_entry(entries[0], seq)
-    return f"rank {entries[0].rank} seq {seq}: " + " + ".join(
-        _fmt_entry(e, seq).split(": ", 1)[1] for e in entries)
+    return f"rank {entries[0].rank} seq {seq}: " + " + ".join(_fmt_entry(e, seq).split(": ", 1)[1] for e in entries)
 
 
 def _ranks_text(ranks: Iterable[int]) -> str:
@@ -594,6 +679,7 @@ def _pg_text(pg: str, desc: str) -> str:
 
 
 # --------------------------------------------------------------------------- groups
+
 
 def _memberships(dumps: dict) -> tuple[dict, dict, list]:
     """pg name -> (members, desc); a pg_config is used when it names the group
@@ -622,11 +708,14 @@ def _memberships(dumps: dict) -> tuple[dict, dict, list]:
             members[pg] = frozenset(seen[pg])
         absent = sorted(members[pg] - all_ranks)
         if absent:
-            notes.append(_info(
-                "fr.missing_dump",
-                f"No flight-recorder dump from {_ranks_text(absent)} of {_pg_text(pg, desc[pg])}",
-                "flight recorder", "Those ranks are left out of the comparison; give every "
-                "rank's dump to see whether they diverged."))
+            notes.append(
+                _info(
+                    "fr.missing_dump",
+                    f"No flight-recorder dump from {_ranks_text(absent)} of {_pg_text(pg, desc[pg])}",
+                    "flight recorder",
+                    "Those ranks are left out of the comparison; give every rank's dump to see whether they diverged.",
+                )
+            )
     return members, desc, notes
 
 
@@ -635,6 +724,7 @@ def _ordered(dumps: dict) -> dict:
 
 
 # --------------------------------------------------------------------------- collectives
+
 
 def _blame_groups(by_key: dict) -> tuple[list, bool]:
     """Ranks grouped by a signature: (ranks to blame, whether the majority was clear)."""
@@ -660,8 +750,7 @@ def _repeats_previous(groups: dict, before: dict) -> Optional[tuple]:
     return repeating[0] if len(repeating) == 1 else None
 
 
-def _mismatch_finding(kind: str, pg: str, desc: str, seq: int, groups: dict,
-                      at: dict, before: Optional[dict] = None) -> Finding:
+def _mismatch_finding(kind: str, pg: str, desc: str, seq: int, groups: dict, at: dict, before: Optional[dict] = None) -> Finding:
     blamed, clear = _blame_groups(groups)
     majority_key = max(groups, key=lambda k: len(groups[k])) if clear else None
     history = ""
@@ -670,17 +759,22 @@ def _mismatch_finding(kind: str, pg: str, desc: str, seq: int, groups: dict,
         if extra is not None:
             blamed, clear = sorted(groups[extra]), True
             majority_key = next(k for k in groups if k != extra)
-            history = (f" No majority decides, but {_ranks_text(blamed)} repeated the "
-                       f"{' + '.join(extra)} every rank ran at the collective before: it ran one "
-                       "more iteration than the others (a loop whose length depends on the rank's data).")
+            history = (
+                f" No majority decides, but {_ranks_text(blamed)} repeated the "
+                f"{' + '.join(extra)} every rank ran at the collective before: it ran one "
+                "more iteration than the others (a loop whose length depends on the rank's data)."
+            )
     evidence = []
     for key, ranks in sorted(groups.items(), key=lambda kv: (-len(kv[1]), min(kv[1]))):
         shown = sorted(ranks)
         for r in shown[:3]:
             evidence.append(Evidence(source=at[r][0].source, line=None, text=_fmt_group(at[r], seq)))
         if len(shown) > 3:
-            evidence.append(Evidence(source=at[shown[0]][0].source, line=None,
-                                     text=f"... and {len(shown) - 3} more ranks like rank {shown[0]}"))
+            evidence.append(
+                Evidence(
+                    source=at[shown[0]][0].source, line=None, text=f"... and {len(shown) - 3} more ranks like rank {shown[0]}"
+                )
+            )
     where = f"collective #{seq} of {_pg_text(pg, desc)}"
 
     def ops(r):
@@ -690,42 +784,58 @@ def _mismatch_finding(kind: str, pg: str, desc: str, seq: int, groups: dict,
         rule, what = "fr.desync_op", "different collectives"
         if clear:
             good = sorted(groups[majority_key])
-            title = (f"{_ranks_text(blamed).capitalize()} called {ops(blamed[0])} where "
-                     f"{_ranks_text(good)} called {ops(good[0])} ({where})")
+            title = (
+                f"{_ranks_text(blamed).capitalize()} called {ops(blamed[0])} where "
+                f"{_ranks_text(good)} called {ops(good[0])} ({where})"
+            )
         else:
             title = f"Ranks called different collectives at {where}"
     elif kind == "size":
         rule, what = "fr.size_mismatch", "tensors of different sizes"
-        title = (f"{_ranks_text(blamed).capitalize()} passed other tensor sizes to "
-                 f"{ops(blamed[0])} than the other ranks ({where})" if clear else
-                 f"Ranks passed different tensor sizes to {ops(blamed[0])} at {where}")
+        title = (
+            f"{_ranks_text(blamed).capitalize()} passed other tensor sizes to {ops(blamed[0])} than the other ranks ({where})"
+            if clear
+            else f"Ranks passed different tensor sizes to {ops(blamed[0])} at {where}"
+        )
     else:
         rule, what = "fr.dtype_mismatch", "tensors of different dtypes"
-        title = (f"{_ranks_text(blamed).capitalize()} passed other dtypes to "
-                 f"{ops(blamed[0])} than the other ranks ({where})" if clear else
-                 f"Ranks passed different dtypes to {ops(blamed[0])} at {where}")
-    cause = (f"At {where} the ranks issued {what}. A collective only completes when every rank "
-             "of the group calls the same one with matching tensors, so each side waits for the "
-             "other until the timeout (NCCL may also corrupt data or crash instead of waiting)."
-             + (history if clear else " No majority tells which side is wrong, so every rank involved "
-                "is named."))
-    fix = ("Make every rank of the group call the same collectives, in the same order, with the "
-           "same shapes and dtypes: look for a collective under a rank-dependent branch "
-           "(`if rank == 0:` logging, evaluation or checkpointing), an early return or break, a "
-           "loop whose length depends on the rank's data, or a tensor shaped by local data. "
-           "TORCH_DISTRIBUTED_DEBUG=DETAIL checks every call and names the first mismatch.")
-    return Finding(rule=rule, category="collective_desync", severity="error",
-                   confidence=(0.75 if history else 0.9) if clear else 0.6, title=title,
-                   evidence=tuple(evidence[:_MAX_EVIDENCE]), cause=cause, fix=fix, docs=_DOCS,
-                   ranks=tuple(blamed))
+        title = (
+            f"{_ranks_text(blamed).capitalize()} passed other dtypes to {ops(blamed[0])} than the other ranks ({where})"
+            if clear
+            else f"Ranks passed different dtypes to {ops(blamed[0])} at {where}"
+        )
+    cause = (
+        f"At {where} the ranks issued {what}. A collective only completes when every rank "
+        "of the group calls the same one with matching tensors, so each side waits for the "
+        "other until the timeout (NCCL may also corrupt data or crash instead of waiting)."
+        + (history if clear else " No majority tells which side is wrong, so every rank involved is named.")
+    )
+    fix = (
+        "Make every rank of the group call the same collectives, in the same order, with the "
+        "same shapes and dtypes: look for a collective under a rank-dependent branch "
+        "(`if rank == 0:` logging, evaluation or checkpointing), an early return or break, a "
+        "loop whose length depends on the rank's data, or a tensor shaped by local data. "
+        "TORCH_DISTRIBUTED_DEBUG=DETAIL checks every call and names the first mismatch."
+    )
+    return Finding(
+        rule=rule,
+        category="collective_desync",
+        severity="error",
+        confidence=(0.75 if history else 0.9) if clear else 0.6,
+        title=title,
+        evidence=tuple(evidence[:_MAX_EVIDENCE]),
+        cause=cause,
+        fix=fix,
+        docs=_DOCS,
+        ranks=tuple(blamed),
+    )
 
 
 def _last_entry(dump: _Dump) -> Optional[_Entry]:
     return dump.entries[-1] if dump.entries else None
 
 
-def _classify_missing(rank: int, dumps: dict, pg: str, seq: int, coll: dict,
-                      members: dict) -> tuple[bool, str]:
+def _classify_missing(rank: int, dumps: dict, pg: str, seq: int, coll: dict, members: dict) -> tuple[bool, str]:
     """(merely behind?, one line on where the rank is) for a rank without ``seq``."""
     own = coll[pg].get(rank, {})
     if any(s > seq for s in own):
@@ -747,66 +857,91 @@ def _classify_missing(rank: int, dumps: dict, pg: str, seq: int, coll: dict,
     return False, f"{where}: its last entry, which its peers in that group never reached"
 
 
-def _missing_finding(pg: str, desc: str, seq: int, present: dict, absent: list,
-                     dumps: dict, coll: dict, members: dict) -> Finding:
+def _missing_finding(
+    pg: str, desc: str, seq: int, present: dict, absent: list, dumps: dict, coll: dict, members: dict
+) -> Finding:
     where = f"collective #{seq} of {_pg_text(pg, desc)}"
     sample = sorted(present)[:3]
-    arrived_ev = [Evidence(source=present[r][0].source, line=None, text=_fmt_group(present[r], seq))
-                  for r in sample]
+    arrived_ev = [Evidence(source=present[r][0].source, line=None, text=_fmt_group(present[r], seq)) for r in sample]
     if len(present) < len(absent):
         # A minority went further than everybody else: it ran extra collectives.
         ahead = sorted(present)
         ev = arrived_ev + [
-            Evidence(source=dumps[r].source, line=None,
-                     text=(_fmt_entry(_last_entry(dumps[r])) if _last_entry(dumps[r])
-                           else f"rank {r}: no entries")) for r in absent[:4]]
+            Evidence(
+                source=dumps[r].source,
+                line=None,
+                text=(_fmt_entry(_last_entry(dumps[r])) if _last_entry(dumps[r]) else f"rank {r}: no entries"),
+            )
+            for r in absent[:4]
+        ]
         return Finding(
-            rule="fr.extra_collective", category="collective_desync", severity="error",
+            rule="fr.extra_collective",
+            category="collective_desync",
+            severity="error",
             confidence=0.7,
-            title=f"{_ranks_text(ahead).capitalize()} ran {where}, which "
-                  f"{_ranks_text(absent)} never called",
+            title=f"{_ranks_text(ahead).capitalize()} ran {where}, which {_ranks_text(absent)} never called",
             evidence=tuple(ev[:_MAX_EVIDENCE]),
-            cause=(f"Only {_ranks_text(ahead)} reached {where}; the majority never issued it. "
-                   "Most often the few ran a collective the others skip (rank 0 reducing a metric "
-                   "for logging, an extra barrier), and now wait for peers that will never join. "
-                   "If instead the many are stuck in their own code, they are slow, not desynced."),
-            fix=("Make every rank call the same collectives: move the collective out of the "
-                 "rank-dependent branch, or make the other ranks call it too."),
-            docs=_DOCS, ranks=tuple(ahead))
+            cause=(
+                f"Only {_ranks_text(ahead)} reached {where}; the majority never issued it. "
+                "Most often the few ran a collective the others skip (rank 0 reducing a metric "
+                "for logging, an extra barrier), and now wait for peers that will never join. "
+                "If instead the many are stuck in their own code, they are slow, not desynced."
+            ),
+            fix=(
+                "Make every rank call the same collectives: move the collective out of the "
+                "rank-dependent branch, or make the other ranks call it too."
+            ),
+            docs=_DOCS,
+            ranks=tuple(ahead),
+        )
     verdicts = {r: _classify_missing(r, dumps, pg, seq, coll, members) for r in absent}
     elsewhere = [r for r in absent if not verdicts[r][0]]
-    tie = len(present) == len(absent)   # no majority says who is out of step
+    tie = len(present) == len(absent)  # no majority says who is out of step
     ev = [Evidence(source=dumps[r].source, line=None, text=verdicts[r][1]) for r in absent[:6]]
     ev += arrived_ev
     if elsewhere:
         return Finding(
-            rule="fr.missing_rank_elsewhere", category="collective_desync", severity="error",
+            rule="fr.missing_rank_elsewhere",
+            category="collective_desync",
+            severity="error",
             confidence=0.55 if tie else 0.75,
-            title=f"{_ranks_text(absent).capitalize()} never reached {where}; "
-                  f"{_ranks_text(elsewhere)} ran something else",
+            title=f"{_ranks_text(absent).capitalize()} never reached {where}; {_ranks_text(elsewhere)} ran something else",
             evidence=tuple(ev[:_MAX_EVIDENCE]),
-            cause=(f"{_ranks_text(present).capitalize()} wait in {where}, but "
-                   f"{_ranks_text(elsewhere)} went another way (another group's collective, a "
-                   "send/recv, or past this collective without it): the ranks do not call the "
-                   "same collectives in the same order, so both sides wait until the timeout."),
-            fix=("Make every rank issue collectives of every group in the same order; create and "
-                 "use sub-groups identically on all ranks; do not skip a collective on some ranks. "
-                 "TORCH_DISTRIBUTED_DEBUG=DETAIL names the first mismatched call."),
-            docs=_DOCS, ranks=tuple(absent))
+            cause=(
+                f"{_ranks_text(present).capitalize()} wait in {where}, but "
+                f"{_ranks_text(elsewhere)} went another way (another group's collective, a "
+                "send/recv, or past this collective without it): the ranks do not call the "
+                "same collectives in the same order, so both sides wait until the timeout."
+            ),
+            fix=(
+                "Make every rank issue collectives of every group in the same order; create and "
+                "use sub-groups identically on all ranks; do not skip a collective on some ranks. "
+                "TORCH_DISTRIBUTED_DEBUG=DETAIL names the first mismatched call."
+            ),
+            docs=_DOCS,
+            ranks=tuple(absent),
+        )
     return Finding(
-        rule="fr.missing_rank", category="slow_rank_timeout", severity="error",
+        rule="fr.missing_rank",
+        category="slow_rank_timeout",
+        severity="error",
         confidence=0.6 if tie else 0.8,
-        title=f"{_ranks_text(absent).capitalize()} never reached {where} that "
-              f"{_ranks_text(present)} waited in",
+        title=f"{_ranks_text(absent).capitalize()} never reached {where} that {_ranks_text(present)} waited in",
         evidence=tuple(ev[:_MAX_EVIDENCE]),
-        cause=(f"{_ranks_text(absent).capitalize()} ran the same collectives as the others up to "
-               f"its last one, then stopped issuing any: it is busy (or stuck) in its own code "
-               "(saving a checkpoint, evaluating, loading data, a Python hang) for longer than "
-               f"the collective timeout, while {_ranks_text(present)} wait in {where}."),
-        fix=("Find what the late rank was doing (py-spy dump on its PID, its own log): make slow "
-             "work (checkpointing, evaluation) happen on every rank or outside the timed region, "
-             "or raise the `timeout=` of init_process_group above its duration."),
-        docs=_DOCS, ranks=tuple(absent))
+        cause=(
+            f"{_ranks_text(absent).capitalize()} ran the same collectives as the others up to "
+            f"its last one, then stopped issuing any: it is busy (or stuck) in its own code "
+            "(saving a checkpoint, evaluating, loading data, a Python hang) for longer than "
+            f"the collective timeout, while {_ranks_text(present)} wait in {where}."
+        ),
+        fix=(
+            "Find what the late rank was doing (py-spy dump on its PID, its own log): make slow "
+            "work (checkpointing, evaluation) happen on every rank or outside the timed region, "
+            "or raise the `timeout=` of init_process_group above its duration."
+        ),
+        docs=_DOCS,
+        ranks=tuple(absent),
+    )
 
 
 def _late_finding(pg: str, desc: str, seq: int, prev: int, at: dict, prev_at: dict) -> Optional[Finding]:
@@ -826,21 +961,35 @@ def _late_finding(pg: str, desc: str, seq: int, prev: int, at: dict, prev_at: di
         return None
     on_time = sorted(set(gaps) - set(late))
     where = f"collective #{seq} of {_pg_text(pg, desc)}"
-    ev = [Evidence(source=at[r][0].source, line=None,
-                   text=f"{_fmt_group(at[r], seq)}: issued {gaps[r] / 1e9:.1f} s after its "
-                        f"collective #{prev}") for r in (late[:4] + on_time[:3])]
+    ev = [
+        Evidence(
+            source=at[r][0].source,
+            line=None,
+            text=f"{_fmt_group(at[r], seq)}: issued {gaps[r] / 1e9:.1f} s after its collective #{prev}",
+        )
+        for r in (late[:4] + on_time[:3])
+    ]
     return Finding(
-        rule="fr.late_rank", category="slow_rank_timeout", severity="error", confidence=0.7,
+        rule="fr.late_rank",
+        category="slow_rank_timeout",
+        severity="error",
+        confidence=0.7,
         title=f"{_ranks_text(late).capitalize()} reached {where} more than the "
-              f"{min(timeouts) / 1000:g} s timeout after {_ranks_text(on_time)}",
+        f"{min(timeouts) / 1000:g} s timeout after {_ranks_text(on_time)}",
         evidence=tuple(ev[:_MAX_EVIDENCE]),
-        cause=(f"Every rank called the same collective, but {_ranks_text(late)} took longer "
-               f"between collective #{prev} and #{seq} than the collective timeout, so the others "
-               "timed out waiting: the late rank was busy in its own code (checkpoint, "
-               "evaluation, data loading), not in a different collective."),
-        fix=("Make the slow work happen on every rank or outside the gap between collectives, "
-             "or raise the `timeout=` of init_process_group above its duration."),
-        docs=_DOCS, ranks=tuple(late))
+        cause=(
+            f"Every rank called the same collective, but {_ranks_text(late)} took longer "
+            f"between collective #{prev} and #{seq} than the collective timeout, so the others "
+            "timed out waiting: the late rank was busy in its own code (checkpoint, "
+            "evaluation, data loading), not in a different collective."
+        ),
+        fix=(
+            "Make the slow work happen on every rank or outside the gap between collectives, "
+            "or raise the `timeout=` of init_process_group above its duration."
+        ),
+        docs=_DOCS,
+        ranks=tuple(late),
+    )
 
 
 def _collectives(dumps: dict) -> dict:
@@ -866,7 +1015,7 @@ def _collective_findings(dumps: dict, members: dict, desc: dict, where: Optional
     coll = _collectives(dumps)
     found_at: dict = {}
     findings = []
-    waiting: dict[int, frozenset] = {}   # id(finding) -> ranks that wait in its collective
+    waiting: dict[int, frozenset] = {}  # id(finding) -> ranks that wait in its collective
     for pg in sorted(coll, key=lambda p: (not desc.get(p) == "default_pg", p)):
         ranks = sorted(r for r in members.get(pg, ()) if r in dumps)
         per_rank = coll[pg]
@@ -884,8 +1033,10 @@ def _collective_findings(dumps: dict, members: dict, desc: dict, where: Optional
                 by_op[tuple(e.op for e in es)].append(r)
                 by_size[tuple((e.in_sizes, e.out_sizes) for e in es if e.op in _SAME_SIZE_OPS)].append(r)
                 by_dtype[tuple(frozenset(e.dtypes) for e in es if e.dtypes)].append(r)
-            mismatch = next(((kind, groups) for kind, groups in (("op", by_op), ("size", by_size),
-                                                                  ("dtype", by_dtype)) if len(groups) > 1), None)
+            mismatch = next(
+                ((kind, groups) for kind, groups in (("op", by_op), ("size", by_size), ("dtype", by_dtype)) if len(groups) > 1),
+                None,
+            )
             if mismatch is not None:
                 # annotated: without it mypy (1.20, 2.4) crashes inferring this loop ("Too many iterations")
                 before: dict = {r: per_rank[r][prev] for r in at if prev in per_rank.get(r, {})} if prev is not None else {}
@@ -900,8 +1051,7 @@ def _collective_findings(dumps: dict, members: dict, desc: dict, where: Optional
                 found_at[id(found)] = (pg, seq, "extra" if found.rule == "fr.extra_collective" else "missing")
                 break
             if prev is not None and not late_found:
-                late = _late_finding(pg, desc[pg], seq, prev, at,
-                                     {r: per_rank[r][prev] for r in at})
+                late = _late_finding(pg, desc[pg], seq, prev, at, {r: per_rank[r][prev] for r in at})
                 if late is not None:
                     findings.append(late)
                     found_at[id(late)] = (pg, seq, "late")
@@ -920,14 +1070,20 @@ def _drop_mirrors(findings: list, waiting: dict) -> list:
     drop = set()
     for a in findings:
         for b in findings:
-            if (a is not b and id(a) in waiting and id(b) in waiting
-                    and set(b.ranks) <= waiting[id(a)] and set(a.ranks) <= waiting[id(b)]
-                    and a.confidence > b.confidence):
+            if (
+                a is not b
+                and id(a) in waiting
+                and id(b) in waiting
+                and set(b.ranks) <= waiting[id(a)]
+                and set(a.ranks) <= waiting[id(b)]
+                and a.confidence > b.confidence
+            ):
                 drop.add(id(b))
     return [f for f in findings if id(f) not in drop]
 
 
 # --------------------------------------------------------------------------- point to point
+
 
 def _p2p_endpoints(e: _Entry, members: tuple) -> Optional[tuple]:
     """(global src, global dst) of a send/recv entry; group ranks map to global
@@ -969,7 +1125,7 @@ def match_p2p(sends: dict, recvs: dict, message, dtypes) -> tuple[list, dict]:
                 same_msgs = Counter(message(x, "send") for x in ss) == Counter(message(x, "recv") for x in rr)
                 mismatched["order" if same_msgs else "size"].append((s, r, src, dst, pg))
                 break
-        for e in ss[len(rr):] + rr[len(ss):]:
+        for e in ss[len(rr) :] + rr[len(ss) :]:
             unmatched.append((e, src, dst, pg))
     return unmatched, mismatched
 
@@ -985,8 +1141,8 @@ def _entry_dtypes(e: _Entry) -> tuple:
 def _p2p_ops(dumps: dict, members: dict, desc: dict) -> tuple[dict, dict, set]:
     """Recorded sends and receives by (pg, src, dst), in record order, and the
     keys that cannot be compared (a side's dump is absent or wrapped)."""
-    sends: dict = defaultdict(list)   # (pg, src, dst) -> entries on src, in order
-    recvs: dict = defaultdict(list)   # (pg, src, dst) -> entries on dst, in order
+    sends: dict = defaultdict(list)  # (pg, src, dst) -> entries on src, in order
+    recvs: dict = defaultdict(list)  # (pg, src, dst) -> entries on dst, in order
     for d in dumps.values():
         for e in d.entries:
             if e.op not in _P2P_OPS:
@@ -997,21 +1153,27 @@ def _p2p_ops(dumps: dict, members: dict, desc: dict) -> tuple[dict, dict, set]:
                 continue
             src, dst = ends
             own = src if e.op == "send" else dst
-            if own != d.rank:   # written by another rank than the one this dump is for
+            if own != d.rank:  # written by another rank than the one this dump is for
                 continue
             (sends if e.op == "send" else recvs)[(e.pg, src, dst)].append(e)
     # the other side's record is absent or cut by the ring buffer: nothing to compare
-    blind = {key for key in set(sends) | set(recvs)
-             if key[1] not in dumps or key[2] not in dumps or dumps[key[1]].wrapped or dumps[key[2]].wrapped}
+    blind = {
+        key
+        for key in set(sends) | set(recvs)
+        if key[1] not in dumps or key[2] not in dumps or dumps[key[1]].wrapped or dumps[key[2]].wrapped
+    }
     return sends, recvs, blind
 
 
 def _p2p_match(dumps: dict, members: dict, desc: dict) -> tuple[dict, dict, set, list, dict]:
     """(sends, recvs, blind keys, unmatched, mismatched) of the recorded p2p ops."""
     sends, recvs, blind = _p2p_ops(dumps, members, desc)
-    unmatched, mismatched = match_p2p({k: v for k, v in sends.items() if k not in blind},
-                                      {k: v for k, v in recvs.items() if k not in blind},
-                                      _entry_message, _entry_dtypes)
+    unmatched, mismatched = match_p2p(
+        {k: v for k, v in sends.items() if k not in blind},
+        {k: v for k, v in recvs.items() if k not in blind},
+        _entry_message,
+        _entry_dtypes,
+    )
     return sends, recvs, blind, unmatched, mismatched
 
 
@@ -1090,22 +1252,30 @@ def _p2p_verdict(blamed: tuple, certain: bool, edges: list, ahead: frozenset) ->
     """One sentence on why ``blamed`` are named for unpaired ops (edges: (poster, peer))."""
     ahead = _went_on(edges, ahead)
     if not certain:
-        return (f" The records cannot tell which end is wrong: {_ranks_text(blamed)} each posted an op the "
-                "other did not match, so both are named.")
+        return (
+            f" The records cannot tell which end is wrong: {_ranks_text(blamed)} each posted an op the "
+            "other did not match, so both are named."
+        )
     parts = []
     for r in blamed:
         mine = [(a, b) for a, b in edges if r in (a, b)]
         if len(mine) > 1 and any(a == r for a, _ in mine) and any(b == r for _, b in mine):
-            parts.append(f"rank {r} is at one end of {len(mine)} of them: it posted an op no peer matched "
-                         "while another rank waits for one from it (a wrong peer)")
+            parts.append(
+                f"rank {r} is at one end of {len(mine)} of them: it posted an op no peer matched "
+                "while another rank waits for one from it (a wrong peer)"
+            )
         elif all(a == r for a, _ in mine):
-            parts.append(f"rank {r} posted {'them' if len(mine) > 1 else 'it'}, and the other ranks went on "
-                         "to a later collective that it never reached: its op is the one out of step"
-                         if r not in ahead and ahead else
-                         f"rank {r} posted {'ops' if len(mine) > 1 else 'an op'} that no peer matched")
+            parts.append(
+                f"rank {r} posted {'them' if len(mine) > 1 else 'it'}, and the other ranks went on "
+                "to a later collective that it never reached: its op is the one out of step"
+                if r not in ahead and ahead
+                else f"rank {r} posted {'ops' if len(mine) > 1 else 'an op'} that no peer matched"
+            )
         else:
-            parts.append(f"rank {r} never posted the matching op{'s' if len(mine) > 1 else ''} "
-                         f"that {_ranks_text({a for a, _ in mine})} wait{'s' if len({a for a, _ in mine}) == 1 else ''} for")
+            parts.append(
+                f"rank {r} never posted the matching op{'s' if len(mine) > 1 else ''} "
+                f"that {_ranks_text({a for a, _ in mine})} wait{'s' if len({a for a, _ in mine}) == 1 else ''} for"
+            )
     return " Blamed: " + "; ".join(parts) + "."
 
 
@@ -1127,22 +1297,35 @@ def _p2p_findings(dumps: dict, members: dict, desc: dict, matched: Optional[tupl
             lines.append(Evidence(source=e.source, line=None, text=text))
         first = unmatched[0]
         what = "send" if first[0].op == "send" else "receive"
-        findings.append(Finding(
-            rule="fr.p2p_unmatched", category="p2p_pairing", severity="error", confidence=0.85,
-            title=(f"{len(unmatched)} point-to-point op{'s' if len(unmatched) > 1 else ''} without a "
-                   f"partner, first a {what} between rank {first[1]} and rank {first[2]}"
-                   + ("" if certain else " (nothing tells which end is wrong)")),
-            evidence=tuple(lines[:_MAX_EVIDENCE]),
-            cause=("Every send from rank a to rank b must meet a receive on b from a, in the same "
-                   "order. These sends or receives have none on the other side, so both peers "
-                   "wait until the timeout (NCCL then aborts the communicator: 'Abort COMPLETE'). "
-                   "A hand-written all-to-all that computes a peer or a message count wrongly on "
-                   "some ranks does exactly this." + _p2p_verdict(blamed, certain, edges, ahead)),
-            fix=("Check the peer arithmetic of the exchange on every rank (send to (rank + k) % "
-                 "world, receive from (rank - k) % world), post sends and receives together with "
-                 "dist.batch_isend_irecv, or use dist.all_to_all_single instead of a hand-made "
-                 "all-to-all."),
-            docs=_DOCS, ranks=blamed))
+        findings.append(
+            Finding(
+                rule="fr.p2p_unmatched",
+                category="p2p_pairing",
+                severity="error",
+                confidence=0.85,
+                title=(
+                    f"{len(unmatched)} point-to-point op{'s' if len(unmatched) > 1 else ''} without a "
+                    f"partner, first a {what} between rank {first[1]} and rank {first[2]}"
+                    + ("" if certain else " (nothing tells which end is wrong)")
+                ),
+                evidence=tuple(lines[:_MAX_EVIDENCE]),
+                cause=(
+                    "Every send from rank a to rank b must meet a receive on b from a, in the same "
+                    "order. These sends or receives have none on the other side, so both peers "
+                    "wait until the timeout (NCCL then aborts the communicator: 'Abort COMPLETE'). "
+                    "A hand-written all-to-all that computes a peer or a message count wrongly on "
+                    "some ranks does exactly this." + _p2p_verdict(blamed, certain, edges, ahead)
+                ),
+                fix=(
+                    "Check the peer arithmetic of the exchange on every rank (send to (rank + k) % "
+                    "world, receive from (rank - k) % world), post sends and receives together with "
+                    "dist.batch_isend_irecv, or use dist.all_to_all_single instead of a hand-made "
+                    "all-to-all."
+                ),
+                docs=_DOCS,
+                ranks=blamed,
+            )
+        )
     for kind, items in mismatched.items():
         if not items:
             continue
@@ -1158,23 +1341,37 @@ def _p2p_findings(dumps: dict, members: dict, desc: dict, matched: Optional[tupl
         s0, _, src0, dst0, _ = items[0]
         if kind == "order":
             rule = "fr.p2p_order"
-            title = (f"Rank {src0} sends its messages to rank {dst0} in another order than "
-                     f"rank {dst0} receives them")
-            cause = ("The sends and the receives between the pair carry the same sizes, but not in "
-                     "the same order: each receive is matched with the next send of its peer, so "
-                     "sizes disagree and the transfer fails or hangs.")
+            title = f"Rank {src0} sends its messages to rank {dst0} in another order than rank {dst0} receives them"
+            cause = (
+                "The sends and the receives between the pair carry the same sizes, but not in "
+                "the same order: each receive is matched with the next send of its peer, so "
+                "sizes disagree and the transfer fails or hangs."
+            )
         else:
             rule = "fr.p2p_size_mismatch"
             title = f"Rank {src0} sends rank {dst0} a tensor of another size or dtype than it receives"
-            cause = ("A send and the receive that pairs with it (the n-th of each between the two "
-                     "ranks) disagree on size or dtype, so the transfer fails or hangs.")
+            cause = (
+                "A send and the receive that pairs with it (the n-th of each between the two "
+                "ranks) disagree on size or dtype, so the transfer fails or hangs."
+            )
         cause += " The records cannot tell which end is wrong, so both are named."
-        findings.append(Finding(
-            rule=rule, category="p2p_pairing", severity="error", confidence=0.8, title=title,
-            evidence=tuple(lines[:_MAX_EVIDENCE]), cause=cause,
-            fix=("Post sends and receives between each pair of ranks in the same order with the "
-                 "same shapes and dtypes; exchange sizes first when they depend on local data."),
-            docs=_DOCS, ranks=blamed))
+        findings.append(
+            Finding(
+                rule=rule,
+                category="p2p_pairing",
+                severity="error",
+                confidence=0.8,
+                title=title,
+                evidence=tuple(lines[:_MAX_EVIDENCE]),
+                cause=cause,
+                fix=(
+                    "Post sends and receives between each pair of ranks in the same order with the "
+                    "same shapes and dtypes; exchange sizes first when they depend on local data."
+                ),
+                docs=_DOCS,
+                ranks=blamed,
+            )
+        )
     return findings
 
 
@@ -1199,8 +1396,7 @@ def _analyse(loaded: dict) -> tuple[list, dict, dict, dict]:
     and ``alignment``."""
     members, desc, member_notes = _memberships(loaded)
     where: dict = {}
-    findings = (_collective_findings(loaded, members, desc, where) + _p2p_findings(loaded, members, desc)
-                + member_notes)
+    findings = _collective_findings(loaded, members, desc, where) + _p2p_findings(loaded, members, desc) + member_notes
     return findings, where, members, desc
 
 
@@ -1223,8 +1419,9 @@ def analyze_dumps(dumps: list[tuple[str, dict]]) -> list[Finding]:
     """
     items = _items(dumps)
     if items is None:
-        return [_info("fr.bad_dump", "Flight-recorder input is not a list of (name, dump) pairs",
-                      "<dumps>", "Nothing was analysed.")]
+        return [
+            _info("fr.bad_dump", "Flight-recorder input is not a list of (name, dump) pairs", "<dumps>", "Nothing was analysed.")
+        ]
     loaded, notes = _load(items)
     loaded = _ordered(loaded)
     if not loaded:
@@ -1257,15 +1454,14 @@ def dump_rank_status(dumps: list[tuple[str, dict]]) -> list[RankStatus]:
         elif d.entries:
             last = d.entries[-1]
             last_op = f"{last.op} {last.peer_spec}" if last.peer_spec else last.op
-        out.append(RankStatus(rank=rank, nccl_version=d.lib_version, last_seq=last_seq,
-                              last_op=last_op, source=d.source))
+        out.append(RankStatus(rank=rank, nccl_version=d.lib_version, last_seq=last_seq, last_op=last_op, source=d.source))
     return out
 
 
 # --------------------------------------------------------------------------- alignment facts
 
-MAX_ALIGNED_SEQS = 512      # sequence ids kept per group (a window ending past the first divergence)
-MAX_ALIGNED_RANKS = 1024    # ranks kept per group (the blamed ones first)
+MAX_ALIGNED_SEQS = 512  # sequence ids kept per group (a window ending past the first divergence)
+MAX_ALIGNED_RANKS = 1024  # ranks kept per group (the blamed ones first)
 
 
 @dataclass(frozen=True)
@@ -1275,6 +1471,7 @@ class AlignedCall:
     torch wrote them (``input_sizes`` per tensor, dtype names like "Float"),
     the entry's ``state``, ``time_created_ns`` (the rank's own clock) and the
     doctor's one-line ``text`` of it."""
+
     rank: int
     seq: int
     op: str
@@ -1294,13 +1491,14 @@ class Divergence:
     "op", "size" or "dtype" (ranks ran different things at ``seq``), "extra"
     (the blamed ranks ran a collective the others never did), "missing" (the
     blamed ranks never reached ``seq``) or "late" (they reached it late)."""
+
     seq: int
     kind: str
     rule: str
     category: str
     title: str
     ranks: tuple = ()
-    finding: int = 0    # its index in Alignment.findings (0: the doctor's most likely cause)
+    finding: int = 0  # its index in Alignment.findings (0: the doctor's most likely cause)
 
 
 @dataclass(frozen=True)
@@ -1312,6 +1510,7 @@ class GroupAlignment:
     ring buffer still holds (ids before it are not compared, None when none
     wrapped); ``calls``: the cells that hold a record, by (seq, rank);
     ``divergences``: the doctor's findings on this group, in seq order."""
+
     pg: str
     desc: str
     ranks: tuple
@@ -1332,6 +1531,7 @@ class Alignment:
     """Every rank's collectives aligned by process group and sequence id,
     with the divergences the doctor found (``findings``: exactly what
     :func:`analyze_dumps` returns for the same dumps)."""
+
     groups: tuple
     findings: tuple
     ranks: tuple
@@ -1355,11 +1555,17 @@ def _call(entries: list, seq: int) -> AlignedCall:
     ops = [e.op for e in entries if e.op != "coalesced"] or [e.op for e in entries]
     first = entries[0]
     return AlignedCall(
-        rank=first.rank, seq=seq, op=" + ".join(ops),
+        rank=first.rank,
+        seq=seq,
+        op=" + ".join(ops),
         in_sizes=tuple(s for e in entries for s in e.in_sizes),
         out_sizes=tuple(s for e in entries for s in e.out_sizes),
         dtypes=tuple(sorted({d for e in entries for d in e.dtypes})),
-        state=first.state, time_ns=first.t_ns, source=first.source, text=_fmt_group(entries, seq))
+        state=first.state,
+        time_ns=first.t_ns,
+        source=first.source,
+        text=_fmt_group(entries, seq),
+    )
 
 
 def _window(seqs: list, focus: Optional[int], most: int) -> list:
@@ -1371,7 +1577,7 @@ def _window(seqs: list, focus: Optional[int], most: int) -> list:
         return seqs[-most:]
     i = bisect_left(seqs, focus)
     end = min(len(seqs), i + 1 + min(8, most // 4))
-    return seqs[max(0, end - most):end]
+    return seqs[max(0, end - most) : end]
 
 
 def alignment(dumps: list, max_seqs: int = MAX_ALIGNED_SEQS, max_ranks: int = MAX_ALIGNED_RANKS) -> Alignment:
@@ -1394,24 +1600,40 @@ def alignment(dumps: list, max_seqs: int = MAX_ALIGNED_SEQS, max_ranks: int = MA
     for index, f in enumerate(findings):
         if id(f) in where:
             pg, seq, kind = where[id(f)]
-            divergences[pg].append(Divergence(seq=seq, kind=kind, rule=f.rule, category=f.category,
-                                              title=f.title, ranks=tuple(f.ranks), finding=index))
+            divergences[pg].append(
+                Divergence(
+                    seq=seq, kind=kind, rule=f.rule, category=f.category, title=f.title, ranks=tuple(f.ranks), finding=index
+                )
+            )
     groups = []
     for pg in sorted(coll, key=lambda p: (not desc.get(p) == "default_pg", p)):
         per_rank = coll[pg]
         all_ranks = sorted(r for r in members.get(pg, ()) if r in loaded)
         divs = tuple(sorted(divergences.get(pg, ()), key=lambda d: d.seq))
         blamed = {r for d in divs for r in d.ranks}
-        ranks = all_ranks if len(all_ranks) <= max_ranks else sorted(
-            sorted(all_ranks, key=lambda r: (r not in blamed, r))[:max_ranks])
+        ranks = (
+            all_ranks
+            if len(all_ranks) <= max_ranks
+            else sorted(sorted(all_ranks, key=lambda r: (r not in blamed, r))[:max_ranks])
+        )
         start = _aligned_start(loaded, per_rank, all_ranks)
         all_seqs = sorted({s for r in all_ranks for s in per_rank.get(r, {})})
         seqs = _window(all_seqs, divs[0].seq if divs else None, max_seqs)
         kept = set(seqs)
         calls = tuple(_call(per_rank[r][s], s) for s in seqs for r in ranks if s in per_rank.get(r, {}) and s in kept)
-        groups.append(GroupAlignment(
-            pg=pg, desc=desc.get(pg, ""), ranks=tuple(ranks), seqs=tuple(seqs), calls=calls, divergences=divs,
-            start=None if start == -math.inf else int(start), ranks_total=len(all_ranks),
-            seqs_total=len(all_seqs)))
-    return Alignment(groups=tuple(groups), findings=tuple(findings), ranks=tuple(loaded),
-                     sources=tuple(d.source for d in loaded.values()))
+        groups.append(
+            GroupAlignment(
+                pg=pg,
+                desc=desc.get(pg, ""),
+                ranks=tuple(ranks),
+                seqs=tuple(seqs),
+                calls=calls,
+                divergences=divs,
+                start=None if start == -math.inf else int(start),
+                ranks_total=len(all_ranks),
+                seqs_total=len(all_seqs),
+            )
+        )
+    return Alignment(
+        groups=tuple(groups), findings=tuple(findings), ranks=tuple(loaded), sources=tuple(d.source for d in loaded.values())
+    )

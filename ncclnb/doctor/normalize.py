@@ -12,6 +12,7 @@ local rank, host, pid, level, time, and the NCCL source file that printed a
 line) in a :class:`Line`. C++ ``frame #N`` lines give None: they are noise,
 never evidence.
 """
+
 from __future__ import annotations
 
 import re
@@ -23,32 +24,70 @@ FRAME = re.compile(r"^\s*(?:frame #\d+:|#\d+ 0x[0-9a-f]+ in )", re.ASCII)
 
 _NCCL = re.compile(
     r"(?P<host>[^\s:\[\]]+):(?P<pid>\w+)(?::(?P<tid>\w+))? \[(?P<dev>\d+)\] "
-    r"(?:(?P<where>[^\n]{0,240}?) )?(?:NCCL )?(?P<lvl>INFO|WARN|TRACE|ABORT)\b ?", re.ASCII)
+    r"(?:(?P<where>[^\n]{0,240}?) )?(?:NCCL )?(?P<lvl>INFO|WARN|TRACE|ABORT)\b ?",
+    re.ASCII,
+)
 _PREFIXES = (
     # RFC 3339 syslog, as journalctl -o short-iso and rsyslog write it: "2025-11-25T10:00:01.123+00:00 node7 kernel: "
-    ("syslog_iso", re.compile(r"(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?) "
-                              r"(?!(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|NOTICE|TRACE) )"
-                              r"(?P<host>[\w.-]+) [\w./-]+(?:\[\d+\])?: ", re.ASCII)),
-    ("ts", re.compile(r"\[?(?P<ts>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\]?[ \t]*(?:\| *)?", re.ASCII)),
+    (
+        "syslog_iso",
+        re.compile(
+            r"(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?) "
+            r"(?!(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|NOTICE|TRACE) )"
+            r"(?P<host>[\w.-]+) [\w./-]+(?:\[\d+\])?: ",
+            re.ASCII,
+        ),
+    ),
+    (
+        "ts",
+        re.compile(
+            r"\[?(?P<ts>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\]?[ \t]*(?:\| *)?", re.ASCII
+        ),
+    ),
     # journalctl's short (and -o short-precise: fractions of a second) and classic syslog: "Nov 25 10:00:01 node7 kernel: "
-    ("syslog", re.compile(r"(?P<ts>[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2}(?:\.\d+)?) (?P<host>[\w.-]+) (?:[\w./-]+(?:\[\d+\])?: )?", re.ASCII)),
+    (
+        "syslog",
+        re.compile(
+            r"(?P<ts>[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2}(?:\.\d+)?) (?P<host>[\w.-]+) (?:[\w./-]+(?:\[\d+\])?: )?", re.ASCII
+        ),
+    ),
     # dmesg (-T, and -r's "<4>" level) names no host: none is read, none invented
-    ("dmesg", re.compile(r"(?:<\d>)?\[(?:\s*\d+\.\d+|[A-Z][a-z]{2} [A-Z][a-z]{2} +\d+ \d{2}:\d{2}:\d{2} \d{4})\][ \t]*", re.ASCII)),
+    (
+        "dmesg",
+        re.compile(r"(?:<\d>)?\[(?:\s*\d+\.\d+|[A-Z][a-z]{2} [A-Z][a-z]{2} +\d+ \d{2}:\d{2}:\d{2} \d{4})\][ \t]*", re.ASCII),
+    ),
     ("rank", re.compile(r"\[rank(?P<rank>\d+)\]:[ \t]?", re.ASCII)),
     ("local", re.compile(r"\[default(?P<local>\d+)\]:[ \t]?", re.ASCII)),
     # any other launcher's per-process tag ([trainer3]:, [worker0]:): stripped, its number not trusted as a rank
     ("tag", re.compile(r"\[[A-Za-z][A-Za-z_-]{0,30}\d{1,5}\]:[ \t]?", re.ASCII)),
     ("ray", re.compile(r"\((?:[A-Za-z_][\w.]{0,60} )?pid=(?P<pid>\d+)(?:, ip=[\w.:-]+)?\)[ \t]*", re.ASCII)),
-    ("pylog", re.compile(r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)? "
-                         r"\[?[\w.\-/]+:\d+\][ \t]*", re.ASCII)),
+    (
+        "pylog",
+        re.compile(
+            r"(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)? "
+            r"\[?[\w.\-/]+:\d+\][ \t]*",
+            re.ASCII,
+        ),
+    ),
     ("glog2", re.compile(r"(?P<lvl>[IWEF])(?P<ts>\d{4} \d{2}:\d{2}:\d{2}\.\d+) +\d+ [\w.\-/]+:\d+\][ \t]*", re.ASCII)),
     ("quote", re.compile(r"(?:>[ \t]?)+(?=\S)", re.ASCII)),
     ("mpi", re.compile(r"\[\d+,(?P<rank>\d+)\]<(?:stdout|stderr)>:[ \t]?", re.ASCII)),
-    ("glog", re.compile(r"\[(?P<lvl>[IWEF])(?P<ts>\d{3,4} \d{2}:\d{2}:\d{2}(?:\.\d+)?)?[ \t]*(?:\d+ )?[\w.\-/]+:\d+\][ \t]*", re.ASCII)),
+    (
+        "glog",
+        re.compile(
+            r"\[(?P<lvl>[IWEF])(?P<ts>\d{3,4} \d{2}:\d{2}:\d{2}(?:\.\d+)?)?[ \t]*(?:\d+ )?[\w.\-/]+:\d+\][ \t]*", re.ASCII
+        ),
+    ),
     ("nccl", _NCCL),
     # an NCCL line pasted without its host:pid:tid prefix ("[3] include/shm.h:28 NCCL WARN ...", "WARN NET/IB: ...")
-    ("nccl_bare", re.compile(r"(?:\[\d+\] )?(?:(?P<where>[\w./-]{1,120}\.(?:cc|cu|cpp|c|hpp|h):\d+) )?(?:NCCL )?"
-                             r"(?P<lvl>WARN|INFO)\b:? ?(?=\S)", re.ASCII)),
+    (
+        "nccl_bare",
+        re.compile(
+            r"(?:\[\d+\] )?(?:(?P<where>[\w./-]{1,120}\.(?:cc|cu|cpp|c|hpp|h):\d+) )?(?:NCCL )?"
+            r"(?P<lvl>WARN|INFO)\b:? ?(?=\S)",
+            re.ASCII,
+        ),
+    ),
     ("slurm", re.compile(r"(?P<rank>\d{1,5}): (?=\S)", re.ASCII)),
     ("stream", re.compile(r"\S+ \[(?:stdout|stderr)\] ", re.ASCII)),
     ("pdsh", re.compile(r"(?P<host>\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][\w-]*\d[\w.-]*): (?=\S)", re.ASCII)),
@@ -60,14 +99,15 @@ _MSG_RANK = re.compile(r"\[(?:PG ID \d+ PG GUID [^\]]{0,80}? )?Rank (?P<rank>\d+
 @dataclass
 class Line:
     """One normalised line: ``text`` is the message, the rest what its prefixes said."""
+
     text: str
     rank: Optional[int] = None
     local_rank: Optional[int] = None
     host: Optional[str] = None
     pid: Optional[int] = None
-    level: Optional[str] = None   # "INFO"/"WARN" (NCCL), "I"/"W"/"E"/"F" (glog)
+    level: Optional[str] = None  # "INFO"/"WARN" (NCCL), "I"/"W"/"E"/"F" (glog)
     ts: Optional[str] = None
-    where: Optional[str] = None   # NCCL's source location before WARN ("transport/nvls.cc:244")
+    where: Optional[str] = None  # NCCL's source location before WARN ("transport/nvls.cc:244")
 
 
 def clean(raw: str) -> str:
@@ -77,8 +117,8 @@ def clean(raw: str) -> str:
     return raw.replace("\r", "").rstrip()
 
 
-MAX_DIGITS = 18   # sequence numbers and element counts (int64) fit; longer is not a number here
-RANK_DIGITS = 9   # ranks, local ranks, pids, world sizes: longer is not a number here
+MAX_DIGITS = 18  # sequence numbers and element counts (int64) fit; longer is not a number here
+RANK_DIGITS = 9  # ranks, local ranks, pids, world sizes: longer is not a number here
 
 
 def num(text, digits: int = RANK_DIGITS) -> Optional[int]:
@@ -122,7 +162,7 @@ def normalize(raw: str) -> Optional[Line]:
                 out.ts = g["ts"]
             if g.get("where"):
                 out.where = g["where"]
-            text = text[m.end():]
+            text = text[m.end() :]
             break
         else:
             break

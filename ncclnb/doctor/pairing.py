@@ -22,6 +22,7 @@ characters with at most MAX_PLAN_OPS ops a side, ranks and peers below
 1,000,000, shapes of at most 64 non-negative int64 dims, dtype names of at
 most 64 characters; anything else is not a plan line.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,13 +33,22 @@ from typing import Iterable, Optional
 from ..model import Evidence, Finding
 from . import flight_recorder as fr
 
-__all__ = ["PLAN_MARK", "PlannedOp", "P2PPlan", "PairCell", "UnpairedOp", "Pairing", "parse_plan_line",
-           "plan_pairing", "pairing_from_dumps"]
+__all__ = [
+    "PLAN_MARK",
+    "PlannedOp",
+    "P2PPlan",
+    "PairCell",
+    "UnpairedOp",
+    "Pairing",
+    "parse_plan_line",
+    "plan_pairing",
+    "pairing_from_dumps",
+]
 
-PLAN_MARK = "ncclnb guard: p2p plan "   # written by ncclnb.guard.p2p.log_p2p_plan
+PLAN_MARK = "ncclnb guard: p2p plan "  # written by ncclnb.guard.p2p.log_p2p_plan
 MAX_PLAN_CHARS = 64 << 10
 MAX_PLAN_OPS = 4096
-MAX_PLAN_RANKS = 8192     # plans kept (one per rank)
+MAX_PLAN_RANKS = 8192  # plans kept (one per rank)
 _MAX_RANK = 1_000_000
 _MAX_EVIDENCE = 12
 _DOCS = "https://pytorch.org/docs/stable/distributed.html#point-to-point-communication"
@@ -47,8 +57,9 @@ _DOCS = "https://pytorch.org/docs/stable/distributed.html#point-to-point-communi
 @dataclass(frozen=True)
 class PlannedOp:
     """One send or receive a rank planned (``rank`` posts it to or from ``peer``)."""
+
     rank: int
-    kind: str              # "send" or "recv"
+    kind: str  # "send" or "recv"
     peer: int
     shape: tuple
     dtype: str
@@ -64,6 +75,7 @@ class PlannedOp:
 @dataclass(frozen=True)
 class P2PPlan:
     """One ``ncclnb guard: p2p plan`` line: what ``rank`` was about to post."""
+
     rank: int
     sends: tuple = ()
     recvs: tuple = ()
@@ -78,6 +90,7 @@ class PairCell:
     them have no partner; ``mismatch`` "order" or "size" when a pair's
     messages differ (see ``match_p2p``); ``blind`` when one side's record is
     missing (its dump absent or cut), so nothing was compared."""
+
     src: int
     dst: int
     sends: tuple = ()
@@ -91,9 +104,10 @@ class PairCell:
 @dataclass(frozen=True)
 class UnpairedOp:
     """A send (on ``src``) or receive (on ``dst``) with no partner."""
+
     src: int
     dst: int
-    kind: str              # "send" or "recv"
+    kind: str  # "send" or "recv"
     text: str
     source: str = ""
 
@@ -105,6 +119,7 @@ class Pairing:
     (``ncclnb guard: p2p plan`` lines); ``cells`` for every ordered pair with
     an op; ``unpaired`` and ``findings`` are the doctor's (the same analysis
     gives both)."""
+
     origin: str
     ranks: tuple
     cells: tuple
@@ -123,6 +138,7 @@ class Pairing:
 
 # --------------------------------------------------------------------------- plan lines
 
+
 def _small_int(v) -> Optional[int]:
     return v if type(v) is int and 0 <= v < _MAX_RANK else None
 
@@ -135,8 +151,14 @@ def _ops(raw, rank: int, kind: str, source: str, line: Optional[int]) -> Optiona
         if not isinstance(op, dict):
             return None
         peer, shape, dtype = _small_int(op.get("peer")), op.get("shape"), op.get("dtype", "")
-        if peer is None or not isinstance(shape, list) or len(shape) > 64 or not isinstance(dtype, str) \
-                or len(dtype) > 64 or not all(type(d) is int and 0 <= d < 1 << 63 for d in shape):
+        if (
+            peer is None
+            or not isinstance(shape, list)
+            or len(shape) > 64
+            or not isinstance(dtype, str)
+            or len(dtype) > 64
+            or not all(type(d) is int and 0 <= d < 1 << 63 for d in shape)
+        ):
             return None
         out.append(PlannedOp(rank, kind, peer, tuple(shape), dtype, source, line))
     return tuple(out)
@@ -151,7 +173,7 @@ def parse_plan_line(text: str, source: str = "<text>", line: Optional[int] = Non
     at = text.find(PLAN_MARK)
     if at < 0:
         return None
-    body = text[at + len(PLAN_MARK):].strip()
+    body = text[at + len(PLAN_MARK) :].strip()
     if not body.startswith("{") or len(body) > MAX_PLAN_CHARS:
         return None
     try:
@@ -213,59 +235,101 @@ def plan_pairing(plans: Iterable[P2PPlan], ahead: Iterable = ()) -> Pairing:
         for op in p.recvs:
             recvs[("plan", op.peer, p.rank)].append(op)
     blind = {k for k in set(sends) | set(recvs) if k[1] not in last or k[2] not in last}
-    unmatched, mismatched = fr.match_p2p({k: v for k, v in sends.items() if k not in blind},
-                                         {k: v for k, v in recvs.items() if k not in blind},
-                                         _plan_message, _plan_dtypes)
+    unmatched, mismatched = fr.match_p2p(
+        {k: v for k, v in sends.items() if k not in blind},
+        {k: v for k, v in recvs.items() if k not in blind},
+        _plan_message,
+        _plan_dtypes,
+    )
     findings = []
     if unmatched:
         lines = []
         for op, src, dst, _ in unmatched:
-            other = (f"rank {dst} plans no matching recv from rank {src}" if op.kind == "send"
-                     else f"rank {src} plans no matching send to rank {dst}")
+            other = (
+                f"rank {dst} plans no matching recv from rank {src}"
+                if op.kind == "send"
+                else f"rank {src} plans no matching send to rank {dst}"
+            )
             lines.append(Evidence(op.source, op.line, f"{op.text}: {other}"))
         first = unmatched[0]
         what = "send" if first[0].kind == "send" else "receive"
         edges = [(src, dst) if op.kind == "send" else (dst, src) for op, src, dst, _ in unmatched]
         blamed, certain = fr.p2p_culprits(edges, ahead)
-        findings.append(Finding(
-            rule="plan.p2p_unmatched", category="p2p_pairing", severity="error", confidence=0.85,
-            title=(f"{len(unmatched)} planned point-to-point op{'s' if len(unmatched) > 1 else ''} without a "
-                   f"partner, first a {what} from rank {first[1]} to rank {first[2]}"
-                   + ("" if certain else " (nothing tells which end is wrong)")),
-            evidence=tuple(lines[:_MAX_EVIDENCE]),
-            cause=("Each rank printed the sends and receives it was about to post (ncclnb guard: p2p plan). "
-                   "Every send from rank a to rank b must meet a receive on b from a, in the same order; "
-                   "these have none on the other side, so the rank that posted them waits until the "
-                   "timeout while its peers move on and then wait for it in the next collective. A "
-                   "hand-written all-to-all that skips a send when it has nothing to send, but still "
-                   "receives from every peer, does exactly this." + fr._p2p_verdict(blamed, certain, edges, ahead)),
-            fix=("Exchange the counts first (all_to_all_single on a counts tensor) and post only the pairs "
-                 "both sides know, in one batch_isend_irecv, or use all_to_all_single for the whole "
-                 "exchange; ncclnb.guard.check_p2p_plan(sends, recvs) stops the job at the plan."),
-            docs=_DOCS, ranks=blamed))
+        findings.append(
+            Finding(
+                rule="plan.p2p_unmatched",
+                category="p2p_pairing",
+                severity="error",
+                confidence=0.85,
+                title=(
+                    f"{len(unmatched)} planned point-to-point op{'s' if len(unmatched) > 1 else ''} without a "
+                    f"partner, first a {what} from rank {first[1]} to rank {first[2]}"
+                    + ("" if certain else " (nothing tells which end is wrong)")
+                ),
+                evidence=tuple(lines[:_MAX_EVIDENCE]),
+                cause=(
+                    "Each rank printed the sends and receives it was about to post (ncclnb guard: p2p plan). "
+                    "Every send from rank a to rank b must meet a receive on b from a, in the same order; "
+                    "these have none on the other side, so the rank that posted them waits until the "
+                    "timeout while its peers move on and then wait for it in the next collective. A "
+                    "hand-written all-to-all that skips a send when it has nothing to send, but still "
+                    "receives from every peer, does exactly this." + fr._p2p_verdict(blamed, certain, edges, ahead)
+                ),
+                fix=(
+                    "Exchange the counts first (all_to_all_single on a counts tensor) and post only the pairs "
+                    "both sides know, in one batch_isend_irecv, or use all_to_all_single for the whole "
+                    "exchange; ncclnb.guard.check_p2p_plan(sends, recvs) stops the job at the plan."
+                ),
+                docs=_DOCS,
+                ranks=blamed,
+            )
+        )
     for kind, items in mismatched.items():
         if not items:
             continue
         lines = [Evidence(op.source, op.line, op.text) for s, r, _, _, _ in items for op in (s, r)]
         _, _, src0, dst0, _ = items[0]
         order = kind == "order"
-        findings.append(Finding(
-            rule="plan.p2p_order" if order else "plan.p2p_size_mismatch", category="p2p_pairing",
-            severity="error", confidence=0.8,
-            title=(f"Rank {src0} plans its messages to rank {dst0} in another order than rank {dst0} "
-                   "receives them" if order else
-                   f"Rank {src0} plans to send rank {dst0} another shape or dtype than it receives"),
-            evidence=tuple(lines[:_MAX_EVIDENCE]),
-            cause=("The n-th planned send between the two ranks and the n-th planned receive disagree on "
-                   "shape or dtype" + (" (the same messages, in another order)" if order else "")
-                   + ", so the transfer fails or hangs. The plans cannot tell which end is wrong, so both "
-                   "are named."),
-            fix=("Post sends and receives between each pair of ranks in the same order with the same "
-                 "shapes and dtypes; exchange sizes first when they depend on local data."),
-            docs=_DOCS, ranks=_blamed((src, dst) for _, _, src, dst, _ in items)))
-    return _pairing("plan", sorted(last), sends, recvs, blind, unmatched, mismatched,
-                    lambda op: _msg_text(op.shape, op.dtype), lambda op: op.text, findings,
-                    [p.source for p in last.values()])
+        findings.append(
+            Finding(
+                rule="plan.p2p_order" if order else "plan.p2p_size_mismatch",
+                category="p2p_pairing",
+                severity="error",
+                confidence=0.8,
+                title=(
+                    f"Rank {src0} plans its messages to rank {dst0} in another order than rank {dst0} receives them"
+                    if order
+                    else f"Rank {src0} plans to send rank {dst0} another shape or dtype than it receives"
+                ),
+                evidence=tuple(lines[:_MAX_EVIDENCE]),
+                cause=(
+                    "The n-th planned send between the two ranks and the n-th planned receive disagree on "
+                    "shape or dtype"
+                    + (" (the same messages, in another order)" if order else "")
+                    + ", so the transfer fails or hangs. The plans cannot tell which end is wrong, so both "
+                    "are named."
+                ),
+                fix=(
+                    "Post sends and receives between each pair of ranks in the same order with the same "
+                    "shapes and dtypes; exchange sizes first when they depend on local data."
+                ),
+                docs=_DOCS,
+                ranks=_blamed((src, dst) for _, _, src, dst, _ in items),
+            )
+        )
+    return _pairing(
+        "plan",
+        sorted(last),
+        sends,
+        recvs,
+        blind,
+        unmatched,
+        mismatched,
+        lambda op: _msg_text(op.shape, op.dtype),
+        lambda op: op.text,
+        findings,
+        [p.source for p in last.values()],
+    )
 
 
 def _pairing(origin, ranks, sends, recvs, blind, unmatched, mismatched, msg, text, findings, sources) -> Pairing:
@@ -279,20 +343,24 @@ def _pairing(origin, ranks, sends, recvs, blind, unmatched, mismatched, msg, tex
         cell["blind"] |= key in blind
     unpaired = []
     for op, src, dst, _pg in unmatched:
-        kind = getattr(op, "kind", None) or op.op   # a PlannedOp, or a recorded entry ("send"/"recv")
+        kind = getattr(op, "kind", None) or op.op  # a PlannedOp, or a recorded entry ("send"/"recv")
         by_pair[(src, dst)]["us" if kind == "send" else "ur"] += 1
         unpaired.append(UnpairedOp(src, dst, kind, text(op), getattr(op, "source", "")))
     for kind, items in mismatched.items():
         for _, _, src, dst, _ in items:
             by_pair[(src, dst)]["mm"] = kind
-    cells = tuple(PairCell(src, dst, tuple(c["s"]), tuple(c["r"]), c["us"], c["ur"], c["mm"], c["blind"])
-                  for (src, dst), c in sorted(by_pair.items()))
+    cells = tuple(
+        PairCell(src, dst, tuple(c["s"]), tuple(c["r"]), c["us"], c["ur"], c["mm"], c["blind"])
+        for (src, dst), c in sorted(by_pair.items())
+    )
     every = sorted(set(ranks) | {r for c in cells for r in (c.src, c.dst)})
-    return Pairing(origin=origin, ranks=tuple(every), cells=cells, unpaired=tuple(unpaired),
-                   findings=tuple(findings), sources=tuple(sources))
+    return Pairing(
+        origin=origin, ranks=tuple(every), cells=cells, unpaired=tuple(unpaired), findings=tuple(findings), sources=tuple(sources)
+    )
 
 
 # --------------------------------------------------------------------------- flight recorder
+
 
 def pairing_from_dumps(dumps: list) -> Optional[Pairing]:
     """The pairing of the sends and recvs recorded in flight-recorder dumps
@@ -317,8 +385,20 @@ def pairing_from_dumps(dumps: list) -> Optional[Pairing]:
 
     def msg(e):
         sizes = e.in_sizes if e.op == "send" else e.out_sizes
-        return f"{fr._fmt_sizes(sizes)} {'/'.join(sorted({fr._dtype(d) for d in e.dtypes}))}".rstrip() + \
-            (f" ({e.state})" if e.state else "")
+        return f"{fr._fmt_sizes(sizes)} {'/'.join(sorted({fr._dtype(d) for d in e.dtypes}))}".rstrip() + (
+            f" ({e.state})" if e.state else ""
+        )
 
-    return _pairing("flight recorder", list(loaded), sends, recvs, blind, unmatched, mismatched, msg, text,
-                    findings, [d.source for d in loaded.values()])
+    return _pairing(
+        "flight recorder",
+        list(loaded),
+        sends,
+        recvs,
+        blind,
+        unmatched,
+        mismatched,
+        msg,
+        text,
+        findings,
+        [d.source for d in loaded.values()],
+    )

@@ -15,6 +15,7 @@ Three kinds of knowledge live here, all as data over :class:`LogContext`
 * ``PREFER``: which of a signature's categories (its own or one of ``also``)
   a fact of the log settles.
 """
+
 from __future__ import annotations
 
 import re
@@ -24,17 +25,23 @@ from typing import Optional
 from .kb import version_tuple
 
 # ---- facts of the run -------------------------------------------------------
-_CONTAINER_HOST = re.compile(r"[0-9a-f]{12}", re.ASCII)          # docker's default hostname
-_BAD_IFACE = re.compile(r"(?:Bootstrap|NET/Socket) ?: ?Using (?:\[[0-9]+\] ?)?(?:lo|docker[0-9]*|veth[0-9a-z]*|virbr[0-9]*|br-[0-9a-f]+|cni[0-9]*):", re.ASCII)
+_CONTAINER_HOST = re.compile(r"[0-9a-f]{12}", re.ASCII)  # docker's default hostname
+_BAD_IFACE = re.compile(
+    r"(?:Bootstrap|NET/Socket) ?: ?Using (?:\[[0-9]+\] ?)?(?:lo|docker[0-9]*|veth[0-9a-z]*|virbr[0-9]*|br-[0-9a-f]+|cni[0-9]*):",
+    re.ASCII,
+)
 _OLD_GPU = re.compile(r"\b(?:Tesla )?(?:[KMP][0-9]{2,3}\b|GTX ?[0-9]{3,4}|GeForce GTX|Quadro [KMP][0-9])", re.ASCII)
-_NEW_GPU = re.compile(r"\b(?:[GH]100|H200|H800|H20\b|GH200|[GB]200|B100|GB300|NVSwitch|NVLS|NVLink SHARP|[Ff]abric ?[Mm]anager|MNNVL [1-9])", re.ASCII)
+_NEW_GPU = re.compile(
+    r"\b(?:[GH]100|H200|H800|H20\b|GH200|[GB]200|B100|GB300|NVSwitch|NVLS|NVLink SHARP|[Ff]abric ?[Mm]anager|MNNVL [1-9])",
+    re.ASCII,
+)
 _CONSUMER_GPU = re.compile(r"GeForce|\bRTX ?[0-9]{4}\b|TITAN|PCIE", re.ASCII)
 _ENV_SET = re.compile(r"(?P<var>NCCL_[A-Z0-9_]+) set by environment to (?P<val>\S*)", re.ASCII)
 _OLD_WORDING = re.compile(r"NCCL Error [0-9]+:|compiled with NCCL 1\.|NCCL 1\.[0-9]", re.ASCII)
 _NCCL_VERSION = re.compile(r"NCCL version:? ?(?P<ver>[0-9]{1,2}\.[0-9]{1,3}\.[0-9]{1,3})", re.ASCII)
 _HOSTS_ARG = re.compile(r"(?:--host|-H) (?P<list>[\w.-]+(?:,[\w.-]+)+)", re.ASCII)
 _NNODES = re.compile(r"(?:--nnodes[= ]|nNodes |num_nodes=)(?P<n>[0-9]{1,5})", re.ASCII)
-_RANKS_ON = re.compile(r"Rank +[0-9]+ (?:Pid +[0-9]+ )?on +(?P<host>[\w.-]+) +device", re.ASCII)   # nccl-tests' device table
+_RANKS_ON = re.compile(r"Rank +[0-9]+ (?:Pid +[0-9]+ )?on +(?P<host>[\w.-]+) +device", re.ASCII)  # nccl-tests' device table
 
 # a rank busy on its own work (data preparation, clustering, a checkpoint) in the lines before a timeout
 _BUSY = ("heckpoint", "reprocess", "okeniz", "Clustering", "ndexing", "Building index")
@@ -50,6 +57,7 @@ _INIT_DONE = ("Setting affinity", "Launch mode", "out-of-place", "Using devices"
 @dataclass
 class LogContext:
     """Facts of the run read from every candidate line (cheap substring tests first)."""
+
     hosts: set = field(default_factory=set)
     nnodes: int = 0
     container: bool = False
@@ -57,19 +65,19 @@ class LogContext:
     socket_only: bool = False
     ifname_set: bool = False
     bad_iface: bool = False
-    env: dict = field(default_factory=dict)         # NCCL_* variable -> value, from "set by environment"
-    topo_env: bool = False                          # NCCL_TOPO_FILE / NCCL_GRAPH_FILE / nccl.conf in play
-    net_plugin: bool = False                        # an external net plugin (aws-ofi-nccl) is loaded
-    new_gpu: bool = False                           # Hopper/Blackwell, NVSwitch, NVLS, fabric manager
-    old_gpu: bool = False                           # Kepler/Maxwell/Pascal
-    consumer_gpu: bool = False                      # GeForce/RTX/PCIe cards (no NVLink, P2P over PCIe)
-    old_stack: bool = False                         # NCCL 1.x or a pre-2.8 NCCL (no Ampere+ kernels), old wordings
+    env: dict = field(default_factory=dict)  # NCCL_* variable -> value, from "set by environment"
+    topo_env: bool = False  # NCCL_TOPO_FILE / NCCL_GRAPH_FILE / nccl.conf in play
+    net_plugin: bool = False  # an external net plugin (aws-ofi-nccl) is loaded
+    new_gpu: bool = False  # Hopper/Blackwell, NVSwitch, NVLS, fabric manager
+    old_gpu: bool = False  # Kepler/Maxwell/Pascal
+    consumer_gpu: bool = False  # GeForce/RTX/PCIe cards (no NVLink, P2P over PCIe)
+    old_stack: bool = False  # NCCL 1.x or a pre-2.8 NCCL (no Ampere+ kernels), old wordings
     busy: bool = False
     finished: bool = False
     completed: bool = False
     init_seen: bool = False
     nccl_seen: bool = False
-    single_process: bool = False                    # one process drives every GPU (nccl-tests -g N): one host
+    single_process: bool = False  # one process drives every GPU (nccl-tests -g N): one host
 
     MAX_HOSTS = 64
 
@@ -157,9 +165,29 @@ class LogContext:
 
     def facts(self, watchdog: Optional[dict] = None) -> set:
         """The names of the facts that hold (what CANDIDATES and PREFER key on)."""
-        out = {name for name in ("container", "ib", "socket_only", "ifname_set", "bad_iface", "topo_env",
-                                 "net_plugin", "new_gpu", "old_gpu", "consumer_gpu", "old_stack", "busy",
-                                 "finished", "completed", "init_seen", "several_hosts", "one_host") if getattr(self, name)}
+        out = {
+            name
+            for name in (
+                "container",
+                "ib",
+                "socket_only",
+                "ifname_set",
+                "bad_iface",
+                "topo_env",
+                "net_plugin",
+                "new_gpu",
+                "old_gpu",
+                "consumer_gpu",
+                "old_stack",
+                "busy",
+                "finished",
+                "completed",
+                "init_seen",
+                "several_hosts",
+                "one_host",
+            )
+            if getattr(self, name)
+        }
         if self.env.get("NCCL_SHM_DISABLE") == "1":
             out.add("shm_disabled")
         if self.env.get("NCCL_P2P_DISABLE") == "1" or self.env.get("NCCL_P2P_LEVEL") in ("LOC", "0"):
@@ -173,7 +201,7 @@ class LogContext:
             ops = {r.op for r in recs}
             if len(ops) == 1:
                 if max(seqs) <= 8 and all(r.numel in (None, (1, 1)) for r in recs):
-                    out.add("early_barrier")     # barrier() is a 1-element all_reduce; the first few are set-up
+                    out.add("early_barrier")  # barrier() is a 1-element all_reduce; the first few are set-up
         return out
 
 
@@ -222,123 +250,272 @@ def warn_prior(where: Optional[str], text: str) -> Optional[tuple[str, tuple[str
 class Candidate:
     category: str
     weight: float
-    why: str             # the mechanism, one sentence
-    check: str           # what tells it apart from the other candidates
-    up: tuple = ()       # facts that make it more likely
-    down: tuple = ()     # facts that make it less likely
+    why: str  # the mechanism, one sentence
+    check: str  # what tells it apart from the other candidates
+    up: tuple = ()  # facts that make it more likely
+    down: tuple = ()  # facts that make it less likely
 
 
-_SHM = Candidate("shm_too_small", 0.26, "NCCL's shared-memory transport could not create its /dev/shm segment "
-                 "(Docker gives 64 MB by default; Kubernetes a tiny /dev/shm unless an emptyDir with medium Memory)",
-                 "df -h /dev/shm inside the container; run with --ipc=host or --shm-size=16g; NCCL_SHM_DISABLE=1 "
-                 "makes the error go away if this is it",
-                 up=("container", "one_host"), down=("shm_disabled", "several_hosts"))
-_IFNAME = Candidate("socket_ifname", 0.24, "NCCL picked a network interface that does not reach the other ranks "
-                    "(lo, docker0, a virtual bridge) or found none usable in the container",
-                    "the 'NET/Socket : Using' and 'Bootstrap : Using' lines of each rank with NCCL_DEBUG=INFO; set "
-                    "NCCL_SOCKET_IFNAME to the interface that carries the nodes' addresses (same name on every node)",
-                    up=("ifname_set", "bad_iface", "several_hosts", "container", "socket_only"), down=())
-_IB = Candidate("ib_misconfig", 0.28, "the InfiniBand/RoCE set-up failed: a wrong NCCL_IB_GID_INDEX for RoCE, an "
-                "HCA that is down or not the one wired to the peers, or a memlock limit too low to register memory",
-                "ibv_devinfo (port state ACTIVE), show_gids (the RoCE v2 GID index of the routable address), "
-                "ulimit -l (unlimited); NCCL_IB_DISABLE=1 makes it go away if this is it",
-                up=("ib", "several_hosts"), down=("socket_only", "one_host"))
-_VERSION = Candidate("version_mismatch", 0.14, "the nodes run different NCCL (or torch) builds, or an NCCL with a "
-                     "bug fixed in a later release", "python -c 'import torch; print(torch.__version__, "
-                     "torch.cuda.nccl.version())' on every node; try the newest NCCL",
-                     up=("several_hosts", "old_stack"), down=())
-_STORE = Candidate("rendezvous_unreachable", 0.1, "a rank could not reach another's port (a firewall between the "
-                   "nodes, or a peer that already died)", "nc -zv <peer> <port> from each node; the first rank "
-                   "that failed", up=("several_hosts",), down=("one_host",))
+_SHM = Candidate(
+    "shm_too_small",
+    0.26,
+    "NCCL's shared-memory transport could not create its /dev/shm segment "
+    "(Docker gives 64 MB by default; Kubernetes a tiny /dev/shm unless an emptyDir with medium Memory)",
+    "df -h /dev/shm inside the container; run with --ipc=host or --shm-size=16g; NCCL_SHM_DISABLE=1 "
+    "makes the error go away if this is it",
+    up=("container", "one_host"),
+    down=("shm_disabled", "several_hosts"),
+)
+_IFNAME = Candidate(
+    "socket_ifname",
+    0.24,
+    "NCCL picked a network interface that does not reach the other ranks "
+    "(lo, docker0, a virtual bridge) or found none usable in the container",
+    "the 'NET/Socket : Using' and 'Bootstrap : Using' lines of each rank with NCCL_DEBUG=INFO; set "
+    "NCCL_SOCKET_IFNAME to the interface that carries the nodes' addresses (same name on every node)",
+    up=("ifname_set", "bad_iface", "several_hosts", "container", "socket_only"),
+    down=(),
+)
+_IB = Candidate(
+    "ib_misconfig",
+    0.28,
+    "the InfiniBand/RoCE set-up failed: a wrong NCCL_IB_GID_INDEX for RoCE, an "
+    "HCA that is down or not the one wired to the peers, or a memlock limit too low to register memory",
+    "ibv_devinfo (port state ACTIVE), show_gids (the RoCE v2 GID index of the routable address), "
+    "ulimit -l (unlimited); NCCL_IB_DISABLE=1 makes it go away if this is it",
+    up=("ib", "several_hosts"),
+    down=("socket_only", "one_host"),
+)
+_VERSION = Candidate(
+    "version_mismatch",
+    0.14,
+    "the nodes run different NCCL (or torch) builds, or an NCCL with a bug fixed in a later release",
+    "python -c 'import torch; print(torch.__version__, torch.cuda.nccl.version())' on every node; try the newest NCCL",
+    up=("several_hosts", "old_stack"),
+    down=(),
+)
+_STORE = Candidate(
+    "rendezvous_unreachable",
+    0.1,
+    "a rank could not reach another's port (a firewall between the nodes, or a peer that already died)",
+    "nc -zv <peer> <port> from each node; the first rank that failed",
+    up=("several_hosts",),
+    down=("one_host",),
+)
 
 CANDIDATES = {
-    "system": (_IB, _SHM, _IFNAME, _VERSION, _STORE,
-               Candidate("oom_or_resource", 0.08, "an OS limit was hit (open files, locked memory, processes)",
-                         "ulimit -a in the job's environment", up=(), down=())),
+    "system": (
+        _IB,
+        _SHM,
+        _IFNAME,
+        _VERSION,
+        _STORE,
+        Candidate(
+            "oom_or_resource",
+            0.08,
+            "an OS limit was hit (open files, locked memory, processes)",
+            "ulimit -a in the job's environment",
+            up=(),
+            down=(),
+        ),
+    ),
     "internal": (
-        Candidate("version_mismatch", 0.3, "NCCL met a state it does not handle: an NCCL too old for the GPUs or "
-                  "topology (Hopper/Blackwell paths), or nodes on different NCCL builds",
-                  "torch.cuda.nccl.version() on each node against the GPU's release; try the newest NCCL",
-                  up=("old_stack", "new_gpu", "several_hosts"), down=()),
-        Candidate("socket_ifname", 0.22, "the bootstrap found no usable socket interface",
-                  "the 'Bootstrap : Using' line; set NCCL_SOCKET_IFNAME", up=("ifname_set", "bad_iface", "container"), down=()),
-        Candidate("nccl_env_override", 0.16, "an NCCL_TOPO_FILE / NCCL_GRAPH_FILE (often from /etc/nccl.conf or the "
-                  "VM image) describes another machine", "env | grep NCCL_ and cat /etc/nccl.conf; unset them",
-                  up=("topo_env",), down=()),
-        Candidate("p2p_topology", 0.14, "NCCL could not build paths between the GPUs (P2P not possible, "
-                  "virtualised PCIe topology)", "nvidia-smi topo -m; NCCL_P2P_DISABLE=1",
-                  up=("p2p_disabled", "consumer_gpu", "one_host"), down=()),
+        Candidate(
+            "version_mismatch",
+            0.3,
+            "NCCL met a state it does not handle: an NCCL too old for the GPUs or "
+            "topology (Hopper/Blackwell paths), or nodes on different NCCL builds",
+            "torch.cuda.nccl.version() on each node against the GPU's release; try the newest NCCL",
+            up=("old_stack", "new_gpu", "several_hosts"),
+            down=(),
+        ),
+        Candidate(
+            "socket_ifname",
+            0.22,
+            "the bootstrap found no usable socket interface",
+            "the 'Bootstrap : Using' line; set NCCL_SOCKET_IFNAME",
+            up=("ifname_set", "bad_iface", "container"),
+            down=(),
+        ),
+        Candidate(
+            "nccl_env_override",
+            0.16,
+            "an NCCL_TOPO_FILE / NCCL_GRAPH_FILE (often from /etc/nccl.conf or the VM image) describes another machine",
+            "env | grep NCCL_ and cat /etc/nccl.conf; unset them",
+            up=("topo_env",),
+            down=(),
+        ),
+        Candidate(
+            "p2p_topology",
+            0.14,
+            "NCCL could not build paths between the GPUs (P2P not possible, virtualised PCIe topology)",
+            "nvidia-smi topo -m; NCCL_P2P_DISABLE=1",
+            up=("p2p_disabled", "consumer_gpu", "one_host"),
+            down=(),
+        ),
         _IB,
     ),
     "remote": (
-        Candidate("driver_or_hardware", 0.26, "the peer process died under NCCL (a GPU that fell off, an Xid, a "
-                  "node reboot)", "dmesg | grep -i xid and nvidia-smi on the peer's node; the peer's own log",
-                  up=("new_gpu",), down=()),
+        Candidate(
+            "driver_or_hardware",
+            0.26,
+            "the peer process died under NCCL (a GPU that fell off, an Xid, a node reboot)",
+            "dmesg | grep -i xid and nvidia-smi on the peer's node; the peer's own log",
+            up=("new_gpu",),
+            down=(),
+        ),
         _IB,
-        Candidate("oom_or_resource", 0.2, "the peer was killed (host OOM killer, CUDA OOM on that rank)",
-                  "the peer's log and dmesg | grep -i 'killed process'", up=(), down=()),
+        Candidate(
+            "oom_or_resource",
+            0.2,
+            "the peer was killed (host OOM killer, CUDA OOM on that rank)",
+            "the peer's log and dmesg | grep -i 'killed process'",
+            up=(),
+            down=(),
+        ),
         _IFNAME,
     ),
     "cuda": (
-        Candidate("driver_or_hardware", 0.3, "the driver or the GPU refused a call NCCL needs (a node in a bad "
-                  "state, fabric manager not running on an NVSwitch box, NVLS multicast unavailable)",
-                  "nvidia-smi -q | grep -i -A2 fabric, systemctl status nvidia-fabricmanager, dmesg | grep -i xid on "
-                  "the failing node; NCCL_NVLS_ENABLE=0 if the WARN names NVLS",
-                  up=("new_gpu", "several_hosts"), down=("old_stack", "old_gpu")),
-        Candidate("version_mismatch", 0.26, "the NCCL in use has no kernels for this GPU (built for another compute "
-                  "capability, an NCCL 1.x / pre-2.8 build on a newer GPU, or a torch wheel for another CUDA)",
-                  "the 'Cuda failure' line (named symbol not found / no kernel image); torch.cuda.get_arch_list() "
-                  "against the GPU's sm_XX; install a torch/NCCL built for it",
-                  up=("old_stack", "old_gpu"), down=()),
-        Candidate("oom_or_resource", 0.2, "a CUDA allocation inside NCCL failed (the model filled the GPU before "
-                  "NCCL allocated its buffers)", "the 'Cuda failure ... out of memory' line; nvidia-smi memory at "
-                  "the failure", up=(), down=("old_gpu",)),
-        Candidate("p2p_topology", 0.12, "enabling peer access or IPC between GPUs failed", "nvidia-smi topo -p2p r; "
-                  "NCCL_P2P_DISABLE=1", up=("consumer_gpu", "p2p_disabled"), down=()),
+        Candidate(
+            "driver_or_hardware",
+            0.3,
+            "the driver or the GPU refused a call NCCL needs (a node in a bad "
+            "state, fabric manager not running on an NVSwitch box, NVLS multicast unavailable)",
+            "nvidia-smi -q | grep -i -A2 fabric, systemctl status nvidia-fabricmanager, dmesg | grep -i xid on "
+            "the failing node; NCCL_NVLS_ENABLE=0 if the WARN names NVLS",
+            up=("new_gpu", "several_hosts"),
+            down=("old_stack", "old_gpu"),
+        ),
+        Candidate(
+            "version_mismatch",
+            0.26,
+            "the NCCL in use has no kernels for this GPU (built for another compute "
+            "capability, an NCCL 1.x / pre-2.8 build on a newer GPU, or a torch wheel for another CUDA)",
+            "the 'Cuda failure' line (named symbol not found / no kernel image); torch.cuda.get_arch_list() "
+            "against the GPU's sm_XX; install a torch/NCCL built for it",
+            up=("old_stack", "old_gpu"),
+            down=(),
+        ),
+        Candidate(
+            "oom_or_resource",
+            0.2,
+            "a CUDA allocation inside NCCL failed (the model filled the GPU before NCCL allocated its buffers)",
+            "the 'Cuda failure ... out of memory' line; nvidia-smi memory at the failure",
+            up=(),
+            down=("old_gpu",),
+        ),
+        Candidate(
+            "p2p_topology",
+            0.12,
+            "enabling peer access or IPC between GPUs failed",
+            "nvidia-smi topo -p2p r; NCCL_P2P_DISABLE=1",
+            up=("consumer_gpu", "p2p_disabled"),
+            down=(),
+        ),
     ),
     "reset": (
-        Candidate("oom_or_resource", 0.22, "the peer process died (killed by the OOM killer or a CUDA OOM) and its "
-                  "sockets were closed", "the first rank that failed and dmesg on its node", up=(), down=()),
-        Candidate("rendezvous_unreachable", 0.22, "the store host (rank 0) exited or restarted, so every client's "
-                  "connection to it broke", "rank 0's own log; whether it exited first",
-                  up=("several_hosts",), down=()),
-        Candidate("driver_or_hardware", 0.16, "a node or GPU failed under the job", "dmesg | grep -i xid",
-                  up=("new_gpu",), down=()),
+        Candidate(
+            "oom_or_resource",
+            0.22,
+            "the peer process died (killed by the OOM killer or a CUDA OOM) and its sockets were closed",
+            "the first rank that failed and dmesg on its node",
+            up=(),
+            down=(),
+        ),
+        Candidate(
+            "rendezvous_unreachable",
+            0.22,
+            "the store host (rank 0) exited or restarted, so every client's connection to it broke",
+            "rank 0's own log; whether it exited first",
+            up=("several_hosts",),
+            down=(),
+        ),
+        Candidate(
+            "driver_or_hardware", 0.16, "a node or GPU failed under the job", "dmesg | grep -i xid", up=("new_gpu",), down=()
+        ),
         _IFNAME,
     ),
     "invalid_usage": (
-        Candidate("device_mapping", 0.26, "two ranks drive the same GPU, or a tensor is on another GPU than the "
-                  "rank's own", "torch.cuda.set_device(LOCAL_RANK) before init_process_group, device_id=...",
-                  up=(), down=()),
-        Candidate("rank_world_size_mismatch", 0.22, "more processes than GPUs on a node", "nproc_per_node against "
-                  "nvidia-smi -L", up=("one_host",), down=()),
-        Candidate("p2p_pairing", 0.18, "a send/recv group NCCL refuses (a peer out of range, zero-size or unpaired "
-                  "operations)", "the send/recv plan of each rank", up=(), down=()),
-        Candidate("collective_desync", 0.14, "ranks call different collectives or shapes",
-                  "TORCH_DISTRIBUTED_DEBUG=DETAIL", up=(), down=()),
+        Candidate(
+            "device_mapping",
+            0.26,
+            "two ranks drive the same GPU, or a tensor is on another GPU than the rank's own",
+            "torch.cuda.set_device(LOCAL_RANK) before init_process_group, device_id=...",
+            up=(),
+            down=(),
+        ),
+        Candidate(
+            "rank_world_size_mismatch",
+            0.22,
+            "more processes than GPUs on a node",
+            "nproc_per_node against nvidia-smi -L",
+            up=("one_host",),
+            down=(),
+        ),
+        Candidate(
+            "p2p_pairing",
+            0.18,
+            "a send/recv group NCCL refuses (a peer out of range, zero-size or unpaired operations)",
+            "the send/recv plan of each rank",
+            up=(),
+            down=(),
+        ),
+        Candidate(
+            "collective_desync",
+            0.14,
+            "ranks call different collectives or shapes",
+            "TORCH_DISTRIBUTED_DEBUG=DETAIL",
+            up=(),
+            down=(),
+        ),
     ),
     "hang": (
-        Candidate("p2p_topology", 0.3, "GPU peer-to-peer traffic stalls on this host: PCIe ACS or the IOMMU "
-                  "(VT-d/AMD-Vi) reroutes or blocks P2P, or P2P across CPU sockets does not work",
-                  "NCCL_P2P_DISABLE=1 (the hang goes away if this is it); lspci -vvv | grep ACSCtl; "
-                  "dmesg | grep -i -e DMAR -e IOMMU; nvidia-smi topo -m",
-                  up=("one_host", "consumer_gpu", "old_gpu"), down=("p2p_disabled", "several_hosts")),
-        Candidate("ib_misconfig", 0.22, "the InfiniBand/RoCE path between the nodes does not carry traffic "
-                  "(GID index, HCA choice, ACS in the GDR path)", "NCCL_IB_DISABLE=1 to see if it moves; ib_write_bw "
-                  "between the nodes", up=("ib", "several_hosts"), down=("one_host", "socket_only")),
-        Candidate("socket_ifname", 0.2, "NCCL's socket transport connects over an interface the peers cannot reach",
-                  "the 'NET/Socket : Using' lines; NCCL_SOCKET_IFNAME", up=("several_hosts", "bad_iface", "socket_only"),
-                  down=("one_host",)),
-        Candidate("shm_too_small", 0.12, "shared-memory transport between the local ranks stalled",
-                  "NCCL_SHM_DISABLE=1; df -h /dev/shm", up=("container",), down=("shm_disabled",)),
+        Candidate(
+            "p2p_topology",
+            0.3,
+            "GPU peer-to-peer traffic stalls on this host: PCIe ACS or the IOMMU "
+            "(VT-d/AMD-Vi) reroutes or blocks P2P, or P2P across CPU sockets does not work",
+            "NCCL_P2P_DISABLE=1 (the hang goes away if this is it); lspci -vvv | grep ACSCtl; "
+            "dmesg | grep -i -e DMAR -e IOMMU; nvidia-smi topo -m",
+            up=("one_host", "consumer_gpu", "old_gpu"),
+            down=("p2p_disabled", "several_hosts"),
+        ),
+        Candidate(
+            "ib_misconfig",
+            0.22,
+            "the InfiniBand/RoCE path between the nodes does not carry traffic (GID index, HCA choice, ACS in the GDR path)",
+            "NCCL_IB_DISABLE=1 to see if it moves; ib_write_bw between the nodes",
+            up=("ib", "several_hosts"),
+            down=("one_host", "socket_only"),
+        ),
+        Candidate(
+            "socket_ifname",
+            0.2,
+            "NCCL's socket transport connects over an interface the peers cannot reach",
+            "the 'NET/Socket : Using' lines; NCCL_SOCKET_IFNAME",
+            up=("several_hosts", "bad_iface", "socket_only"),
+            down=("one_host",),
+        ),
+        Candidate(
+            "shm_too_small",
+            0.12,
+            "shared-memory transport between the local ranks stalled",
+            "NCCL_SHM_DISABLE=1; df -h /dev/shm",
+            up=("container",),
+            down=("shm_disabled",),
+        ),
     ),
 }
 CANDIDATE_KIND_TITLES = {
-    "system": "unhandled system error", "internal": "internal error", "remote": "remote error",
-    "cuda": "unhandled cuda error", "reset": "a closed connection", "invalid_usage": "invalid usage",
+    "system": "unhandled system error",
+    "internal": "internal error",
+    "remote": "remote error",
+    "cuda": "unhandled cuda error",
+    "reset": "a closed connection",
+    "invalid_usage": "invalid usage",
     "hang": "a stop after NCCL's set-up with no error",
 }
-_STEP = 0.12   # how much one fact for or against moves a candidate
+_STEP = 0.12  # how much one fact for or against moves a candidate
 
 
 def rank_candidates(kind: str, facts: set) -> list[tuple[Candidate, float, list[str]]]:

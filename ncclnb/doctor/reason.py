@@ -11,6 +11,7 @@ arrived (``slow_rank_timeout``), or waited in a send/recv no peer matched
 ranks outside the world size or claimed by two processes
 (``rank_world_size_mismatch``).
 """
+
 from __future__ import annotations
 
 import re
@@ -24,23 +25,35 @@ from ..model.words import how_many
 # numbers are ASCII digits of bounded length (a version part of 5,000 digits is not a version;
 # the reader drops a match followed by one more digit)
 VERSION = re.compile(r"NCCL version (?P<ver>[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4})(?:[-+]cuda(?P<cuda>[0-9.]{1,16}))?", re.ASCII)
-COMM = re.compile(r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>[0-9]+) nRanks (?P<nranks>[0-9]+) nNodes (?P<nnodes>[0-9]+) "
-                  r"localRanks (?P<lranks>[0-9]+) localRank (?P<lrank>[0-9]+)", re.ASCII)
-WATCHDOG = re.compile(r"WorkNCCL\(SeqNum=(?P<seq>[0-9]+), OpType=(?P<op>[A-Za-z_]+)"
-                      r"(?:, NumelIn=(?P<nin>-?[0-9]+), NumelOut=(?P<nout>-?[0-9]+))?(?:, Timeout\(ms\)=(?P<tmo>[0-9]+))?", re.ASCII)
+COMM = re.compile(
+    r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>[0-9]+) nRanks (?P<nranks>[0-9]+) nNodes (?P<nnodes>[0-9]+) "
+    r"localRanks (?P<lranks>[0-9]+) localRank (?P<lrank>[0-9]+)",
+    re.ASCII,
+)
+WATCHDOG = re.compile(
+    r"WorkNCCL\(SeqNum=(?P<seq>[0-9]+), OpType=(?P<op>[A-Za-z_]+)"
+    r"(?:, NumelIn=(?P<nin>-?[0-9]+), NumelOut=(?P<nout>-?[0-9]+))?(?:, Timeout\(ms\)=(?P<tmo>[0-9]+))?",
+    re.ASCII,
+)
 # torch 2.2-2.3 ("Timeout at NCCL work: 7, last enqueued NCCL work: 7, ...") and 2.4+ ("failure detected by
 # watchdog at work sequence id: 7 PG status: last enqueued work: 7, last completed work: 6")
-WORK = re.compile(r"(?:Timeout at NCCL work|failure detected by watchdog at work sequence id): (?P<seq>[0-9]+),? "
-                  r"(?:PG status: )?last enqueued (?:NCCL )?work: (?P<enq>[0-9]+), "
-                  r"last completed (?:NCCL )?work: (?P<done>[0-9]+)", re.ASCII)
+WORK = re.compile(
+    r"(?:Timeout at NCCL work|failure detected by watchdog at work sequence id): (?P<seq>[0-9]+),? "
+    r"(?:PG status: )?last enqueued (?:NCCL )?work: (?P<enq>[0-9]+), "
+    r"last completed (?:NCCL )?work: (?P<done>[0-9]+)",
+    re.ASCII,
+)
 # the process group a torch line names: 2.4+ "[PG ID 3 PG GUID 3(...) Rank 1]", 2.2-2.3 "[PG 3 Rank 1]"
 PG_ID = re.compile(r"\[PG (?:ID )?(?P<pg>[0-9]{1,9}) ", re.ASCII)
 # a rank's progress in every torch wording that prints it: 2.2-2.4 "last enqueued NCCL work: 7, last completed NCCL
 # work: 6" (the timeout line, "Exception ... detected by watchdog at work: 7, ...", and the "Received a dump signal"
 # line of a rank that did not time out itself: "Last enqueued NCCL work: 6, ..."), 2.5+ "last enqueued work: 7,
 # last completed work: 6"
-PROGRESS = re.compile(r"[Ll]ast enqueued (?:NCCL )?work: (?P<enq>-?[0-9]+), "
-                      r"last completed (?:NCCL )?work: (?P<done>-?[0-9]+)", re.ASCII)
+PROGRESS = re.compile(
+    r"[Ll]ast enqueued (?:NCCL )?work: (?P<enq>-?[0-9]+), "
+    r"last completed (?:NCCL )?work: (?P<done>-?[0-9]+)",
+    re.ASCII,
+)
 WORLD_SIZE = re.compile(r"nRanks (?P<n>[0-9]+)", re.ASCII)
 # a framework's banner naming a process's global rank and the world size it was given
 # (PyTorch Lightning: "Initializing distributed: GLOBAL_RANK: 7, MEMBER: 8/4")
@@ -55,8 +68,16 @@ P2P_CALLS = frozenset({"send", "recv", "isend", "irecv", "batch_isend_irecv"})
 PLAN = re.compile(r"ncclnb guard: p2p plan \{", re.ASCII)
 
 # exported with the knowledge base for the grep comparison
-REASONING_PATTERNS = (VERSION.pattern, COMM.pattern, WATCHDOG.pattern, WORK.pattern, PROGRESS.pattern, BANNER.pattern,
-                      PLAN.pattern, C10D_FRAME.pattern)
+REASONING_PATTERNS = (
+    VERSION.pattern,
+    COMM.pattern,
+    WATCHDOG.pattern,
+    WORK.pattern,
+    PROGRESS.pattern,
+    BANNER.pattern,
+    PLAN.pattern,
+    C10D_FRAME.pattern,
+)
 
 # upstream pages until the guided notebooks exist
 DESYNC_DOC = "https://pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications"
@@ -77,11 +98,12 @@ class WatchdogRecord:
 @dataclass
 class ProgressRecord:
     """A rank's last enqueued and last completed work (sequence numbers of its default group)."""
-    rank: object           # a global rank, or the collector's ("pid", host, pid) key until it is resolved
+
+    rank: object  # a global rank, or the collector's ("pid", host, pid) key until it is resolved
     enqueued: int
     completed: int
     evidence: Evidence
-    pg: Optional[str] = None   # the process group the line names ("[PG ID 3 ...", "[PG 3 Rank"), None when it names none
+    pg: Optional[str] = None  # the process group the line names ("[PG ID 3 ...", "[PG 3 Rank"), None when it names none
 
 
 @dataclass
@@ -96,16 +118,17 @@ class CommRecord:
 @dataclass
 class ReasonState:
     """Bounded state the reasoning needs; fed line by line by the collector."""
-    watchdog: dict = field(default_factory=dict)       # rank -> last WatchdogRecord
-    versions: dict = field(default_factory=dict)       # (host or source, pid) -> (version, cuda, Evidence)
+
+    watchdog: dict = field(default_factory=dict)  # rank -> last WatchdogRecord
+    versions: dict = field(default_factory=dict)  # (host or source, pid) -> (version, cuda, Evidence)
     version_keys_seen: int = 0
-    comm_by_host: dict = field(default_factory=dict)   # host -> CommRecord with the largest nRanks
-    out_of_range: dict = field(default_factory=dict)   # rank -> (size, Evidence)
-    plans: dict = field(default_factory=dict)          # rank -> its last P2PPlan (ncclnb guard: p2p plan)
-    progress: dict = field(default_factory=dict)       # (rank, process group) -> its latest ProgressRecord
-    claims: dict = field(default_factory=dict)         # (world size, rank) -> {process: Evidence} claiming it
-    waits: dict = field(default_factory=dict)          # rank -> (c10d call or None, Evidence) of its first timeout
-    values: dict = field(default_factory=dict)         # kind ("batches", "examples") -> {rank: (count, Evidence)}
+    comm_by_host: dict = field(default_factory=dict)  # host -> CommRecord with the largest nRanks
+    out_of_range: dict = field(default_factory=dict)  # rank -> (size, Evidence)
+    plans: dict = field(default_factory=dict)  # rank -> its last P2PPlan (ncclnb guard: p2p plan)
+    progress: dict = field(default_factory=dict)  # (rank, process group) -> its latest ProgressRecord
+    claims: dict = field(default_factory=dict)  # (world size, rank) -> {process: Evidence} claiming it
+    waits: dict = field(default_factory=dict)  # rank -> (c10d call or None, Evidence) of its first timeout
+    values: dict = field(default_factory=dict)  # kind ("batches", "examples") -> {rank: (count, Evidence)}
     limit: int = 8192
 
     def add_value(self, kind: str, rank, value: int, ev: Evidence) -> None:
@@ -174,7 +197,7 @@ _VALUE_KINDS = (("batches", ("batch", "step", "iteration")), ("examples", ("exam
 
 
 def value_kind(what: str) -> Optional[str]:
-    """"batches" or "examples" for the words a rank_count line names ("12 batches", "dataset length")."""
+    """ "batches" or "examples" for the words a rank_count line names ("12 batches", "dataset length")."""
     what = (what or "").lower()
     return next((kind for kind, words in _VALUE_KINDS if any(w in what for w in words)), None)
 
@@ -206,10 +229,12 @@ def value_tiebreak(state: ReasonState, sides: list) -> Optional[tuple]:
             blamed = set(sides[more])
             evidence = [per[r][1] for i in (more, less) for r in sorted(sides[i])[:2]]
             what = "batches (steps per epoch)" if kind == "batches" else "training examples (dataset length)"
-            text = (f" No majority decides, but the ranks printed their {what}, which every rank should share, and "
-                    f"they differ: {counts[more]} on rank {_ranks_text(sides[more])}, {counts[less]} on rank "
-                    f"{_ranks_text(sides[less])}. Rank {_ranks_text(sides[more])} runs more iterations: its collective "
-                    "is the loop's, issued once the others had left the loop.")
+            text = (
+                f" No majority decides, but the ranks printed their {what}, which every rank should share, and "
+                f"they differ: {counts[more]} on rank {_ranks_text(sides[more])}, {counts[less]} on rank "
+                f"{_ranks_text(sides[less])}. Rank {_ranks_text(sides[more])} runs more iterations: its collective "
+                "is the loop's, issued once the others had left the loop."
+            )
             label = "more batches" if kind == "batches" else "more training examples"
             return blamed, evidence, text, label
     return None
@@ -243,7 +268,7 @@ def progress_findings(state: ReasonState) -> list[Finding]:
     return []
 
 
-MAX_COMPLETED_SPREAD = 8   # completed counts further apart than this are not one process group's
+MAX_COMPLETED_SPREAD = 8  # completed counts further apart than this are not one process group's
 
 
 def _behind(recs: dict) -> list[Finding]:
@@ -259,20 +284,26 @@ def _behind(recs: dict) -> list[Finding]:
         return []
     last = sorted({recs[r].enqueued for r in behind})
     order = sorted(recs.values(), key=lambda p: (p.rank not in behind, p.rank))
-    return [Finding(
-        rule="watchdog_rank_behind", category="slow_rank_timeout", severity="error", confidence=0.8,
-        title=f"Rank {_ranks_text(behind)} never enqueued work {stuck}, which rank {_ranks_text(reached)} "
-              "waited in",
-        evidence=tuple(p.evidence for p in order[:8]),
-        cause=f"Every rank's watchdog says how far it got. Rank {_ranks_text(reached)} enqueued work {stuck} and "
-              f"waited for it to complete; rank {_ranks_text(behind)} had enqueued no further than work "
-              f"{', '.join(map(str, last))}: it never called that collective. It was busy elsewhere (saving, "
-              "evaluation, a slow data loader, a hang in Python) or skipped the collective; the others' timeouts "
-              "are the consequence.",
-        fix="Find what the lagging rank was doing at that moment (its own log, py-spy dump, the flight-recorder "
+    return [
+        Finding(
+            rule="watchdog_rank_behind",
+            category="slow_rank_timeout",
+            severity="error",
+            confidence=0.8,
+            title=f"Rank {_ranks_text(behind)} never enqueued work {stuck}, which rank {_ranks_text(reached)} waited in",
+            evidence=tuple(p.evidence for p in order[:8]),
+            cause=f"Every rank's watchdog says how far it got. Rank {_ranks_text(reached)} enqueued work {stuck} and "
+            f"waited for it to complete; rank {_ranks_text(behind)} had enqueued no further than work "
+            f"{', '.join(map(str, last))}: it never called that collective. It was busy elsewhere (saving, "
+            "evaluation, a slow data loader, a hang in Python) or skipped the collective; the others' timeouts "
+            "are the consequence.",
+            fix="Find what the lagging rank was doing at that moment (its own log, py-spy dump, the flight-recorder "
             "dump's stack); keep rank-specific work out of the collective path or shorter than the timeout, and "
             "make every rank call the same collectives.",
-        docs=SLOW_DOC, ranks=tuple(sorted(behind)))]
+            docs=SLOW_DOC,
+            ranks=tuple(sorted(behind)),
+        )
+    ]
 
 
 def watchdog_findings(state: ReasonState, world_size: Optional[int], present=frozenset()) -> list[Finding]:
@@ -315,33 +346,48 @@ def watchdog_findings(state: ReasonState, world_size: Optional[int], present=fro
         else:
             blamed = minority(lambda r: r.numel)
             sizes = Counter(r.numel for r in recs.values())
-            what = "the same collective with different sizes (" + "; ".join(
-                f"NumelIn={a}, NumelOut={b} on {how_many(n, 'rank')}" for (a, b), n in sizes.most_common()) + ")"
+            what = (
+                "the same collective with different sizes ("
+                + "; ".join(f"NumelIn={a}, NumelOut={b} on {how_many(n, 'rank')}" for (a, b), n in sizes.most_common())
+                + ")"
+            )
         if len(seqs) > 1 and not blamed:
             blamed = minority(lambda r: r.seq)
         broken = None
-        if blamed == set(recs):   # a tie: the counts the ranks printed may say which side ran on
+        if blamed == set(recs):  # a tie: the counts the ranks printed may say which side ran on
             key = (lambda r: r.op) if len(ops) > 1 else (lambda r: r.numel)
-            broken = value_tiebreak(state, [{r.rank for r in recs.values() if key(r) == k}
-                                            for k in dict.fromkeys(key(r) for r in recs.values())])
+            broken = value_tiebreak(
+                state, [{r.rank for r in recs.values() if key(r) == k} for k in dict.fromkeys(key(r) for r in recs.values())]
+            )
         if broken is not None:
             blamed = broken[0]
             evidence = tuple(broken[1] + [e for e in evidence if e not in broken[1]])[:8]
-        title = f"Ranks diverged: the timed-out collective differs across ranks (rank {_ranks_text(blamed)})" if blamed \
+        title = (
+            f"Ranks diverged: the timed-out collective differs across ranks (rank {_ranks_text(blamed)})"
+            if blamed
             else "Ranks diverged: the timed-out collective differs across ranks"
+        )
         if broken is not None:
             title += f"; it printed {broken[3]}"
-        return [Finding(
-            rule="watchdog_desync", category="collective_desync", severity="error", confidence=0.85,
-            title=title, evidence=evidence,
-            cause=f"The watchdog timeouts show {what}. Ranks that call different collectives (or the same one with "
-                  "different shapes) wait for each other forever: typical causes are a data split or batch size that "
-                  "differs per rank (unseeded shuffles, dropped samples) or rank-dependent control flow."
-                  + (broken[2] if broken is not None else ""),
-            fix="Make every rank issue the same collectives with the same shapes: seed every random split (numpy too), "
+        return [
+            Finding(
+                rule="watchdog_desync",
+                category="collective_desync",
+                severity="error",
+                confidence=0.85,
+                title=title,
+                evidence=evidence,
+                cause=f"The watchdog timeouts show {what}. Ranks that call different collectives (or the same one with "
+                "different shapes) wait for each other forever: typical causes are a data split or batch size that "
+                "differs per rank (unseeded shuffles, dropped samples) or rank-dependent control flow."
+                + (broken[2] if broken is not None else ""),
+                fix="Make every rank issue the same collectives with the same shapes: seed every random split (numpy too), "
                 "pad or drop_last uneven batches, avoid rank-dependent branches around collectives; "
                 "TORCH_DISTRIBUTED_DEBUG=DETAIL names the mismatch at once.",
-            docs=DESYNC_DOC, ranks=tuple(sorted(blamed)))]
+                docs=DESYNC_DOC,
+                ranks=tuple(sorted(blamed)),
+            )
+        ]
     behind = progress_findings(state)
     if behind:
         return behind
@@ -350,37 +396,59 @@ def watchdog_findings(state: ReasonState, world_size: Optional[int], present=fro
         common = max(seqs, key=lambda s: (seqs[s], s))
         behind = {r.rank for r in recs.values() if r.seq != common}
         title = f"Rank {_ranks_text(behind)} is at another sequence number than the others at the timeout"
-        return [Finding(
-            rule="watchdog_seq_differs", category="slow_rank_timeout", severity="error", confidence=0.7,
-            title=title, evidence=evidence,
-            cause=f"All timed-out ranks wait in {ops.most_common(1)[0][0]}, but rank {_ranks_text(behind)} "
-                  f"reached sequence number {', '.join(str(s) for s in sorted(seqs) if s != common)} instead of {common}: "
-                  "one side is a collective ahead or behind. With the same operation everywhere this is usually a "
-                  "rank that is late (busy on something else), but an extra collective on one rank looks the same.",
-            fix="Check what the lagging rank did just before (saving, evaluation, logging on rank 0 only); keep that "
+        return [
+            Finding(
+                rule="watchdog_seq_differs",
+                category="slow_rank_timeout",
+                severity="error",
+                confidence=0.7,
+                title=title,
+                evidence=evidence,
+                cause=f"All timed-out ranks wait in {ops.most_common(1)[0][0]}, but rank {_ranks_text(behind)} "
+                f"reached sequence number {', '.join(str(s) for s in sorted(seqs) if s != common)} instead of {common}: "
+                "one side is a collective ahead or behind. With the same operation everywhere this is usually a "
+                "rank that is late (busy on something else), but an extra collective on one rank looks the same.",
+                fix="Check what the lagging rank did just before (saving, evaluation, logging on rank 0 only); keep that "
                 "work out of the collective path or let the other ranks wait in a barrier with a longer timeout.",
-            docs=SLOW_DOC, ranks=tuple(sorted(behind)))]
+                docs=SLOW_DOC,
+                ranks=tuple(sorted(behind)),
+            )
+        ]
     if missing:
         title = f"Rank {_ranks_text(missing)} never reached the collective the others timed out in"
-        return [Finding(
-            rule="watchdog_rank_missing", category="slow_rank_timeout", severity="error", confidence=0.75,
-            title=title, evidence=evidence,
-            cause=f"Ranks {_ranks_text(timed_out)} all timed out in the same {ops.most_common(1)[0][0]} "
-                  f"(SeqNum {seqs.most_common(1)[0][0]}); rank {_ranks_text(missing)} did not: it was still busy "
-                  "elsewhere (checkpointing, evaluation, a slow disk or data loader) when the timeout hit.",
-            fix="Find what the missing rank was doing (its own log, py-spy dump); move rank-0-only work such as saving "
+        return [
+            Finding(
+                rule="watchdog_rank_missing",
+                category="slow_rank_timeout",
+                severity="error",
+                confidence=0.75,
+                title=title,
+                evidence=evidence,
+                cause=f"Ranks {_ranks_text(timed_out)} all timed out in the same {ops.most_common(1)[0][0]} "
+                f"(SeqNum {seqs.most_common(1)[0][0]}); rank {_ranks_text(missing)} did not: it was still busy "
+                "elsewhere (checkpointing, evaluation, a slow disk or data loader) when the timeout hit.",
+                fix="Find what the missing rank was doing (its own log, py-spy dump); move rank-0-only work such as saving "
                 "out of the training loop's collective path, or raise the process-group timeout for it.",
-            docs=SLOW_DOC, ranks=tuple(sorted(missing)))]
+                docs=SLOW_DOC,
+                ranks=tuple(sorted(missing)),
+            )
+        ]
     if len(recs) >= 2:
-        return [Finding(
-            rule="watchdog_all_waiting", category="slow_rank_timeout", severity="error", confidence=0.55,
-            title=f"All {len(recs)} reporting ranks timed out in the same {ops.most_common(1)[0][0]}",
-            evidence=evidence,
-            cause="Every rank that reported waited in the same collective at the same sequence number: a rank whose log "
-                  "is not here, or the network or a GPU under all of them, stopped progressing.",
-            fix="Add the logs of the remaining ranks; check dmesg / nvidia-smi on each node for Xid errors and the "
+        return [
+            Finding(
+                rule="watchdog_all_waiting",
+                category="slow_rank_timeout",
+                severity="error",
+                confidence=0.55,
+                title=f"All {len(recs)} reporting ranks timed out in the same {ops.most_common(1)[0][0]}",
+                evidence=evidence,
+                cause="Every rank that reported waited in the same collective at the same sequence number: a rank whose log "
+                "is not here, or the network or a GPU under all of them, stopped progressing.",
+                fix="Add the logs of the remaining ranks; check dmesg / nvidia-smi on each node for Xid errors and the "
                 "fabric for link errors.",
-            docs=SLOW_DOC)]
+                docs=SLOW_DOC,
+            )
+        ]
     return []
 
 
@@ -401,29 +469,41 @@ def version_findings(state: ReasonState, rank_hosts: dict) -> list[Finding]:
     evidence = tuple(shown.values())[:8]
     blamed_hosts = tuple(sorted({str(k[0]) for k in odd if k[0] is not None}))
     odd_procs = set(odd)
-    ranks = tuple(sorted(r for r, (h, pid) in rank_hosts.items()
-                         if (h, pid) in odd_procs or (h, r) in odd_procs or (None, r) in odd_procs))
+    ranks = tuple(
+        sorted(r for r, (h, pid) in rank_hosts.items() if (h, pid) in odd_procs or (h, r) in odd_procs or (None, r) in odd_procs)
+    )
     hosts_per_version, procs_per_version = {}, Counter()
     for (h, _), (ver, _, _) in state.versions.items():
         procs_per_version[ver] += 1
         if h is not None:
             hosts_per_version.setdefault(ver, set()).add(h)
-    listing = "; ".join(f"{ver} on {how_many(len(hosts_per_version[ver]), 'host')}" if ver in hosts_per_version
-                        else f"{ver} in {how_many(procs_per_version[ver], 'process', 'processes')} of unnamed hosts"
-                        for ver, _ in counts.most_common())
+    listing = "; ".join(
+        f"{ver} on {how_many(len(hosts_per_version[ver]), 'host')}"
+        if ver in hosts_per_version
+        else f"{ver} in {how_many(procs_per_version[ver], 'process', 'processes')} of unnamed hosts"
+        for ver, _ in counts.most_common()
+    )
     where = ", ".join(blamed_hosts[:8]) or "processes whose lines name no host"
-    return [Finding(
-        rule="nccl_version_differs_across_hosts", category="version_mismatch", severity="error", confidence=0.9,
-        title=f"Hosts run different NCCL versions ({listing})",
-        evidence=evidence,
-        cause=f"NCCL {', '.join(sorted(set(odd.values())))} on {where} ({len(odd)} process(es)) "
-              f"against {common} elsewhere. "
-              "NCCL's bootstrap and wire formats differ between versions, so ranks fail to connect with errors that "
-              "do not name the version (ncclSocketInit ... family 0, internal error, hangs).",
-        fix="Install one NCCL everywhere: the same torch build and nvidia-nccl-cu* wheel on every node, no older "
+    return [
+        Finding(
+            rule="nccl_version_differs_across_hosts",
+            category="version_mismatch",
+            severity="error",
+            confidence=0.9,
+            title=f"Hosts run different NCCL versions ({listing})",
+            evidence=evidence,
+            cause=f"NCCL {', '.join(sorted(set(odd.values())))} on {where} ({len(odd)} process(es)) "
+            f"against {common} elsewhere. "
+            "NCCL's bootstrap and wire formats differ between versions, so ranks fail to connect with errors that "
+            "do not name the version (ncclSocketInit ... family 0, internal error, hangs).",
+            fix="Install one NCCL everywhere: the same torch build and nvidia-nccl-cu* wheel on every node, no older "
             "libnccl earlier on LD_LIBRARY_PATH (check pip list | grep nccl and python -c 'import torch; "
             "print(torch.cuda.nccl.version())' on each node).",
-        docs=VERSION_DOC, ranks=ranks, hosts=blamed_hosts)]
+            docs=VERSION_DOC,
+            ranks=ranks,
+            hosts=blamed_hosts,
+        )
+    ]
 
 
 def world_size_findings(state: ReasonState, known_ranks: set) -> list[Finding]:
@@ -434,18 +514,27 @@ def world_size_findings(state: ReasonState, known_ranks: set) -> list[Finding]:
     smallest = min(sizes)
     beyond = {r for r in known_ranks if r >= smallest} | {r for r, (size, _) in state.out_of_range.items() if r >= size}
     evidence = tuple(c.evidence for c in sorted(state.comm_by_host.values(), key=lambda c: c.nranks))[:8]
-    listing = "; ".join(f"{h or 'unknown host'} says {how_many(c.nranks, 'rank')} on {how_many(c.nnodes, 'node')}"
-                        for h, c in sorted(state.comm_by_host.items(), key=lambda kv: str(kv[0])))
-    return [Finding(
-        rule="world_size_differs_across_hosts", category="rank_world_size_mismatch", severity="error", confidence=0.85,
-        title="Nodes disagree on the world size" + (f" (rank {_ranks_text(beyond)} beyond {smallest})" if beyond else ""),
-        evidence=evidence,
-        cause=f"The communicators were built with different sizes: {listing}. The launcher on some node computes "
-              "WORLD_SIZE or RANK differently (num_nodes / devices / nproc_per_node not the same everywhere).",
-        fix="Launch every node with the same world size and node count and let the launcher derive RANK "
+    listing = "; ".join(
+        f"{h or 'unknown host'} says {how_many(c.nranks, 'rank')} on {how_many(c.nnodes, 'node')}"
+        for h, c in sorted(state.comm_by_host.items(), key=lambda kv: str(kv[0]))
+    )
+    return [
+        Finding(
+            rule="world_size_differs_across_hosts",
+            category="rank_world_size_mismatch",
+            severity="error",
+            confidence=0.85,
+            title="Nodes disagree on the world size" + (f" (rank {_ranks_text(beyond)} beyond {smallest})" if beyond else ""),
+            evidence=evidence,
+            cause=f"The communicators were built with different sizes: {listing}. The launcher on some node computes "
+            "WORLD_SIZE or RANK differently (num_nodes / devices / nproc_per_node not the same everywhere).",
+            fix="Launch every node with the same world size and node count and let the launcher derive RANK "
             "(torchrun --nnodes N --nproc-per-node G, or srun with one task per GPU).",
-        docs=RANKS_DOC, ranks=tuple(sorted(beyond)),
-        hosts=tuple(sorted(h for h, c in state.comm_by_host.items() if c.nranks != max(sizes) and h)))]
+            docs=RANKS_DOC,
+            ranks=tuple(sorted(beyond)),
+            hosts=tuple(sorted(h for h, c in state.comm_by_host.items() if c.nranks != max(sizes) and h)),
+        )
+    ]
 
 
 def out_of_range_findings(state: ReasonState) -> list[Finding]:
@@ -459,17 +548,24 @@ def out_of_range_findings(state: ReasonState) -> list[Finding]:
     sizes = sorted({size for size, _ in state.out_of_range.values()})
     evidence = tuple(ev for _, (_, ev) in sorted(state.out_of_range.items()))[:8]
     size_text = " or ".join(map(str, sizes))
-    return [Finding(
-        rule="ranks_beyond_world_size", category="rank_world_size_mismatch", severity="error", confidence=0.95,
-        title=f"Rank {_ranks_text(ranks)} started with a world size of {size_text}",
-        evidence=evidence,
-        cause=f"These processes were given a global rank >= the world size ({size_text}) they passed to "
-              "init_process_group: the launcher started more processes than the job's world size counts "
-              "(nodes x processes per node), or the framework computed RANK or WORLD_SIZE itself from a "
-              "wrong node or device count.",
-        fix="Make WORLD_SIZE = nodes x processes per node on every node and let the launcher derive RANK "
+    return [
+        Finding(
+            rule="ranks_beyond_world_size",
+            category="rank_world_size_mismatch",
+            severity="error",
+            confidence=0.95,
+            title=f"Rank {_ranks_text(ranks)} started with a world size of {size_text}",
+            evidence=evidence,
+            cause=f"These processes were given a global rank >= the world size ({size_text}) they passed to "
+            "init_process_group: the launcher started more processes than the job's world size counts "
+            "(nodes x processes per node), or the framework computed RANK or WORLD_SIZE itself from a "
+            "wrong node or device count.",
+            fix="Make WORLD_SIZE = nodes x processes per node on every node and let the launcher derive RANK "
             "(torchrun --nnodes N --nproc-per-node G; in Lightning, Trainer(num_nodes=N) matching the launch).",
-        docs=RANKS_DOC, ranks=ranks)]
+            docs=RANKS_DOC,
+            ranks=ranks,
+        )
+    ]
 
 
 def duplicate_claims(state: ReasonState, world_size: Optional[int]) -> dict:
@@ -485,7 +581,7 @@ def duplicate_claims(state: ReasonState, world_size: Optional[int]) -> dict:
     out: dict = {}
     for size, ranks in by_size.items():
         if size > state.limit or (world_size and size != world_size and any(s == world_size for s in by_size)):
-            continue   # the world's own communicator decides when NCCL printed it
+            continue  # the world's own communicator decides when NCCL printed it
         doubled = {r: procs for r, procs in ranks.items() if len(procs) > 1}
         if doubled and len(ranks) < size:
             for r, procs in doubled.items():
@@ -512,22 +608,31 @@ def wait_findings(state: ReasonState, present=frozenset()) -> list[Finding]:
         return _collective_waits(state, collective, {r for r in present if isinstance(r, int)} - set(state.waits))
     named = all(call in P2P_CALLS for call in p2p.values())
     calls = sorted(set(collective.values()))
-    return [Finding(
-        rule="p2p_wait_beside_collective", category="p2p_pairing", severity="error",
-        confidence=0.7 if named else 0.6,
-        title=f"Rank {_ranks_text(p2p)} timed out in a point-to-point wait while rank {_ranks_text(collective)} "
-              f"waited in {', '.join(calls)}",
-        evidence=tuple(state.waits[r][1] for r in order[:8]),
-        cause=f"The tracebacks show rank {_ranks_text(p2p)} timing out "
-              + ("in " + ", ".join(sorted(set(p2p.values()))) if named else
-                 "in a wait() of its own, outside any torch.distributed collective (an isend/irecv request)")
-              + f", and rank {_ranks_text(collective)} in {', '.join(calls)}. The others got through the "
-              "point-to-point exchange and went on to the next collective; the stuck ranks posted a send or "
-              "receive that no peer matched, so they never reach it and everyone times out.",
-        fix="Pair every isend with exactly one irecv on the peer (same size, same order): exchange the counts "
+    return [
+        Finding(
+            rule="p2p_wait_beside_collective",
+            category="p2p_pairing",
+            severity="error",
+            confidence=0.7 if named else 0.6,
+            title=f"Rank {_ranks_text(p2p)} timed out in a point-to-point wait while rank {_ranks_text(collective)} "
+            f"waited in {', '.join(calls)}",
+            evidence=tuple(state.waits[r][1] for r in order[:8]),
+            cause=f"The tracebacks show rank {_ranks_text(p2p)} timing out "
+            + (
+                "in " + ", ".join(sorted(set(p2p.values())))
+                if named
+                else "in a wait() of its own, outside any torch.distributed collective (an isend/irecv request)"
+            )
+            + f", and rank {_ranks_text(collective)} in {', '.join(calls)}. The others got through the "
+            "point-to-point exchange and went on to the next collective; the stuck ranks posted a send or "
+            "receive that no peer matched, so they never reach it and everyone times out.",
+            fix="Pair every isend with exactly one irecv on the peer (same size, same order): exchange the counts "
             "first and post only the pairs both sides know, in one batch_isend_irecv, or use all_to_all_single; "
             "ncclnb.guard.check_p2p_plan(sends, recvs) checks the plan before anything is posted.",
-        docs=DESYNC_DOC, ranks=tuple(sorted(p2p)))]
+            docs=DESYNC_DOC,
+            ranks=tuple(sorted(p2p)),
+        )
+    ]
 
 
 def _collective_waits(state: ReasonState, calls: dict, silent: set) -> list[Finding]:
@@ -543,31 +648,45 @@ def _collective_waits(state: ReasonState, calls: dict, silent: set) -> list[Find
         if broken is not None:
             blamed, extra, why = broken[0], broken[1], broken[2].lstrip()
             evidence = tuple(extra + [e for e in evidence if e not in extra])[:8]
-        return [Finding(
-            rule="traceback_desync", category="collective_desync", severity="error", confidence=0.75,
-            title=f"Ranks timed out in different collectives ({listing})"
-                  + (f"; rank {_ranks_text(blamed)} printed {broken[3]}" if broken is not None else ""),
-            evidence=evidence,
-            cause=f"Each rank's traceback ends in the collective it waited in: {listing}. Ranks that call different "
-                  "collectives wait for each other until the timeout: a data split or batch count that differs per "
-                  "rank (one rank runs another iteration), or rank-dependent control flow. " + why,
-            fix="Make every rank issue the same collectives: seed every random split, pad or drop_last uneven "
+        return [
+            Finding(
+                rule="traceback_desync",
+                category="collective_desync",
+                severity="error",
+                confidence=0.75,
+                title=f"Ranks timed out in different collectives ({listing})"
+                + (f"; rank {_ranks_text(blamed)} printed {broken[3]}" if broken is not None else ""),
+                evidence=evidence,
+                cause=f"Each rank's traceback ends in the collective it waited in: {listing}. Ranks that call different "
+                "collectives wait for each other until the timeout: a data split or batch count that differs per "
+                "rank (one rank runs another iteration), or rank-dependent control flow. " + why,
+                fix="Make every rank issue the same collectives: seed every random split, pad or drop_last uneven "
                 "batches, keep collectives out of rank-dependent branches; TORCH_DISTRIBUTED_DEBUG=DETAIL names "
                 "the mismatch at once.",
-            docs=DESYNC_DOC, ranks=tuple(sorted(blamed)))]
-    if not silent or len(silent) > len(calls):   # the fewer are late; most ranks silent says too little
+                docs=DESYNC_DOC,
+                ranks=tuple(sorted(blamed)),
+            )
+        ]
+    if not silent or len(silent) > len(calls):  # the fewer are late; most ranks silent says too little
         return []
     (call,) = counts
-    return [Finding(
-        rule="traceback_rank_missing", category="slow_rank_timeout", severity="error", confidence=0.7,
-        title=f"Rank {_ranks_text(silent)} never reached the {call} that rank {_ranks_text(calls)} timed out in",
-        evidence=evidence,
-        cause=f"Rank {_ranks_text(calls)} timed out in the same {call}; the log of rank {_ranks_text(silent)} shows "
-              "no timeout: it was still busy elsewhere (checkpointing, evaluation, a slow disk or data loader) "
-              "when the others gave up waiting.",
-        fix="Find what the missing rank was doing (its own log, py-spy dump); keep rank-0-only work such as saving "
+    return [
+        Finding(
+            rule="traceback_rank_missing",
+            category="slow_rank_timeout",
+            severity="error",
+            confidence=0.7,
+            title=f"Rank {_ranks_text(silent)} never reached the {call} that rank {_ranks_text(calls)} timed out in",
+            evidence=evidence,
+            cause=f"Rank {_ranks_text(calls)} timed out in the same {call}; the log of rank {_ranks_text(silent)} shows "
+            "no timeout: it was still busy elsewhere (checkpointing, evaluation, a slow disk or data loader) "
+            "when the others gave up waiting.",
+            fix="Find what the missing rank was doing (its own log, py-spy dump); keep rank-0-only work such as saving "
             "out of the collective path or shorter than the timeout, or raise the process-group timeout for it.",
-        docs=SLOW_DOC, ranks=tuple(sorted(silent)))]
+            docs=SLOW_DOC,
+            ranks=tuple(sorted(silent)),
+        )
+    ]
 
 
 def plan_findings(state: ReasonState, ahead=frozenset()) -> list[Finding]:

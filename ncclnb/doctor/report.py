@@ -8,6 +8,7 @@ character as a visible escape (``\\x1b``, ``\\x9b``, ``\\u202e``) and emits
 no control character but its own newlines and colours; :func:`json_text`
 escapes the ones ``json.dumps`` leaves raw. The Diagnosis itself keeps them.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,14 @@ from typing import Optional
 from ..model import Diagnosis, Finding
 from ..model.words import how_many
 
-_COLOURS = {"error": "\x1b[31;1m", "warning": "\x1b[33;1m", "info": "\x1b[36m", "bold": "\x1b[1m",
-            "dim": "\x1b[2m", "reset": "\x1b[0m"}
+_COLOURS = {
+    "error": "\x1b[31;1m",
+    "warning": "\x1b[33;1m",
+    "info": "\x1b[36m",
+    "bold": "\x1b[1m",
+    "dim": "\x1b[2m",
+    "reset": "\x1b[0m",
+}
 # what a terminal acts on: C0 controls, DEL, C1 controls, bidi embeddings,
 # overrides and isolates (text that reads other than it is), line and
 # paragraph separators
@@ -98,8 +105,10 @@ def render_text(diag: Diagnosis, colour: bool = False, top: Optional[int] = None
         out.append("No known failure signature found (category: unknown).")
     elif all(f.severity == "info" for f in findings):
         # nothing failed in these lines: say so before the informational ones
-        out.append("No error or warning found in these lines; what follows is informational. "
-                   "If the job hung, add every rank's log (NCCL_DEBUG=INFO) or a flight-recorder dump.")
+        out.append(
+            "No error or warning found in these lines; what follows is informational. "
+            "If the job hung, add every rank's log (NCCL_DEBUG=INFO) or a flight-recorder dump."
+        )
     for i, f in enumerate(findings):
         title = _one_line(f.title, 400)
         head = f"{f.severity.upper():7} {title}"
@@ -134,10 +143,14 @@ def render_text(diag: Diagnosis, colour: bool = False, top: Optional[int] = None
         out.append(f"  {'rank':>5} {'host':20} {'local':>5} {'pid':>8} {'nccl':16} {'last seq':>10} {'op':16} first error")
         for r in diag.ranks[:256]:
             cells = [
-                f"{r.rank if r.rank is not None else '?':>5}", f"{visible(r.host or '-')[:20]:20}",
-                f"{r.local_rank if r.local_rank is not None else '-':>5}", f"{r.pid if r.pid is not None else '-':>8}",
-                f"{visible(r.nccl_version or '-')[:16]:16}", f"{r.last_seq if r.last_seq is not None else '-':>10}",
-                f"{visible(r.last_op or '-')[:16]:16}", _one_line(r.first_error or "-", 80),
+                f"{r.rank if r.rank is not None else '?':>5}",
+                f"{visible(r.host or '-')[:20]:20}",
+                f"{r.local_rank if r.local_rank is not None else '-':>5}",
+                f"{r.pid if r.pid is not None else '-':>8}",
+                f"{visible(r.nccl_version or '-')[:16]:16}",
+                f"{r.last_seq if r.last_seq is not None else '-':>10}",
+                f"{visible(r.last_op or '-')[:16]:16}",
+                _one_line(r.first_error or "-", 80),
             ]
             out.append("  " + " ".join(cells))
         if len(diag.ranks) > 256:

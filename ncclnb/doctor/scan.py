@@ -42,6 +42,7 @@ running on: bytes that are not text (a core file, ``/dev/zero``,
 BINARY_BUDGET bytes, or, on a stream that may never end (a pipe, a device),
 no line break in the first MAX_NO_NEWLINE bytes.
 """
+
 from __future__ import annotations
 
 import os
@@ -57,25 +58,25 @@ from typing import BinaryIO, Callable, Iterator, NamedTuple, Optional
 from .kb import TRIGGERS
 from .sources import BINARY
 
-CHUNK = 8 << 20          # bytes read at a time
-MAX_LINE = 64 << 10      # longer lines are cut here; the rest of the line is skipped
-PIECE = 1 << 20          # bytes per read call
-NUMPY_MIN = 16 << 10     # regions at least this large use the numpy filter (when numpy imports): a per-rank file too
+CHUNK = 8 << 20  # bytes read at a time
+MAX_LINE = 64 << 10  # longer lines are cut here; the rest of the line is skipped
+PIECE = 1 << 20  # bytes per read call
+NUMPY_MIN = 16 << 10  # regions at least this large use the numpy filter (when numpy imports): a per-rank file too
 PARALLEL_MIN = 64 << 20  # regular files at least this large are scanned by a process pool
-RANGE = 16 << 20         # bytes per parallel task
-WORKER_CHUNK = 4 << 20   # bytes a worker reads at a time (smaller: several workers stay within memory)
+RANGE = 16 << 20  # bytes per parallel task
+WORKER_CHUNK = 4 << 20  # bytes a worker reads at a time (smaller: several workers stay within memory)
 MAX_WORKERS = 4
-MANY_HITS = 64           # flagged windows in a region past which lines are numbered at once (numpy), not one by one
-MAX_TASK_CANDIDATES = 50_000   # a worker stops collecting here; the caller scans the rest itself
-TEXT_BLOCK = 64 << 10    # bytes judged text or binary at once
+MANY_HITS = 64  # flagged windows in a region past which lines are numbered at once (numpy), not one by one
+MAX_TASK_CANDIDATES = 50_000  # a worker stops collecting here; the caller scans the rest itself
+TEXT_BLOCK = 64 << 10  # bytes judged text or binary at once
 BINARY_BUDGET = 32 << 20  # bytes of binary data read, with no text and no candidate line, before giving up
 MAX_NO_NEWLINE = 256 << 20  # a stream with no line break in this many bytes is not read further
-PR_SET_PDEATHSIG = 1     # linux/prctl.h
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 # bytes that text never holds (NUL and the C0 controls but tab, newlines, form feed, backspace and ESC)
 _CONTROL = bytes(range(0, 8)) + bytes(range(14, 27)) + bytes(range(28, 32)) + b"\x7f"
 
 _LITERALS = tuple(t.encode() for t in TRIGGERS)
-_ORDER = _LITERALS   # has_trigger's test order: triggers the input shows move to the front
+_ORDER = _LITERALS  # has_trigger's test order: triggers the input shows move to the front
 # NCCL's per-rank prefix (host:pid:tid [dev]). No trigger holds its closing "]", so none spans the cut after it:
 # a line holds a trigger when its prefix or its rest does, and both repeat across ranks (memoised, bounded)
 _PREFIX = re.compile(rb"[A-Za-z][\w.-]{0,254}:[0-9]{1,9}:[0-9]{1,9} \[[0-9]{1,4}\]")
@@ -113,7 +114,7 @@ def _has_trigger(line: bytes) -> bool:
     for i, lit in enumerate(order):
         if lit in line:
             if i > 3:  # rebinding a new tuple is atomic: threads may lose a move, never a trigger
-                _ORDER = (lit,) + order[:i] + order[i + 1:]
+                _ORDER = (lit,) + order[:i] + order[i + 1 :]
             return True
     return False
 
@@ -131,7 +132,7 @@ def _has_text_block(data: bytes) -> bool:
     """Does ``data`` hold a TEXT_BLOCK (or, when shorter, is it) that looks like text?"""
     if len(data) <= TEXT_BLOCK:
         return not looks_binary(data)
-    return any(not looks_binary(data[i:i + TEXT_BLOCK]) for i in range(0, len(data) - TEXT_BLOCK + 1, TEXT_BLOCK))
+    return any(not looks_binary(data[i : i + TEXT_BLOCK]) for i in range(0, len(data) - TEXT_BLOCK + 1, TEXT_BLOCK))
 
 
 # ---- the filters ----------------------------------------------------------
@@ -164,7 +165,7 @@ def _py_filter(data: bytes, start: int, end: int, max_line: int) -> tuple[list, 
         if stop < 0:
             stop = end
         if stop - st > max_line:
-            line = data[st:st + max_line]
+            line = data[st : st + max_line]
             if not has_trigger(line):
                 continue
         else:
@@ -195,7 +196,7 @@ class _QuadTable:
             if len(lit) < 5:  # a gram at both alignments needs 5 bytes
                 raise ValueError(f"trigger {lit!r} is too short for the gram filter")
             for parity in (0, 1):
-                grams = [self._hash1(lit[j:j + 4]) for j in range(parity, len(lit) - 3, 2)]
+                grams = [self._hash1(lit[j : j + 4]) for j in range(parity, len(lit) - 3, 2)]
                 table[min(grams, key=lambda g: freq[g])] = True
         self.table = table
         self._room = 0
@@ -209,7 +210,7 @@ class _QuadTable:
     def filter(self, data: bytes, start: int, end: int, max_line: int) -> tuple[list, int]:
         np = self.np
         size = end - start
-        if self._room < size:   # scratch arrays, reused: fresh ones per chunk cost page faults
+        if self._room < size:  # scratch arrays, reused: fresh ones per chunk cost page faults
             self._room = max(size, 1 << 20)
             self._nl = np.empty(self._room, dtype=bool)
             self._h32 = np.empty(self._room // 4 + 1, dtype=np.uint32)
@@ -217,7 +218,7 @@ class _QuadTable:
             self._hit = np.empty(self._room // 4 + 1, dtype=bool)
         is_nl = np.equal(np.frombuffer(data, np.uint8, count=size, offset=start), 10, out=self._nl[:size])
         total = int(np.count_nonzero(is_nl))
-        s0 = start & ~1   # even offsets of data; a window that starts before start is harmless
+        s0 = start & ~1  # even offsets of data; a window that starts before start is harmless
         found = []
         for off in (0, 2):
             n = (end - s0 - off) // 4
@@ -239,7 +240,7 @@ class _QuadTable:
             # many hits: number them all at once from the newline positions
             newlines = np.flatnonzero(is_nl) + start
             idxs = np.unique(np.searchsorted(newlines, pos))
-            bounds = np.concatenate(([start - 1], newlines, [end]))   # line i runs from bounds[i] + 1 to bounds[i + 1]
+            bounds = np.concatenate(([start - 1], newlines, [end]))  # line i runs from bounds[i] + 1 to bounds[i + 1]
             starts = bounds[idxs] + 1
             stops = np.minimum(bounds[idxs + 1], starts + max_line)
             for idx, st, stop in zip(idxs.tolist(), starts.tolist(), stops.tolist()):
@@ -251,16 +252,16 @@ class _QuadTable:
         idx, prev, last = 0, start, -1
         for p in pos.tolist():
             if p < start or p <= last:
-                continue   # before the region, or on the line just looked at
+                continue  # before the region, or on the line just looked at
             st = rfind(b"\n", start, p) + 1 or start
             if st < start:
                 st = start
             last = find(b"\n", p, end)
             if last < 0:
                 last = end
-            idx += int(np.count_nonzero(is_nl[prev - start:st - start]))
+            idx += int(np.count_nonzero(is_nl[prev - start : st - start]))
             prev = st
-            line = data[st:min(last, st + max_line)]
+            line = data[st : min(last, st + max_line)]
             if has_trigger(line):
                 out.append((idx, line))
         return out, total
@@ -276,7 +277,8 @@ def _filter(data: bytes, start: int, end: int, max_line: int, numpy_min: Optiona
         if _TABLE is None:
             try:
                 import numpy
-                _TABLE = _QuadTable(numpy, data[start:start + (4 << 20)])
+
+                _TABLE = _QuadTable(numpy, data[start : start + (4 << 20)])
             except Exception:  # no numpy (or a broken one): the find sweeps give the same lines
                 _NUMPY_FAILED = True
         if _TABLE is not None:
@@ -287,16 +289,16 @@ def _filter(data: bytes, start: int, end: int, max_line: int, numpy_min: Optiona
 # ---- the bulk path: lines that differ only in NCCL's prefix, read once ---------
 # NCCL's prefix up to its "]" (collapse.PREFIX without the "]" and the blank after it)
 _HEAD = re.compile(rb"([A-Za-z][\w.-]{0,254}):[0-9]{1,9}:[0-9]{1,9} \[[0-9]{1,4}")
-BULK_MIN = 16 << 10      # regions at least this large take the bulk path when the caller skips inert lines
-BULK_DENSITY = 0.05      # a region with fewer candidate lines than this share sends the next one the ordinary way
-BULK_MAX_NEW = 0.5       # a region where more than this share of the lines are new messages leaves the bulk path
-MAX_KEYS = 1 << 16       # distinct heads and rests whose reading is remembered (the tables start again when full)
-_rest_code: dict = {}    # rest (bytes after the first "]") -> 1 if it holds a trigger, | 2 if it starts with a blank
-_head_code: dict = {}    # head (bytes before it) -> (host id + 1) << 1 | 1 if it holds a trigger; host id -1: not NCCL's
-_host_ids: dict = {}     # host bytes -> host id (an index into _hosts)
+BULK_MIN = 16 << 10  # regions at least this large take the bulk path when the caller skips inert lines
+BULK_DENSITY = 0.05  # a region with fewer candidate lines than this share sends the next one the ordinary way
+BULK_MAX_NEW = 0.5  # a region where more than this share of the lines are new messages leaves the bulk path
+MAX_KEYS = 1 << 16  # distinct heads and rests whose reading is remembered (the tables start again when full)
+_rest_code: dict = {}  # rest (bytes after the first "]") -> 1 if it holds a trigger, | 2 if it starts with a blank
+_head_code: dict = {}  # head (bytes before it) -> (host id + 1) << 1 | 1 if it holds a trigger; host id -1: not NCCL's
+_host_ids: dict = {}  # host bytes -> host id (an index into _hosts)
 _hosts: list = []
 _FIRST, _THIRD = itemgetter(0), itemgetter(2)
-_EPOCH = [0]            # bumped when host ids start again
+_EPOCH = [0]  # bumped when host ids start again
 
 
 def _holding_trigger(pieces: list) -> set:
@@ -331,13 +333,14 @@ def _code_heads(new) -> None:
 
 class _Region(NamedTuple):
     """What :meth:`BulkSkip.region` read of a region, for :meth:`BulkSkip.emit`."""
-    out: list                 # the lines to hand over, in order, the pending one carried in front where it belongs
-    rest_from: Callable       # line number -> every candidate of the region after it
-    lines: int                # lines in the region
-    generation: int           # the caller's generation when the region was read
-    after: Optional[tuple]    # the line pending after the region
+
+    out: list  # the lines to hand over, in order, the pending one carried in front where it belongs
+    rest_from: Callable  # line number -> every candidate of the region after it
+    lines: int  # lines in the region
+    generation: int  # the caller's generation when the region was read
+    after: Optional[tuple]  # the line pending after the region
     carried: Optional[tuple]  # the line pending before it
-    candidates: int           # candidate lines in the region
+    candidates: int  # candidate lines in the region
 
 
 class BulkSkip:
@@ -364,9 +367,9 @@ class BulkSkip:
 
     def __init__(self, np, inert):
         self.np, self.inert = np, inert
-        self.seen = np.zeros(0, dtype=bool)   # host id -> showed in this source (skip_inert's hosts)
+        self.seen = np.zeros(0, dtype=bool)  # host id -> showed in this source (skip_inert's hosts)
         self.pending: Optional[tuple] = None  # the last line skipped since the last one handed over
-        self.off = False                      # mostly new messages: this source leaves the bulk path
+        self.off = False  # mostly new messages: this source leaves the bulk path
         self.epoch = _EPOCH[0]
 
     def region(self, data: bytes, start: int, end: int, max_line: int, base: int) -> Optional[_Region]:
@@ -377,7 +380,7 @@ class BulkSkip:
             return None
         np = self.np
         lines = data[start:end].split(b"\n")
-        lines.pop()   # the region ends with a newline
+        lines.pop()  # the region ends with a newline
         n = len(lines)
         if not n or max(map(len, lines)) > max_line:
             return None
@@ -392,7 +395,7 @@ class BulkSkip:
         if len(new_rests) > n * BULK_MAX_NEW and n >= 1024:
             self.off = True
             return None
-        if len(_rest_code) + len(new_rests) > MAX_KEYS:   # the table starts again
+        if len(_rest_code) + len(new_rests) > MAX_KEYS:  # the table starts again
             _rest_code.clear()
             new_rests = distinct_rests
         if new_rests:
@@ -401,7 +404,7 @@ class BulkSkip:
         if len(_head_code) + len(new_heads) > MAX_KEYS or len(_hosts) + len(new_heads) > MAX_KEYS:
             _head_code.clear()
             new_heads = distinct_heads
-            if len(_hosts) + len(new_heads) > MAX_KEYS:   # host ids start again: no scanner's hosts count as shown
+            if len(_hosts) + len(new_heads) > MAX_KEYS:  # host ids start again: no scanner's hosts count as shown
                 _host_ids.clear()
                 _hosts.clear()
                 _EPOCH[0] += 1
@@ -442,7 +445,7 @@ class BulkSkip:
         if kept.size and skipped.size:
             j = np.searchsorted(skipped, kept) - 1
             prev = np.concatenate(([-1], kept[:-1]))
-            has = (j >= 0)
+            has = j >= 0
             before = np.where(has, skipped[np.maximum(j, 0)], -1)
             lead = before > prev
             order = np.concatenate((kept, before[lead]))
@@ -509,14 +512,24 @@ class LineScanner:
     (for streams that may never end) stops after that many bytes without a
     line break: ``not_a_log`` when nothing came before, else ``truncated``."""
 
-    def __init__(self, stream: BinaryIO, chunk: Optional[int] = None, max_line: Optional[int] = None,
-                 limit: Optional[int] = None, max_candidates: Optional[int] = None, piece: int = PIECE,
-                 binary: bool = False, max_no_newline: Optional[int] = None, skip=None):
+    def __init__(
+        self,
+        stream: BinaryIO,
+        chunk: Optional[int] = None,
+        max_line: Optional[int] = None,
+        limit: Optional[int] = None,
+        max_candidates: Optional[int] = None,
+        piece: int = PIECE,
+        binary: bool = False,
+        max_no_newline: Optional[int] = None,
+        skip=None,
+    ):
         self.stream = stream
         self._bulk: Optional[BulkSkip] = None
         if skip is not None and _SPLIT:
             try:
                 import numpy
+
                 self._bulk = BulkSkip(numpy, skip)
             except ImportError:
                 pass
@@ -554,13 +567,13 @@ class LineScanner:
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
         max_line = self.max_line
         bulk = self._bulk
-        dense = True             # the last region's candidates were many enough for the bulk path to pay
-        carry = b""              # the start of a line the last chunk did not finish
-        skipping = False         # inside the cut-off tail of an over-long line
-        base = 0                 # complete lines before the current position
+        dense = True  # the last region's candidates were many enough for the bulk path to pay
+        carry = b""  # the start of a line the last chunk did not finish
+        skipping = False  # inside the cut-off tail of an over-long line
+        base = 0  # complete lines before the current position
         found = 0
-        consumed = 0             # bytes before the current chunk
-        after_nl = 0             # bytes consumed up to the last line break
+        consumed = 0  # bytes before the current chunk
+        after_nl = 0  # bytes consumed up to the last line break
         while True:
             if self.max_candidates is not None and found >= self.max_candidates and not skipping:
                 # stop at the start of the unfinished line; whoever goes on starts there
@@ -601,7 +614,7 @@ class LineScanner:
                     carry += data[pos:]
                     continue
                 # the carried line ends here or is cut here: only its head is kept
-                head = carry + data[pos:pos + room] if nl < 0 or nl - pos > room else carry + data[pos:nl]
+                head = carry + data[pos : pos + room] if nl < 0 or nl - pos > room else carry + data[pos:nl]
                 carry = b""
                 if has_trigger(head):
                     if bulk is not None:
@@ -615,8 +628,9 @@ class LineScanner:
                 pos = nl + 1
             end = data.rfind(b"\n", pos) + 1
             if end > pos:
-                got = (bulk.region(data, pos, end, max_line, base)
-                       if bulk is not None and dense and end - pos >= BULK_MIN else None)
+                got = (
+                    bulk.region(data, pos, end, max_line, base) if bulk is not None and dense and end - pos >= BULK_MIN else None
+                )
                 if got is not None:
                     for item in bulk.emit(got):
                         found += 1
@@ -635,7 +649,7 @@ class LineScanner:
                 pos = end
             if pos < len(data):
                 if len(data) - pos > max_line:
-                    head = data[pos:pos + max_line]
+                    head = data[pos : pos + max_line]
                     if has_trigger(head):
                         if bulk is not None:
                             yield from bulk.flush()
@@ -696,9 +710,16 @@ class NotTheFile(OSError):
     """A worker opened something other than the caller's file: the caller reads that range itself."""
 
 
-def scan_range(path: str, start: int, stop: int, chunk: Optional[int] = None, max_line: Optional[int] = None,
-               max_candidates: Optional[int] = None, identity: Optional[tuple[int, int]] = None,
-               skip: Optional[frozenset] = None) -> tuple[list, int, str, Optional[int]]:
+def scan_range(
+    path: str,
+    start: int,
+    stop: int,
+    chunk: Optional[int] = None,
+    max_line: Optional[int] = None,
+    max_candidates: Optional[int] = None,
+    identity: Optional[tuple[int, int]] = None,
+    skip: Optional[frozenset] = None,
+) -> tuple[list, int, str, Optional[int]]:
     """The worker: candidates of bytes [start, stop) of ``path`` (a range that
     begins at a line start) as ``[(range-relative line number, bytes)]``, the
     number of lines in the range, a truncation message ("" when none), and the
@@ -715,9 +736,14 @@ def scan_range(path: str, start: int, stop: int, chunk: Optional[int] = None, ma
         fh.seek(start)
         # a plain file cannot break off mid-read: one read per chunk, no pieces to join
         chunk = chunk or WORKER_CHUNK
-        scanner = LineScanner(_Range(fh, stop), chunk=chunk, max_line=max_line,
-                              max_candidates=max_candidates or MAX_TASK_CANDIDATES, piece=chunk,
-                              skip=_Snapshot(skip) if skip else None)
+        scanner = LineScanner(
+            _Range(fh, stop),
+            chunk=chunk,
+            max_line=max_line,
+            max_candidates=max_candidates or MAX_TASK_CANDIDATES,
+            piece=chunk,
+            skip=_Snapshot(skip) if skip else None,
+        )
         found = list(scanner)
     stopped = None if scanner.stopped_at is None else start + scanner.stopped_at
     return found, scanner.lines_read, scanner.truncated, stopped
@@ -786,6 +812,7 @@ def _worker_init(parent: int) -> None:
     if sys.platform.startswith("linux"):
         try:
             import ctypes
+
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         except (OSError, AttributeError):
             pass
@@ -794,7 +821,7 @@ def _worker_init(parent: int) -> None:
     try:
         for sig in _HELD:
             signal.signal(sig, signal.SIG_IGN)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)   # held by the caller while it forked
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)  # held by the caller while it forked
     except (AttributeError, ValueError, OSError):
         pass
 
@@ -832,8 +859,9 @@ def _pool(workers: int):
     # fork is cheap and safe in a single-threaded process (the CLI); anywhere
     # else (a notebook kernel has threads) start clean interpreters
     method = "fork" if sys.platform.startswith("linux") and threading.active_count() == 1 else "spawn"
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method),
-                               initializer=_worker_init, initargs=(os.getpid(),))
+    return ProcessPoolExecutor(
+        max_workers=workers, mp_context=multiprocessing.get_context(method), initializer=_worker_init, initargs=(os.getpid(),)
+    )
 
 
 def _fd_path(fd: int, fallback: str) -> str:
@@ -857,11 +885,19 @@ class ParallelScan:
 
     not_a_log = ""
 
-    def __init__(self, path: str, workers: int, chunk: Optional[int] = None, max_line: Optional[int] = None,
-                 step: Optional[int] = None, max_candidates: Optional[int] = None, fd: Optional[int] = None,
-                 skip=None):
+    def __init__(
+        self,
+        path: str,
+        workers: int,
+        chunk: Optional[int] = None,
+        max_line: Optional[int] = None,
+        step: Optional[int] = None,
+        max_candidates: Optional[int] = None,
+        fd: Optional[int] = None,
+        skip=None,
+    ):
         self.path, self.workers, self.fd = path, workers, fd
-        self.skip = skip   # collapse.InertRests of the caller: each task takes a snapshot
+        self.skip = skip  # collapse.InertRests of the caller: each task takes a snapshot
         self.chunk, self.max_line = chunk, max_line or MAX_LINE
         self.step, self.max_candidates = step or RANGE, max_candidates or MAX_TASK_CANDIDATES
         self.lines_read = 0
@@ -906,15 +942,23 @@ class ParallelScan:
                     gen = skip.generation if skip is not None else 0
                     if not broken:
                         try:
-                            fut = pool.submit(scan_range, where, rng[0], rng[1], self.chunk, self.max_line,
-                                              self.max_candidates, identity,
-                                              frozenset(skip.rests) if skip is not None else None)
+                            fut = pool.submit(
+                                scan_range,
+                                where,
+                                rng[0],
+                                rng[1],
+                                self.chunk,
+                                self.max_line,
+                                self.max_candidates,
+                                identity,
+                                frozenset(skip.rests) if skip is not None else None,
+                            )
                         except Exception:  # a broken pool takes no more work: the rest is read here
                             broken = True
                     pending.append((rng, fut, gen))
                     return
 
-            with _signals_held():   # the first submit forks the workers
+            with _signals_held():  # the first submit forks the workers
                 for _ in range(2 * self.workers):
                     submit()
             while pending:

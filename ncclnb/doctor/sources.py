@@ -2,6 +2,7 @@
 into named byte streams, opened one at a time. What a stream holds is told by
 its content, not its name: gzip is decompressed, and a pickled
 flight-recorder dump is handed on as its JSON text."""
+
 from __future__ import annotations
 
 import errno
@@ -16,8 +17,8 @@ from typing import BinaryIO, Callable, Iterator, Optional, Union
 
 _PATHLIKE = re.compile(r"^[^\s]*(?:/[^\s]*|\.(?:log|txt|gz|json|out|err))$")
 _GZIP_MAGIC = b"\x1f\x8b"
-BINARY = "binary data, not a log"   # why a stream whose bytes are not text is not read
-EMPTY = "empty, no log text"        # why a file or stream of nothing but white space gives no diagnosis
+BINARY = "binary data, not a log"  # why a stream whose bytes are not text is not read
+EMPTY = "empty, no log text"  # why a file or stream of nothing but white space gives no diagnosis
 NCCLNB_JSON = "ncclnb's own JSON (a snapshot, report or result), not a log: ncclnb check or ncclnb show reads it"
 
 
@@ -30,10 +31,10 @@ class Source:
     name: str
     open: Optional[Callable[[], BinaryIO]]
     gz: bool = False
-    path: Optional[str] = None   # the file system path it was opened by (None: stdin, text)
-    text: bool = False           # text handed over in Python: read whatever it holds
-    walked: bool = False         # found by a directory walk: unreadable means skipped, not fatal
-    problem: str = ""            # why the walk found it unreadable (``open`` is None then)
+    path: Optional[str] = None  # the file system path it was opened by (None: stdin, text)
+    text: bool = False  # text handed over in Python: read whatever it holds
+    walked: bool = False  # found by a directory walk: unreadable means skipped, not fatal
+    problem: str = ""  # why the walk found it unreadable (``open`` is None then)
 
 
 def _natural_key(path: str):
@@ -85,7 +86,7 @@ def sniff_gzip(fh):
     if seekable:
         try:
             fh.seek(0)
-        except (OSError, ValueError):   # says seekable, is not: keep the bytes read
+        except (OSError, ValueError):  # says seekable, is not: keep the bytes read
             fh = _Prefixed(head, fh)
     else:
         fh = _Prefixed(head, fh)
@@ -126,10 +127,10 @@ def sniff_pickle(fh, name: str):
     except OSError as exc:
         raise DoctorInputError(exc.errno or errno.EIO, exc.strerror or "cannot read", name) from None
     finally:
-        if name != "<stdin>":   # stdin stays open, as the doctor leaves it (it may be named twice)
+        if name != "<stdin>":  # stdin stays open, as the doctor leaves it (it may be named twice)
             try:
                 fh.close()
-            except Exception:   # a half-read gzip can raise again on close
+            except Exception:  # a half-read gzip can raise again on close
                 pass
     return io.BytesIO(data)
 
@@ -155,8 +156,7 @@ def changed_while_read(src: Source, before: Optional[os.stat_result], stream) ->
     except (AttributeError, OSError, ValueError):
         return ""
     if now.st_size < before.st_size:
-        return (f"it shrank from {before.st_size} to {now.st_size} bytes (truncated in place?); "
-                "lines past the cut may be missing")
+        return f"it shrank from {before.st_size} to {now.st_size} bytes (truncated in place?); lines past the cut may be missing"
     if src.path is None:
         return ""
     try:
@@ -177,6 +177,7 @@ def _file_source(path: str, walked: bool = False) -> Source:
         except OSError as exc:
             raise DoctorInputError(exc.errno or errno.EIO, exc.strerror or "cannot read", path) from None
         return sniff_pickle(sniff_gzip(fh), path)
+
     return Source(path, opener, gz=path.endswith(".gz"), path=path, walked=walked)
 
 
@@ -261,7 +262,7 @@ def expand(sources: tuple) -> Iterator[Source]:
                 raise DoctorInputError(errno.EACCES, "Permission denied", src)
             yield _file_source(src)
             continue
-        if "\n" not in src and len(src) < 4096 and os.path.lexists(src):   # a link to nothing
+        if "\n" not in src and len(src) < 4096 and os.path.lexists(src):  # a link to nothing
             problem = _link_problem(src)
             raise DoctorInputError(errno.ELOOP if problem == "symbolic link loop" else errno.ENOENT, problem, src)
         if "\n" not in src and _PATHLIKE.match(src.strip()) and len(src) < 4096:
@@ -296,6 +297,9 @@ def rank_from_name(name: str) -> Union[int, None]:
     """The rank a per-rank log file names (``rank3.log``, ``rank_3.txt``,
     ``worker-3.out``, ``3.log``), or None."""
     base = os.path.basename(name)
-    m = re.search(r"(?:rank|RANK|Rank)[_\-.]?(\d+)", base) or re.fullmatch(r"(?:worker|proc|process)[_\-.]?(\d+)(?:\..*)?", base) \
+    m = (
+        re.search(r"(?:rank|RANK|Rank)[_\-.]?(\d+)", base)
+        or re.fullmatch(r"(?:worker|proc|process)[_\-.]?(\d+)(?:\..*)?", base)
         or re.fullmatch(r"(\d+)\.(?:log|txt|out|err)(?:\.gz)?", base)
+    )
     return int(m.group(1)) if m else None

@@ -24,6 +24,7 @@ bytes become text, so the analysis reads both forms alike.
 A pickle is recognised by its content (``\\x80`` and a protocol of 2 to 5),
 never by its file name.
 """
+
 from __future__ import annotations
 
 import io
@@ -38,27 +39,83 @@ __all__ = ["looks_like_pickle", "PickleRefused", "load_plain", "read_pickled_dum
 
 # Opcodes that make plain values (None, bools, ints, floats, str, bytes),
 # lists, tuples and dicts, or manage the stack, the memo and framing.
-PLAIN_OPCODES = frozenset({
-    "PROTO", "FRAME", "STOP", "MARK", "POP", "POP_MARK", "DUP",
-    "NONE", "NEWTRUE", "NEWFALSE",
-    "INT", "BININT", "BININT1", "BININT2", "LONG", "LONG1", "LONG4",
-    "FLOAT", "BINFLOAT",
-    "STRING", "BINSTRING", "SHORT_BINSTRING",
-    "UNICODE", "BINUNICODE", "SHORT_BINUNICODE", "BINUNICODE8",
-    "BINBYTES", "SHORT_BINBYTES", "BINBYTES8",
-    "EMPTY_LIST", "APPEND", "APPENDS", "LIST",
-    "EMPTY_TUPLE", "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3",
-    "EMPTY_DICT", "DICT", "SETITEM", "SETITEMS",
-    "PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE", "GET", "BINGET", "LONG_BINGET",
-})
+PLAIN_OPCODES = frozenset(
+    {
+        "PROTO",
+        "FRAME",
+        "STOP",
+        "MARK",
+        "POP",
+        "POP_MARK",
+        "DUP",
+        "NONE",
+        "NEWTRUE",
+        "NEWFALSE",
+        "INT",
+        "BININT",
+        "BININT1",
+        "BININT2",
+        "LONG",
+        "LONG1",
+        "LONG4",
+        "FLOAT",
+        "BINFLOAT",
+        "STRING",
+        "BINSTRING",
+        "SHORT_BINSTRING",
+        "UNICODE",
+        "BINUNICODE",
+        "SHORT_BINUNICODE",
+        "BINUNICODE8",
+        "BINBYTES",
+        "SHORT_BINBYTES",
+        "BINBYTES8",
+        "EMPTY_LIST",
+        "APPEND",
+        "APPENDS",
+        "LIST",
+        "EMPTY_TUPLE",
+        "TUPLE",
+        "TUPLE1",
+        "TUPLE2",
+        "TUPLE3",
+        "EMPTY_DICT",
+        "DICT",
+        "SETITEM",
+        "SETITEMS",
+        "PUT",
+        "BINPUT",
+        "LONG_BINPUT",
+        "MEMOIZE",
+        "GET",
+        "BINGET",
+        "LONG_BINGET",
+    }
+)
 # opcodes that leave a new object behind (the rest push a reference or a mark, or fill a container)
 _NEW_VALUE = PLAIN_OPCODES - {
-    "PROTO", "FRAME", "STOP", "MARK", "POP", "POP_MARK", "DUP", "APPEND", "APPENDS", "SETITEM", "SETITEMS",
-    "PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE", "GET", "BINGET", "LONG_BINGET"}
+    "PROTO",
+    "FRAME",
+    "STOP",
+    "MARK",
+    "POP",
+    "POP_MARK",
+    "DUP",
+    "APPEND",
+    "APPENDS",
+    "SETITEM",
+    "SETITEMS",
+    "PUT",
+    "BINPUT",
+    "LONG_BINPUT",
+    "MEMOIZE",
+    "GET",
+    "BINGET",
+    "LONG_BINGET",
+}
 _PUT = frozenset({"PUT", "BINPUT", "LONG_BINPUT"})
-_STRINGS = frozenset({"UNICODE", "BINUNICODE", "SHORT_BINUNICODE", "BINUNICODE8",
-                      "STRING", "BINSTRING", "SHORT_BINSTRING"})
-_MAX_NAME = 120     # characters of a refused global's name shown in the message
+_STRINGS = frozenset({"UNICODE", "BINUNICODE", "SHORT_BINUNICODE", "BINUNICODE8", "STRING", "BINSTRING", "SHORT_BINSTRING"})
+_MAX_NAME = 120  # characters of a refused global's name shown in the message
 
 
 class PickleRefused(ValueError):
@@ -105,7 +162,7 @@ def _refusal(op: str, arg: Any, strings: list) -> str:
 def _check(data: bytes, max_values: int, max_ops: int) -> None:
     """Refuse ``data`` unless every opcode is plain and the counts stay bounded."""
     values = ops = 0
-    strings: list = []   # the last two string values: what a STACK_GLOBAL would read
+    strings: list = []  # the last two string values: what a STACK_GLOBAL would read
     try:
         for opcode, arg, _pos in pickletools.genops(data):
             name = opcode.name
@@ -120,24 +177,28 @@ def _check(data: bytes, max_values: int, max_ops: int) -> None:
                 # the C unpickler grows its memo to the index given: a huge one would exhaust memory
                 raise PickleRefused(f"its memo index {arg} is out of range")
             if values > max_values or ops > max_ops:
-                raise PickleRefused(f"it holds more than {max_values:,} values or {max_ops:,} opcodes, "
-                                    "more than a flight-recorder dump")
+                raise PickleRefused(
+                    f"it holds more than {max_values:,} values or {max_ops:,} opcodes, more than a flight-recorder dump"
+                )
     except PickleRefused:
         raise
     except (ValueError, EOFError, OverflowError, MemoryError) as exc:
-        raise PickleRefused(f"it is not a readable pickle ({_short(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)})") from None
+        raise PickleRefused(
+            f"it is not a readable pickle ({_short(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)})"
+        ) from None
 
 
 def _as_json(root: Any) -> Any:
     """``root`` with tuples as lists, non-string keys as strings and bytes as
     text, as the JSON form has them. Iterative, each container once: shared
     and self-referencing structures (the memo allows both) cost no more."""
+
     def convert(v):
         if type(v) is tuple:
             out = done.get(id(v))
             if out is None:
                 out = done[id(v)] = list(v)
-                keep.append(v)   # ids stay unique while the tuple lives
+                keep.append(v)  # ids stay unique while the tuple lives
                 todo.append(out)
             return out
         if type(v) in (bytes, bytearray):
@@ -161,8 +222,15 @@ def _as_json(root: Any) -> Any:
             if any(type(k) is not str for k, _ in items):
                 c.clear()
                 for k, v in items:
-                    key = k if type(k) is str else bytes(k).decode("utf-8", "replace") \
-                        if type(k) is bytes else str(k).lower() if type(k) is bool else str(k)
+                    key = (
+                        k
+                        if type(k) is str
+                        else bytes(k).decode("utf-8", "replace")
+                        if type(k) is bytes
+                        else str(k).lower()
+                        if type(k) is bool
+                        else str(k)
+                    )
                     c.setdefault(key, v)
             for k, v in list(c.items()):
                 c[k] = convert(v)
@@ -183,7 +251,9 @@ def load_plain(data: bytes, *, max_values: int = 2_000_000, max_ops: int = 4_000
     except MemoryError:
         raise PickleRefused("it is too large to hold in memory") from None
     except (pickle.UnpicklingError, ValueError, EOFError, TypeError, IndexError, KeyError, AttributeError) as exc:
-        raise PickleRefused(f"it is not a readable pickle ({_short(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)})") from None
+        raise PickleRefused(
+            f"it is not a readable pickle ({_short(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)})"
+        ) from None
     return _as_json(obj)
 
 
@@ -206,8 +276,7 @@ def read_pickled_dump(stream, *, limit: int = DUMP_LIMIT) -> bytes:
     data = load_plain(b"".join(chunks), max_values=DUMP_VALUES, max_ops=2 * DUMP_VALUES)
     if not isinstance(data, dict) or not ({"entries", "pg_status", "pg_config"} & data.keys()):
         what = type(data).__name__ if not isinstance(data, dict) else "dict without entries, pg_config or pg_status"
-        raise PickleRefused(f"it holds plain data ({'an' if what[0] in 'aeiou' else 'a'} {what}) "
-                            "but no flight-recorder dump")
+        raise PickleRefused(f"it holds plain data ({'an' if what[0] in 'aeiou' else 'a'} {what}) but no flight-recorder dump")
     entries = data.get("entries")
     if isinstance(entries, list):
         for e in entries:
@@ -215,7 +284,7 @@ def read_pickled_dump(stream, *, limit: int = DUMP_LIMIT) -> bytes:
                 e.pop("frames", None)
     # scalars, then the entries, then the rest: the JSON's head then names "entries" beside the keys that
     # tell a dump (flight_recorder.looks_like_dump reads the first 64 KiB), however large pg_config is
-    order = sorted(data, key=lambda k: (0 if not isinstance(data[k], (dict, list)) else 1 if k == "entries" else 2))
+    order = sorted(data, key=lambda k: 0 if not isinstance(data[k], (dict, list)) else 1 if k == "entries" else 2)
     # the memo lets one container appear many times (torch shares equal stack frames that way): n pickled
     # references can stand for 2**n copies, so the size of the JSON is reckoned before it is written
     try:
@@ -237,10 +306,11 @@ def json_size(root: Any, cap: int) -> int:
     :func:`load_plain` returns) takes as JSON, every shared reference written
     out in full; counting stops past ``cap``. Iterative, each container
     once. Raises ValueError when a container holds itself."""
+
     def leaf(v) -> int:
         return len(v) + 2 if type(v) is str else 24
 
-    size: dict = {}    # id -> bytes, for containers done
+    size: dict = {}  # id -> bytes, for containers done
     on_path: set = set()
     stack = [(root, False)]
     while stack:

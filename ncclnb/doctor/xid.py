@@ -14,6 +14,7 @@ process: look at the Xid before it). The signatures ``gpu_xid``,
 ``gpu_xid_program_fault`` and ``gpu_xid_cleanup`` split the codes the same way;
 a test keeps them in step with :data:`XIDS`.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple, Optional
@@ -25,7 +26,7 @@ KINDS = ("hardware", "driver", "program", "consequence")
 
 class Xid(NamedTuple):
     meaning: str
-    kind: str       # one of KINDS
+    kind: str  # one of KINDS
 
 
 _NVLINK_BLACKWELL = "an NVLink error reported by one of the GPU's NVLink units (Blackwell)"
@@ -67,7 +68,7 @@ XIDS: dict = {
 
 
 def describe(xid: object) -> Optional[str]:
-    """"Xid 79: the GPU has fallen off the bus: ..." for an Xid number (an
+    """ "Xid 79: the GPU has fallen off the bus: ..." for an Xid number (an
     int, or the digits a pattern captured); "Xid N" for a number the table
     does not know; None for something that is not an Xid number."""
     text = str(xid).strip()

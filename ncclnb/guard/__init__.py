@@ -25,6 +25,7 @@ readable error, raised on every rank, before it becomes a hang.
 ``import ncclnb.guard`` does not import torch; the first call does. No pickle
 crosses the wire: digests, JSON bytes and int64 in tensors.
 """
+
 from __future__ import annotations
 
 from .devices import check_devices
@@ -34,6 +35,18 @@ from .preflight import LaunchFacts, PreflightError, compare_across_ranks, init_p
 from .same import assert_same, check_dataset, dataset_facts
 from .watermark import Watermark
 
-__all__ = ["GuardError", "LaunchFacts", "PreflightError", "Watermark", "assert_same", "check_dataset",
-           "check_devices", "check_p2p_plan", "compare_across_ranks", "dataset_facts", "init_process_group",
-           "launch_facts", "preflight"]
+__all__ = [
+    "GuardError",
+    "LaunchFacts",
+    "PreflightError",
+    "Watermark",
+    "assert_same",
+    "check_dataset",
+    "check_devices",
+    "check_p2p_plan",
+    "compare_across_ranks",
+    "dataset_facts",
+    "init_process_group",
+    "launch_facts",
+    "preflight",
+]

@@ -10,6 +10,7 @@ Rows (every rank sends the same number of bytes, so one all_gather works):
   338-byte slot per value (the most values any rank sent):
   ``[name length: 1][name: 63][digest: 16][text length: 2][text: 256]``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -32,6 +33,7 @@ _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 # -- canonical text ------------------------------------------------------
+
 
 def plain_repr(value: object) -> str:
     """``repr(value)`` without ``at 0x7f...`` addresses, which differ from
@@ -114,6 +116,7 @@ def cut(text: str, cap: int) -> bytes:
 
 # -- rows ------------------------------------------------------------------
 
+
 def summary_row(texts: Mapping[str, str]) -> bytes:
     """24 bytes: how many values, and one digest over all (name, text)."""
     pairs = sorted(texts.items())
@@ -149,19 +152,20 @@ def parse_detail(row: bytes) -> dict[str, tuple[bytes, str]]:
         if pos + SLOT_BYTES > len(row):
             break
         n = row[pos]
-        name = row[pos + 1: pos + 1 + min(n, NAME_CAP)].decode("utf-8", "replace")
+        name = row[pos + 1 : pos + 1 + min(n, NAME_CAP)].decode("utf-8", "replace")
         pos += 1 + NAME_CAP
-        dig = bytes(row[pos: pos + DIGEST_BYTES])
+        dig = bytes(row[pos : pos + DIGEST_BYTES])
         pos += DIGEST_BYTES
-        t = int.from_bytes(row[pos: pos + 2], "little")
+        t = int.from_bytes(row[pos : pos + 2], "little")
         pos += 2
-        text = row[pos: pos + min(t, TEXT_CAP)].decode("utf-8", "replace")
+        text = row[pos : pos + min(t, TEXT_CAP)].decode("utf-8", "replace")
         pos += TEXT_CAP
         out[name] = (dig, text)
     return out
 
 
 # -- blame -----------------------------------------------------------------
+
 
 def fmt_ranks(ranks: Iterable[int]) -> str:
     """[1] -> "rank 1"; [0, 2, 3] -> "ranks 0,2,3"; runs of three or more
@@ -176,7 +180,7 @@ def fmt_ranks(ranks: Iterable[int]) -> str:
         if j - i >= 2:
             parts.append(f"{ordered[i]}-{ordered[j]}")
         else:
-            parts.extend(str(r) for r in ordered[i: j + 1])
+            parts.extend(str(r) for r in ordered[i : j + 1])
         i = j + 1
     return ("rank " if len(ordered) == 1 else "ranks ") + ",".join(parts)
 
@@ -223,15 +227,12 @@ def same_report(
         odd = groups[1:]
         odd_ranks = sorted(r for _, ranks in odd for r in ranks)
         blamed.update(odd_ranks)
-        parts = [f"{fmt_ranks(ranks)} {_verb(ranks, 'has', 'have')} {show(key, ranks)}"
-                 for key, ranks in odd[:MAX_SHOWN_GROUPS]]
+        parts = [f"{fmt_ranks(ranks)} {_verb(ranks, 'has', 'have')} {show(key, ranks)}" for key, ranks in odd[:MAX_SHOWN_GROUPS]]
         if len(odd) > MAX_SHOWN_GROUPS:
             rest = [r for _, ranks in odd[MAX_SHOWN_GROUPS:] for r in ranks]
             parts.append(f"{fmt_ranks(rest)} {_verb(rest, 'has', 'have')} {len(odd) - MAX_SHOWN_GROUPS} other values")
         parts.append(f"{fmt_ranks(ref_ranks)} {_verb(ref_ranks, 'has', 'have')} {show(ref_key, ref_ranks)}")
-        clauses.append(
-            f"{fmt_ranks(odd_ranks)} {_verb(odd_ranks, 'disagrees', 'disagree')} on {name}: " + ", ".join(parts)
-        )
+        clauses.append(f"{fmt_ranks(odd_ranks)} {_verb(odd_ranks, 'disagrees', 'disagree')} on {name}: " + ", ".join(parts))
     if not clauses:
         return None
     return "ncclnb guard: " + "; ".join(clauses), sorted(blamed), values
@@ -274,7 +275,9 @@ def watermark_report(
 
 
 def missing_report(
-    step: int, timeout_s: Optional[float], seen: Mapping[int, Optional[tuple[int, int]]],
+    step: int,
+    timeout_s: Optional[float],
+    seen: Mapping[int, Optional[tuple[int, int]]],
 ) -> Optional[tuple[str, list[int], dict[str, dict[int, object]]]]:
     """After the watermark exchange failed: {rank: (last step, count) it
     reported, or None} -> which ranks never reached the check at ``step``."""

@@ -1,6 +1,7 @@
 """torch.distributed plumbing for the guards: which ranks, which device, and
 one all_gather of a fixed-size tensor. torch is imported here only inside
 functions, through :func:`ncclnb.collectors.torchinfo.import_torch`."""
+
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -69,7 +70,7 @@ def all_gather_bytes(torch, dist, group, payload: bytes, device, size: int) -> l
     except Exception:  # torch without numpy
         raw = bytes(data.tolist())
     n = len(payload)
-    return [raw[i * n: (i + 1) * n] for i in range(size)]
+    return [raw[i * n : (i + 1) * n] for i in range(size)]
 
 
 def all_gather_int64(torch, dist, group, values: Sequence[int], device, size: int) -> list[list[int]]:
@@ -77,4 +78,4 @@ def all_gather_int64(torch, dist, group, values: Sequence[int], device, size: in
     tensor = torch.tensor(list(values), dtype=torch.int64, device=device)
     flat = _gather(torch, dist, group, tensor, size).tolist()
     n = len(values)
-    return [flat[i * n: (i + 1) * n] for i in range(size)]
+    return [flat[i * n : (i + 1) * n] for i in range(size)]

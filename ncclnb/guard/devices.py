@@ -8,6 +8,7 @@ Each rank describes the GPU it uses (host, physical index, UUID, PCI bus id)
 as JSON in a fixed-size uint8 row; one all_gather moves the rows (over a gloo
 group when the job's group is NCCL). Nothing is pickled.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,7 +21,7 @@ from . import _compare as cmp
 from ._dist import all_gather_bytes, device_for, group_ranks, torch_dist
 from .errors import GuardError
 
-ROW_BYTES = 256          # one rank's identity, JSON padded with spaces
+ROW_BYTES = 256  # one rank's identity, JSON padded with spaces
 _FIELD_CAP = {"h": 64, "i": 16, "u": 64, "b": 32}
 _BUS = re.compile(r"^(?:(?P<dom>[0-9A-Fa-f]{1,8}):)?(?P<bus>[0-9A-Fa-f]{1,2}):(?P<dev>[0-9A-Fa-f]{1,2})\.(?P<fn>[0-7])$")
 _NOT_GPU = ("cpu", "meta", "mps", "xpu", "hpu")
@@ -29,6 +30,7 @@ FIX = "call torch.cuda.set_device(local_rank) before the first collective, or pa
 
 
 # -- what this rank uses (pure apart from torch.cuda, which is optional) -----------------
+
 
 def _clean(value, cap: int) -> Optional[str]:
     """A short printable text for the JSON row (no quotes, no control characters)."""
@@ -39,7 +41,7 @@ def _clean(value, cap: int) -> Optional[str]:
 
 
 def norm_bus_id(text: Optional[str]) -> Optional[str]:
-    """"00000000:8A:00.0" and "0000:8a:00.0" -> "0000:8a:00.0"; None if not a PCI address."""
+    """ "00000000:8A:00.0" and "0000:8a:00.0" -> "0000:8a:00.0"; None if not a PCI address."""
     m = _BUS.match(text.strip()) if isinstance(text, str) else None
     if not m:
         return None
@@ -65,7 +67,7 @@ def _logical(device) -> Optional[int]:
         return device
     kind, index = getattr(device, "type", None), getattr(device, "index", None)
     if kind == "cuda":
-        return index   # None: "the current device"
+        return index  # None: "the current device"
     if isinstance(device, str):
         m = _CUDA.match(device.strip())
         if m:
@@ -78,8 +80,13 @@ def _explicit(device) -> Optional[dict]:
     ``bus_id``, ``logical``) or a string that is not "cuda[:N]" (a physical
     index, a GPU/MIG UUID or a PCI bus id)."""
     if isinstance(device, Mapping):
-        return {"h": device.get("host"), "i": device.get("index"), "u": device.get("uuid"),
-                "b": device.get("bus_id"), "l": device.get("logical")}
+        return {
+            "h": device.get("host"),
+            "i": device.get("index"),
+            "u": device.get("uuid"),
+            "b": device.get("bus_id"),
+            "l": device.get("logical"),
+        }
     if isinstance(device, str) and not _CUDA.match(device.strip()):
         text = device.strip()
         if text.startswith(("GPU-", "MIG-")):
@@ -109,7 +116,7 @@ def device_identity(device=None, environ: Optional[Mapping] = None, torch=None) 
         cuda = torch is not None and _cuda_available(torch)
         if logical is None:
             if device is not None and getattr(device, "type", "cuda") != "cuda":
-                return None   # a CPU (or other) device: no GPU to compare
+                return None  # a CPU (or other) device: no GPU to compare
             if not cuda:
                 return None
             logical = torch.cuda.current_device()
@@ -158,7 +165,7 @@ def _torch_facts(torch, logical: int) -> dict:
 def encode_row(ident: Optional[dict]) -> bytes:
     """The fixed-size row a rank sends: JSON padded with spaces to :data:`ROW_BYTES`."""
     raw = json.dumps(ident, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    if len(raw) > ROW_BYTES:   # cannot happen with the field caps; never send a longer row
+    if len(raw) > ROW_BYTES:  # cannot happen with the field caps; never send a longer row
         raw = json.dumps({"h": "?", "i": "?", "u": None, "b": None, "l": None}).encode("utf-8")
     return raw.ljust(ROW_BYTES, b" ")
 
@@ -173,6 +180,7 @@ def decode_row(row: bytes) -> Optional[dict]:
 
 # -- who shares a GPU (pure) -------------------------------------------------------------
 
+
 def _key(ident: dict):
     """Ranks with equal keys use one GPU: by UUID, else bus id, else physical index, on one host."""
     if ident.get("u"):
@@ -184,7 +192,7 @@ def _key(ident: dict):
 
 
 def describe(ident: dict) -> str:
-    """"physical GPU 6 (GPU-8f3a..., bus 00000000:8A:00.0)" as far as known."""
+    """ "physical GPU 6 (GPU-8f3a..., bus 00000000:8A:00.0)" as far as known."""
     extra = [x for x in (ident.get("u"), ident.get("b") and f"bus {ident['b']}") if x]
     if ident.get("i"):
         head = f"physical GPU {ident['i']}"
@@ -218,7 +226,7 @@ def devices_report(rows: Mapping[int, Optional[dict]]) -> Optional[tuple[str, li
     keepers = [ranks[0] for ranks in shared]
     blamed = sorted(r for ranks in shared for r in ranks[1:])
     clauses = []
-    for ranks in shared[:cmp.MAX_SHOWN_GROUPS]:
+    for ranks in shared[: cmp.MAX_SHOWN_GROUPS]:
         ident = rows[ranks[0]]
         logicals = {rows[r].get("l") for r in ranks}
         how = f", cuda:{logicals.pop()} in each process" if len(logicals) == 1 and None not in logicals else ""
@@ -226,13 +234,15 @@ def devices_report(rows: Mapping[int, Optional[dict]]) -> Optional[tuple[str, li
     if len(shared) > cmp.MAX_SHOWN_GROUPS:
         clauses.append(f"and {len(shared) - cmp.MAX_SHOWN_GROUPS} more shared GPUs")
     verb = "shares" if len(blamed) == 1 else "share"
-    message = (f"ncclnb guard: {cmp.fmt_ranks(blamed)} {verb} a GPU with {cmp.fmt_ranks(keepers)}: "
-               + "; ".join(clauses) + f": {FIX}")
+    message = (
+        f"ncclnb guard: {cmp.fmt_ranks(blamed)} {verb} a GPU with {cmp.fmt_ranks(keepers)}: " + "; ".join(clauses) + f": {FIX}"
+    )
     values = {"device": {r: _shown(ident) for r, ident in sorted(rows.items())}}
     return message, blamed, values
 
 
 # -- the collective ----------------------------------------------------------------------
+
 
 def check_devices(device=None, group=None) -> None:
     """Check that no two ranks of ``group`` (default: the world) use one GPU;

@@ -1,4 +1,5 @@
 """The one exception every guard raises."""
+
 from __future__ import annotations
 
 from typing import Mapping, Optional, Sequence

@@ -7,6 +7,7 @@ receive is named at once instead of hanging until the watchdog (seed 004).
 receive, the peer, shape and dtype; no tensor data, nothing pickled). gloo's
 flight recorder does not record isend/irecv, so these lines are what the
 doctor (:mod:`ncclnb.doctor.pairing`) pairs after a hang on gloo."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,8 @@ from ._dist import all_gather_bytes, all_gather_int64, device_for, group_ranks, 
 from ._compare import fmt_ranks
 from .errors import GuardError
 
-MAX_SHOWN = 4   # unpaired operations spelled out in the message
-PLAN_PREFIX = "ncclnb guard: p2p plan "   # what the doctor looks for (the "ncclnb guard:" trigger included)
+MAX_SHOWN = 4  # unpaired operations spelled out in the message
+PLAN_PREFIX = "ncclnb guard: p2p plan "  # what the doctor looks for (the "ncclnb guard:" trigger included)
 
 
 def _norm_plan(plan: Optional[Mapping], what: str) -> dict:
@@ -85,9 +86,12 @@ def check_p2p_plan(sends: Mapping, recvs: Mapping, group=None) -> None:
         return
     shown = "; ".join(problems[:MAX_SHOWN]) + (f"; and {len(problems) - MAX_SHOWN} more" if len(problems) > MAX_SHOWN else "")
     verb = "disagrees" if len(blamed) == 1 else "disagree"
-    raise GuardError(f"ncclnb guard: {fmt_ranks(blamed)} {verb} on the point-to-point plan: {shown}",
-                     ranks=sorted(blamed), values={"plan": {r: json.dumps(p) for r, p in plans.items()}},
-                     check="p2p_plan")
+    raise GuardError(
+        f"ncclnb guard: {fmt_ranks(blamed)} {verb} on the point-to-point plan: {shown}",
+        ranks=sorted(blamed),
+        values={"plan": {r: json.dumps(p) for r, p in plans.items()}},
+        check="p2p_plan",
+    )
 
 
 def _plan_ops(plan: Union[Mapping, Iterable, None], what: str, dtype: str) -> list:
@@ -108,7 +112,7 @@ def _plan_ops(plan: Union[Mapping, Iterable, None], what: str, dtype: str) -> li
 
 def _dtype_name(dtype) -> str:
     name = str(dtype)
-    return name[len("torch."):] if name.startswith("torch.") else name
+    return name[len("torch.") :] if name.startswith("torch.") else name
 
 
 def p2p_plan_line(rank: int, sends, recvs, dtype="float32") -> str:

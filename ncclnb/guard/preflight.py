@@ -9,6 +9,7 @@ Slurm, Open MPI), checks them and raises :class:`PreflightError` (a
 once the group exists, compares versions and ``NCCL_*`` settings across the
 ranks with one small gloo exchange (:func:`compare_across_ranks`).
 """
+
 from __future__ import annotations
 
 import json
@@ -25,18 +26,31 @@ from .errors import GuardError
 # the variables each launcher sets: (rank, world size, local rank, local world size, node rank, nodes)
 _LAUNCHERS = (
     ("torchrun", ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", None)),
-    ("slurm", ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", "SLURM_NODEID",
-               "SLURM_NNODES")),
+    ("slurm", ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", "SLURM_NODEID", "SLURM_NNODES")),
     # Open MPI names no node index: OMPI_COMM_WORLD_NODE_RANK is this process's rank *on* its node
     # (across jobs), not the node's number, so node rank stays unknown (the survey keys nodes by host)
-    ("openmpi", ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-                 "OMPI_COMM_WORLD_LOCAL_SIZE", None, None)),
+    (
+        "openmpi",
+        ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", None, None),
+    ),
     ("env", ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", None)),
 )
 # settings that must be the same on every rank for NCCL to agree with itself
-SAME_EVERYWHERE = ("NCCL_PROTO", "NCCL_ALGO", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_IB_DISABLE",
-                   "NCCL_NET", "NCCL_BUFFSIZE", "NCCL_NTHREADS", "NCCL_CROSS_NIC", "NCCL_NVLS_ENABLE",
-                   "NCCL_COLLNET_ENABLE", "NCCL_TOPO_FILE", "NCCL_GRAPH_FILE")
+SAME_EVERYWHERE = (
+    "NCCL_PROTO",
+    "NCCL_ALGO",
+    "NCCL_P2P_DISABLE",
+    "NCCL_SHM_DISABLE",
+    "NCCL_IB_DISABLE",
+    "NCCL_NET",
+    "NCCL_BUFFSIZE",
+    "NCCL_NTHREADS",
+    "NCCL_CROSS_NIC",
+    "NCCL_NVLS_ENABLE",
+    "NCCL_COLLNET_ENABLE",
+    "NCCL_TOPO_FILE",
+    "NCCL_GRAPH_FILE",
+)
 
 
 class PreflightError(GuardError):
@@ -58,7 +72,7 @@ class LaunchFacts:
 
 def _num(environ: Mapping, name: Optional[str]) -> Optional[int]:
     value = environ.get(name, "") if name else ""
-    value = value.split("(")[0].split(",")[0].strip()   # Slurm writes "4(x2)" for tasks per node
+    value = value.split("(")[0].split(",")[0].strip()  # Slurm writes "4(x2)" for tasks per node
     return int(value) if value.isascii() and value.isdigit() and len(value) <= 9 else None
 
 
@@ -69,11 +83,11 @@ def launch_facts(environ: Optional[Mapping] = None) -> LaunchFacts:
         if names[0] in environ:
             rank, world, local, local_world, node, nodes = (_num(environ, n) for n in names)
             if launcher == "torchrun" and "TORCHELASTIC_RUN_ID" not in environ:
-                continue   # plain RANK/WORLD_SIZE: read as "env" (NODE_RANK, not GROUP_RANK)
-            return LaunchFacts(launcher, rank, world, local, local_world, node, nodes,
-                               environ.get("MASTER_ADDR"), _num(environ, "MASTER_PORT"))
-    return LaunchFacts("none", None, None, None, None, None, None, environ.get("MASTER_ADDR"),
-                       _num(environ, "MASTER_PORT"))
+                continue  # plain RANK/WORLD_SIZE: read as "env" (NODE_RANK, not GROUP_RANK)
+            return LaunchFacts(
+                launcher, rank, world, local, local_world, node, nodes, environ.get("MASTER_ADDR"), _num(environ, "MASTER_PORT")
+            )
+    return LaunchFacts("none", None, None, None, None, None, None, environ.get("MASTER_ADDR"), _num(environ, "MASTER_PORT"))
 
 
 def _visible_devices(environ: Mapping, physical: Optional[int]) -> list[str]:
@@ -89,11 +103,15 @@ def _visible_devices(environ: Mapping, physical: Optional[int]) -> list[str]:
         seen.add(entry)
         if entry.isascii() and entry.isdigit():
             if physical is not None and int(entry) >= physical:
-                problems.append(f"CUDA_VISIBLE_DEVICES={value}: GPU {entry} does not exist on this node "
-                                f"({physical} GPUs); CUDA hides it and every entry after it")
+                problems.append(
+                    f"CUDA_VISIBLE_DEVICES={value}: GPU {entry} does not exist on this node "
+                    f"({physical} GPUs); CUDA hides it and every entry after it"
+                )
         elif not entry.startswith(("GPU-", "MIG-")):
-            problems.append(f"CUDA_VISIBLE_DEVICES={value}: {entry!r} is neither a GPU index nor a GPU/MIG UUID; "
-                            "CUDA hides it and every entry after it")
+            problems.append(
+                f"CUDA_VISIBLE_DEVICES={value}: {entry!r} is neither a GPU index nor a GPU/MIG UUID; "
+                "CUDA hides it and every entry after it"
+            )
     return problems
 
 
@@ -129,9 +147,16 @@ def _store_reachable(host: str, port: int, deadline_s: float) -> bool:
             time.sleep(0.2)
 
 
-def preflight(environ: Optional[Mapping] = None, *, rank: Optional[int] = None, world_size: Optional[int] = None,
-              backend: Optional[str] = None, deadline_s: float = 10.0, check_store: bool = True,
-              gpus: Optional[int] = None) -> LaunchFacts:
+def preflight(
+    environ: Optional[Mapping] = None,
+    *,
+    rank: Optional[int] = None,
+    world_size: Optional[int] = None,
+    backend: Optional[str] = None,
+    deadline_s: float = 10.0,
+    check_store: bool = True,
+    gpus: Optional[int] = None,
+) -> LaunchFacts:
     """Check what this rank can know alone; raise :class:`PreflightError`
     listing every problem, or return the :class:`LaunchFacts` it read.
 
@@ -151,14 +176,18 @@ def preflight(environ: Optional[Mapping] = None, *, rank: Optional[int] = None, 
     world = facts.world_size if world_size is None else world_size
     problems: list[str] = []
     if rank is not None and world is not None and rank >= world:
-        problems.append(f"rank {rank} >= world size {world}: the launch starts more processes than WORLD_SIZE counts "
-                        "(check nodes x processes per node, e.g. Lightning's num_nodes)")
+        problems.append(
+            f"rank {rank} >= world size {world}: the launch starts more processes than WORLD_SIZE counts "
+            "(check nodes x processes per node, e.g. Lightning's num_nodes)"
+        )
     lr, lws, node = facts.local_rank, facts.local_world_size, facts.node_rank
     if lr is not None and lws is not None and lr >= lws:
         problems.append(f"local rank {lr} >= local world size {lws}")
     if None not in (rank, lr, lws, node) and rank != node * lws + lr and facts.launcher in ("torchrun", "slurm"):
-        problems.append(f"rank {rank} is not node {node} x {lws} per node + local rank {lr}: the launcher numbers "
-                        "ranks otherwise (heterogeneous nodes?)")
+        problems.append(
+            f"rank {rank} is not node {node} x {lws} per node + local rank {lr}: the launcher numbers "
+            "ranks otherwise (heterogeneous nodes?)"
+        )
     if facts.nodes and lws and world is not None and facts.nodes * lws != world:
         problems.append(f"world size {world} is not {facts.nodes} nodes x {lws} processes per node")
     if (backend or "").lower() == "nccl":
@@ -168,8 +197,10 @@ def preflight(environ: Optional[Mapping] = None, *, rank: Optional[int] = None, 
             gpus = visible_gpu_count(environ)
         problems += _visible_devices(environ, gpus or None)
         if lr is not None and gpus is not None and lr >= gpus:
-            problems.append(f"local rank {lr} but only {gpus} GPU{'' if gpus == 1 else 's'} visible: ranks would share a GPU "
-                            "(NCCL: Duplicate GPU detected) or fail with invalid device ordinal")
+            problems.append(
+                f"local rank {lr} but only {gpus} GPU{'' if gpus == 1 else 's'} visible: ranks would share a GPU "
+                "(NCCL: Duplicate GPU detected) or fail with invalid device ordinal"
+            )
         if lws and lws > 1:
             problems += _shm(lws)
     if world:
@@ -178,15 +209,19 @@ def preflight(environ: Optional[Mapping] = None, *, rank: Optional[int] = None, 
         why = _resolve(facts.master_addr, min(deadline_s, 5.0))
         if why is not None:
             problems.append(f"MASTER_ADDR={facts.master_addr} does not resolve ({why})")
-        elif facts.master_port and rank not in (None, 0) and not _store_reachable(facts.master_addr,
-                                                                                    facts.master_port, deadline_s):
-            problems.append(f"nobody listens at MASTER_ADDR:MASTER_PORT = {facts.master_addr}:{facts.master_port} "
-                            f"after {deadline_s:g} s: is rank 0 (the store host) running there, is MASTER_ADDR its "
-                            "address, and is the port open between the nodes?")
+        elif (
+            facts.master_port and rank not in (None, 0) and not _store_reachable(facts.master_addr, facts.master_port, deadline_s)
+        ):
+            problems.append(
+                f"nobody listens at MASTER_ADDR:MASTER_PORT = {facts.master_addr}:{facts.master_port} "
+                f"after {deadline_s:g} s: is rank 0 (the store host) running there, is MASTER_ADDR its "
+                "address, and is the port open between the nodes?"
+            )
     if problems:
         who = f"rank {rank}" if rank is not None else "this process"
-        raise PreflightError(f"ncclnb preflight ({who}): " + "; ".join(problems),
-                             ranks=[rank] if rank is not None else [], check="preflight")
+        raise PreflightError(
+            f"ncclnb preflight ({who}): " + "; ".join(problems), ranks=[rank] if rank is not None else [], check="preflight"
+        )
     return facts
 
 
@@ -199,8 +234,10 @@ def _shm(local_ranks: int) -> list[str]:
         return []
     total, needed = st.f_blocks * st.f_frsize, shm_needed(local_ranks)
     if total < needed:
-        return [f"/dev/shm holds {total >> 20} MiB, less than the {needed >> 20} MiB NCCL's shared-memory transport "
-                f"needs for {local_ranks} local ranks (docker run --shm-size=1g, or NCCL_SHM_DISABLE=1)"]
+        return [
+            f"/dev/shm holds {total >> 20} MiB, less than the {needed >> 20} MiB NCCL's shared-memory transport "
+            f"needs for {local_ranks} local ranks (docker run --shm-size=1g, or NCCL_SHM_DISABLE=1)"
+        ]
     return []
 
 
@@ -241,21 +278,26 @@ def _differ_report(values: Mapping, names, what: str, fix: str) -> Optional[tupl
     for name in names:
         by_rank = {int(r): _plain(str(v)) for r, v in values[name].items()}
         groups = cmp.split(by_rank)
-        if len(groups) < 2:   # the texts differ only past the 256 bytes shown: leave it to assert_same's words
+        if len(groups) < 2:  # the texts differ only past the 256 bytes shown: leave it to assert_same's words
             continue
         every.update(by_rank)
         sizes = [len(ranks) for _, ranks in groups]
         blamed.update(r for _, ranks in (groups[1:] if sizes[0] > sizes[1] else groups) for r in ranks)
         shown = groups[1:] + groups[:1]
-        parts = [f"{cmp.fmt_ranks(ranks)} {'has' if len(ranks) == 1 else 'have'} {value}"
-                 for value, ranks in shown[:cmp.MAX_SHOWN_GROUPS]]
+        parts = [
+            f"{cmp.fmt_ranks(ranks)} {'has' if len(ranks) == 1 else 'have'} {value}"
+            for value, ranks in shown[: cmp.MAX_SHOWN_GROUPS]
+        ]
         clauses.append(f"{name}: " + ", ".join(parts))
     if not blamed:
         return None
     others = sorted(every - blamed)
     verb = "runs" if len(blamed) == 1 else "run"
-    head = (f"{cmp.fmt_ranks(blamed)} {verb} other {what} than {cmp.fmt_ranks(others)}" if others else
-            f"{cmp.fmt_ranks(blamed)} run different {what}, none held by a majority")
+    head = (
+        f"{cmp.fmt_ranks(blamed)} {verb} other {what} than {cmp.fmt_ranks(others)}"
+        if others
+        else f"{cmp.fmt_ranks(blamed)} run different {what}, none held by a majority"
+    )
     return f"ncclnb guard: {head}: " + "; ".join(clauses) + f": {fix}", sorted(blamed)
 
 
@@ -291,8 +333,9 @@ def compare_across_ranks(group=None, *, versions: Optional[Mapping] = None, devi
         group = dist.new_group(backend="gloo")
     if versions is not None:
         if not isinstance(versions, Mapping) or set(versions) - set(VERSION_NAMES):
-            raise ValueError(f"compare_across_ranks: versions must be a dict with keys {', '.join(VERSION_NAMES)}, "
-                             f"got {versions!r}")
+            raise ValueError(
+                f"compare_across_ranks: versions must be a dict with keys {', '.join(VERSION_NAMES)}, got {versions!r}"
+            )
         mine = {k: (None if versions.get(k) is None else str(versions.get(k))) for k in VERSION_NAMES}
     else:
         nccl = None
@@ -306,14 +349,19 @@ def compare_across_ranks(group=None, *, versions: Optional[Mapping] = None, devi
     try:
         assert_same(group=group, world_size=dist.get_world_size(), **mine, **settings)
     except GuardError as err:
-        found = [(check, _differ_report(err.values, names, what, fix)) for check, names, what, fix in (
-            ("versions", VERSION_NAMES, "versions", "install the same torch, CUDA and NCCL on every node"),
-            ("nccl_settings", SAME_EVERYWHERE, "NCCL settings", "export the same NCCL_* settings on every rank, or none"))]
+        found = [
+            (check, _differ_report(err.values, names, what, fix))
+            for check, names, what, fix in (
+                ("versions", VERSION_NAMES, "versions", "install the same torch, CUDA and NCCL on every node"),
+                ("nccl_settings", SAME_EVERYWHERE, "NCCL settings", "export the same NCCL_* settings on every rank, or none"),
+            )
+        ]
         found = [(check, rep) for check, rep in found if rep is not None]
         if not found or "world_size" in err.values:
             raise
-        raise GuardError(". ".join(rep[0] for _, rep in found),
-                         sorted({r for _, rep in found for r in rep[1]}), err.values, check=found[0][0]) from None
+        raise GuardError(
+            ". ".join(rep[0] for _, rep in found), sorted({r for _, rep in found for r in rep[1]}), err.values, check=found[0][0]
+        ) from None
     if nccl_job:
         check_devices(device=device, group=group)
 
@@ -336,8 +384,12 @@ def init_process_group(*args, preflight_deadline_s: float = 10.0, compare: bool 
     import torch.distributed as dist
 
     backend = kwargs.get("backend", args[0] if args else None)
-    preflight(rank=kwargs.get("rank"), world_size=kwargs.get("world_size"),
-              backend=str(backend) if backend else None, deadline_s=preflight_deadline_s)
+    preflight(
+        rank=kwargs.get("rank"),
+        world_size=kwargs.get("world_size"),
+        backend=str(backend) if backend else None,
+        deadline_s=preflight_deadline_s,
+    )
     dist.init_process_group(*args, **kwargs)
     if compare:
         compare_across_ranks(device=kwargs.get("device_id"))

@@ -1,6 +1,7 @@
 """``assert_same``: every rank holds the same values, checked with one small
 all_gather; ``check_dataset``: the same, for a dataset's length and first
 items."""
+
 from __future__ import annotations
 
 import itertools

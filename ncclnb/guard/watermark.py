@@ -1,6 +1,7 @@
 """``Watermark``: every N steps, check that every rank issued the same number
 of collectives, so an extra (or missing) collective on one rank is named
 before it turns into a hang or a timeout."""
+
 from __future__ import annotations
 
 from datetime import timedelta

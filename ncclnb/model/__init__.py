@@ -1,4 +1,5 @@
 """Frozen, JSON-ready facts: the bottom layer, importing nothing else of ncclnb."""
+
 from ._serde import SchemaError
 from .cluster import REPORT_SCHEMA, ClusterReport, LinkMeasurement, LinkTest, PairMeasurement, PeerTransport, RankEntry
 from .diagnosis import DIAGNOSIS_SCHEMA, Diagnosis, RankStatus
@@ -19,8 +20,34 @@ from .node import (
 )
 
 __all__ = [
-    "CATEGORIES", "SEVERITIES", "NODE_SCHEMA", "REPORT_SCHEMA", "UNLIMITED",
-    "ClusterReport", "LinkMeasurement", "LinkTest", "PairMeasurement", "PeerTransport", "DIAGNOSIS_SCHEMA", "Diagnosis", "RankStatus", "Evidence", "Finding", "Gpu", "Host", "Library", "Links",
-    "Nic", "NodeSnapshot", "REPRO_SCHEMA", "RankExit", "ReproResult", "VARIANTS", "NumaNode", "RankEntry", "SchemaError", "Versions",
+    "CATEGORIES",
+    "SEVERITIES",
+    "NODE_SCHEMA",
+    "REPORT_SCHEMA",
+    "UNLIMITED",
+    "ClusterReport",
+    "LinkMeasurement",
+    "LinkTest",
+    "PairMeasurement",
+    "PeerTransport",
+    "DIAGNOSIS_SCHEMA",
+    "Diagnosis",
+    "RankStatus",
+    "Evidence",
+    "Finding",
+    "Gpu",
+    "Host",
+    "Library",
+    "Links",
+    "Nic",
+    "NodeSnapshot",
+    "REPRO_SCHEMA",
+    "RankExit",
+    "ReproResult",
+    "VARIANTS",
+    "NumaNode",
+    "RankEntry",
+    "SchemaError",
+    "Versions",
     "nvlink_count",
 ]

@@ -6,6 +6,7 @@ The renderers live in layers above the model (``ncclnb.doctor.report``,
 ``ncclnb.summary``, ``ncclnb.viz.diagnosis``): they are imported inside the
 functions the methods call, never when the model is imported, so the model
 still imports nothing else of ncclnb."""
+
 from __future__ import annotations
 
 import html
@@ -21,8 +22,7 @@ def terminal_text(text: str) -> str:
 
 def pre_html(text: str, kind: str) -> str:
     """``text`` as an escaped ``<pre>`` block: static, no script."""
-    return (f'<pre class="ncclnb-text ncclnb-{kind}" style="white-space:pre;overflow-x:auto">'
-            f"{html.escape(text)}</pre>")
+    return f'<pre class="ncclnb-text ncclnb-{kind}" style="white-space:pre;overflow-x:auto">{html.escape(text)}</pre>'
 
 
 def diagnosis_text(diag) -> str:
@@ -35,7 +35,7 @@ def diagnosis_text(diag) -> str:
 def diagnosis_html(diag) -> str:
     try:
         from ..viz.diagnosis import diagnosis_html as cards
-    except ImportError:   # an install without the views: the text, escaped
+    except ImportError:  # an install without the views: the text, escaped
         return pre_html(diagnosis_text(diag), "diagnosis")
     return cards(diag)
 
@@ -74,10 +74,12 @@ def repro_text(result) -> str:
         from ..repro.report import render_text
 
         return terminal_text(render_text(result, get(result.scenario)).rstrip("\n"))
-    except Exception:   # an unknown scenario (a result from another version) or no repro layer
+    except Exception:  # an unknown scenario (a result from another version) or no repro layer
         state = "completed" if result.completed else "failed"
-        lines = [f"{result.scenario}, {result.variant}, on {result.backend}: {state} in {result.seconds:g} s",
-                 f"  logs: {result.run_dir}"] + [f"  note: {note}" for note in result.notes]
+        lines = [
+            f"{result.scenario}, {result.variant}, on {result.backend}: {state} in {result.seconds:g} s",
+            f"  logs: {result.run_dir}",
+        ] + [f"  note: {note}" for note in result.notes]
         text = "\n".join(lines)
         if result.diagnosis is not None:
             text += "\n\n" + diagnosis_text(result.diagnosis)

@@ -6,6 +6,7 @@ or other such dataclasses. ``to_dict`` and ``from_dict`` here walk the type
 hints, so a new field needs no serialisation code, and ``from_dict`` names the
 exact field that is wrong (``gpus[3].memory_total_mib: expected int, got 'x'``).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -58,7 +59,7 @@ def _describe(value: Any) -> str:
         return f"an integer of {value.bit_length()} bits"
     try:
         text = _REPR.repr(value)
-    except (ValueError, RecursionError):   # an int past str()'s digit limit deep inside
+    except (ValueError, RecursionError):  # an int past str()'s digit limit deep inside
         text = f"a {type(value).__name__}"
     text = " ".join(text.split())
     return text if len(text) <= 40 else text[:37] + "..."

@@ -8,22 +8,23 @@ bounded: CPU ids are below :data:`MAX_CPUS` (Linux builds for at most 8192),
 a list has at most :data:`MAX_CPUS` parts, and overlapping parts are merged
 before anything is expanded.
 """
+
 from __future__ import annotations
 
 import re
 from typing import Iterable, Optional
 
-MAX_CPUS = 1 << 16    # CPU ids are 0..MAX_CPUS-1; a larger id is garbage, not a request for memory
+MAX_CPUS = 1 << 16  # CPU ids are 0..MAX_CPUS-1; a larger id is garbage, not a request for memory
 MAX_PARTS = MAX_CPUS  # comma-separated parts in one list
 MAX_RANGE = MAX_CPUS  # kept for callers of the old name
-_DIGITS = 10          # more digits than this is past MAX_CPUS whatever they say
+_DIGITS = 10  # more digits than this is past MAX_CPUS whatever they say
 _PART = re.compile(r"([0-9]+)(?:-([0-9]+))?")  # ASCII digits only: "١-٣" is not a cpulist
 
 Span = tuple[int, int]  # inclusive (first, last)
 
 
 def spans(text: Optional[str], *, strict: bool = False) -> tuple[Span, ...]:
-    """"0-3,8,2-5" -> ((0, 5), (8, 8)): sorted, merged, inclusive ranges; no
+    """ "0-3,8,2-5" -> ((0, 5), (8, 8)): sorted, merged, inclusive ranges; no
     CPU id is expanded.
 
     Lenient by default: parts that are not numbers or ranges (ASCII digits),
@@ -87,7 +88,7 @@ def count(text: Optional[str], *, strict: bool = False) -> int:
 
 
 def parse_cpulist(text: Optional[str], *, strict: bool = False) -> set[int]:
-    """"0-3,8" -> {0, 1, 2, 3, 8}: the CPU ids, at most ``MAX_CPUS`` of
+    """ "0-3,8" -> {0, 1, 2, 3, 8}: the CPU ids, at most ``MAX_CPUS`` of
     them. Leniency and errors as :func:`spans`; prefer :func:`spans` or
     :func:`count` where ranges or a number are enough."""
     cpus: set[int] = set()
@@ -124,7 +125,7 @@ def covers(outer: Optional[str], inner: Optional[str]) -> bool:
     if not b:
         return False
     i = 0
-    for lo, hi in b:   # merged ranges are disjoint and do not touch: a covered range lies inside one
+    for lo, hi in b:  # merged ranges are disjoint and do not touch: a covered range lies inside one
         while i < len(a) and a[i][1] < lo:
             i += 1
         if i == len(a) or not (a[i][0] <= lo and hi <= a[i][1]):

@@ -1,5 +1,6 @@
 """Facts derived from a snapshot that more than one layer reads: derived
 here once, so the checks and the model's own tables (``bandwidth``) agree."""
+
 from __future__ import annotations
 
 import re
@@ -29,7 +30,7 @@ def rdma_nics(snap: NodeSnapshot):
 
 # --- CUDA_VISIBLE_DEVICES ----------------------------------------------------
 
-_FROM_SNAPSHOT = object()   # read CUDA_VISIBLE_DEVICES from the snapshot's env
+_FROM_SNAPSHOT = object()  # read CUDA_VISIBLE_DEVICES from the snapshot's env
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class VisibleDevices:
     order: ``positions[k]`` is the GPU CUDA calls ``cuda:k``. ``ignored`` are
     the entries from the first one CUDA could not resolve to the end (CUDA
     hides all of them). ``value`` is the variable as read, None when unset."""
+
     value: Optional[str]
     positions: tuple[int, ...]
     ignored: tuple[str, ...] = ()
@@ -109,7 +111,7 @@ def cuda_device(visible: Sequence[int], cuda_index: object) -> Optional[int]:
     return visible[cuda_index] if 0 <= cuda_index < len(visible) else None
 
 
-_DIGITS = re.compile(r"[0-9]+")   # ASCII only: "¹" and "١" name no GPU
+_DIGITS = re.compile(r"[0-9]+")  # ASCII only: "¹" and "١" name no GPU
 
 
 class _UuidLookup:
@@ -136,7 +138,7 @@ class _UuidLookup:
         if entry.startswith("MIG-"):
             if entry in self.mig:
                 return self.mig[entry]
-            parent = entry[len("MIG-"):].split("/", 1)[0]   # legacy MIG-GPU-<uuid>/<gi>/<ci>
+            parent = entry[len("MIG-") :].split("/", 1)[0]  # legacy MIG-GPU-<uuid>/<gi>/<ci>
             return self.prefix(parent) if parent.startswith("GPU-") else None
         return self.prefix(entry if entry.startswith("GPU-") else "GPU-" + entry)
 
@@ -145,5 +147,5 @@ class _UuidLookup:
         if len(prefix) <= len("GPU-"):
             return None
         at = bisect_left(self.uuids, (prefix, -1))
-        hits = [p for u, p in self.uuids[at:at + 2] if u.startswith(prefix)]
+        hits = [p for u, p in self.uuids[at : at + 2] if u.startswith(prefix)]
         return hits[0] if len(hits) == 1 else None

@@ -1,4 +1,5 @@
 """Diagnosis: what the doctor concludes from the logs of a job."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,22 +15,23 @@ DIAGNOSIS_SCHEMA = "ncclnb.diagnosis/1"
 @dataclass(frozen=True)
 class RankStatus:
     """What one rank said, as read from the logs; unknown facts are None."""
+
     rank: Optional[int]
     host: Optional[str] = None
     local_rank: Optional[int] = None
     pid: Optional[int] = None
     nccl_version: Optional[str] = None
-    last_seq: Optional[int] = None       # last collective sequence number it reached
-    last_op: Optional[str] = None        # e.g. "_ALLGATHER_BASE"
+    last_seq: Optional[int] = None  # last collective sequence number it reached
+    last_op: Optional[str] = None  # e.g. "_ALLGATHER_BASE"
     first_error: Optional[str] = None
-    source: Optional[str] = None         # file the rank's lines came from
+    source: Optional[str] = None  # file the rank's lines came from
 
 
 @dataclass(frozen=True)
 class Diagnosis:
-    findings: tuple[Finding, ...] = ()   # most likely root cause first
+    findings: tuple[Finding, ...] = ()  # most likely root cause first
     ranks: tuple[RankStatus, ...] = ()
-    sources: tuple[str, ...] = ()        # inputs read
+    sources: tuple[str, ...] = ()  # inputs read
     lines_read: int = 0
     schema: str = DIAGNOSIS_SCHEMA
 

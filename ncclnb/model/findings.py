@@ -1,4 +1,5 @@
 """Finding: what a check or the doctor concludes, with the lines that prove it."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ SEVERITIES = ("error", "warning", "info")
 
 @dataclass(frozen=True)
 class Evidence:
-    source: str          # file name, "<stdin>", "snapshot:<host>"
+    source: str  # file name, "<stdin>", "snapshot:<host>"
     line: Optional[int]  # 1-based line number in source, None for facts
     text: str
 
@@ -39,12 +40,12 @@ class Finding:
     rule: str
     category: str
     severity: str
-    confidence: float    # 0..1
+    confidence: float  # 0..1
     title: str
     evidence: tuple[Evidence, ...] = ()
     cause: str = ""
     fix: str = ""
-    docs: str = ""       # the guided notebook or page that teaches this failure
+    docs: str = ""  # the guided notebook or page that teaches this failure
     ranks: tuple[int, ...] = ()  # global ranks the finding blames
     hosts: tuple[str, ...] = ()
 

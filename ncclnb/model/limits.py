@@ -6,19 +6,20 @@ bounds is refused with one line, decided early: binary data after the first
 ``SNIFF_BYTES``, an oversized regular file from its size before its body is
 read, a pipe (``-``, ``/dev/zero``) after ``limit`` bytes at most.
 """
+
 from __future__ import annotations
 
 import os
 import stat
 from typing import BinaryIO, Union
 
-SNIFF_BYTES = 64 << 10        # binary or not is decided on this much
-TEXT_LIMIT = 64 << 20         # pasted text (ncclnb ingest)
-JSON_LIMIT = 128 << 20        # snapshots, reports, diagnoses, repro results
-JSON_CONTAINERS = 1 << 22     # "[" and "{" in one JSON file: ~150 per node snapshot
-TEXT_LINES = 1 << 21          # lines of pasted text
-DUMP_LIMIT = 48 << 20         # a flight-recorder dump, JSON or pickle (torch's 2000-entry buffer: a few MB)
-DUMP_VALUES = 2_000_000       # values a pickled dump may create (~170k for 2000 entries with their frames)
+SNIFF_BYTES = 64 << 10  # binary or not is decided on this much
+TEXT_LIMIT = 64 << 20  # pasted text (ncclnb ingest)
+JSON_LIMIT = 128 << 20  # snapshots, reports, diagnoses, repro results
+JSON_CONTAINERS = 1 << 22  # "[" and "{" in one JSON file: ~150 per node snapshot
+TEXT_LINES = 1 << 21  # lines of pasted text
+DUMP_LIMIT = 48 << 20  # a flight-recorder dump, JSON or pickle (torch's 2000-entry buffer: a few MB)
+DUMP_VALUES = 2_000_000  # values a pickled dump may create (~170k for 2000 entries with their frames)
 
 _UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
 
@@ -37,8 +38,15 @@ def looks_binary(head: bytes) -> bool:
     return b"\x00" in head and not head.startswith(_UTF16_MARKS)
 
 
-def read_bounded(source: Union[str, os.PathLike[str], BinaryIO], *, limit: int, label: str,
-                 what: str = "text", binary: str = "", error: type = ValueError) -> bytes:
+def read_bounded(
+    source: Union[str, os.PathLike[str], BinaryIO],
+    *,
+    limit: int,
+    label: str,
+    what: str = "text",
+    binary: str = "",
+    error: type = ValueError,
+) -> bytes:
     """All of ``source`` (a path or a binary file object such as
     ``sys.stdin.buffer``) as bytes, or ``error`` with one line starting with
     ``label``: binary data (NUL bytes in the first ``SNIFF_BYTES``; the
@@ -66,7 +74,7 @@ def _read(fh: BinaryIO, limit: int, label: str, what: str, binary: str, error: t
     if not rest:
         return head
     data = head + rest
-    if looks_binary(data):   # NULs further in: say so now rather than after decoding
+    if looks_binary(data):  # NULs further in: say so now rather than after decoding
         raise error(f"{label}: {binary} (it contains NUL bytes)")
     return data
 
@@ -87,6 +95,6 @@ def _read_upto(fh: BinaryIO, n: int) -> bytes:
 def _regular_size(fh: BinaryIO):
     try:
         st = os.fstat(fh.fileno())
-    except (AttributeError, OSError, ValueError):   # BytesIO and friends have no descriptor
+    except (AttributeError, OSError, ValueError):  # BytesIO and friends have no descriptor
         return None
     return st.st_size if stat.S_ISREG(st.st_mode) else None

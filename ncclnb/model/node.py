@@ -5,6 +5,7 @@ comment names the command that shows the same fact by hand, so a user can
 check any number ncclnb shows. A fact that could not be read is ``None`` and
 ``missing`` says why, keyed by the field's path (``gpus[2].memory_total_mib``).
 """
+
 from __future__ import annotations
 
 import re
@@ -22,40 +23,40 @@ UNLIMITED = -1
 @dataclass(frozen=True)
 class NumaNode:
     id: int
-    cpus: str = ""                       # cpulist, as /sys/devices/system/node/nodeN/cpulist
-    memory_mib: Optional[int] = None     # MemTotal of /sys/devices/system/node/nodeN/meminfo
+    cpus: str = ""  # cpulist, as /sys/devices/system/node/nodeN/cpulist
+    memory_mib: Optional[int] = None  # MemTotal of /sys/devices/system/node/nodeN/meminfo
 
 
 @dataclass(frozen=True)
 class Host:
     hostname: str
-    os: Optional[str] = None             # PRETTY_NAME of /etc/os-release
-    kernel: Optional[str] = None         # uname -r
-    cpu_model: Optional[str] = None      # lscpu "Model name"
-    cpu_count: Optional[int] = None      # logical CPUs, nproc --all
+    os: Optional[str] = None  # PRETTY_NAME of /etc/os-release
+    kernel: Optional[str] = None  # uname -r
+    cpu_model: Optional[str] = None  # lscpu "Model name"
+    cpu_count: Optional[int] = None  # logical CPUs, nproc --all
     numa_nodes: tuple[NumaNode, ...] = ()  # numactl --hardware
-    container: tuple[str, ...] = ()      # hints: "docker", "kubernetes", "slurm", "cgroup:<path>"
-    iommu: Optional[str] = None          # "on", "off" or "passthrough" (/sys/class/iommu, /proc/cmdline)
+    container: tuple[str, ...] = ()  # hints: "docker", "kubernetes", "slurm", "cgroup:<path>"
+    iommu: Optional[str] = None  # "on", "off" or "passthrough" (/sys/class/iommu, /proc/cmdline)
     shm_total_bytes: Optional[int] = None  # df -B1 /dev/shm
     shm_free_bytes: Optional[int] = None
-    rlimit_nofile_soft: Optional[int] = None   # ulimit -Sn; -1 = unlimited
-    rlimit_nofile_hard: Optional[int] = None   # ulimit -Hn
+    rlimit_nofile_soft: Optional[int] = None  # ulimit -Sn; -1 = unlimited
+    rlimit_nofile_hard: Optional[int] = None  # ulimit -Hn
     rlimit_memlock_soft: Optional[int] = None  # ulimit -Sl, in bytes; -1 = unlimited
     rlimit_memlock_hard: Optional[int] = None  # ulimit -Hl
 
 
 @dataclass(frozen=True)
 class Gpu:
-    index: int                           # NVML index = nvidia-smi's "GPU n"
-    cuda_index: Optional[int] = None     # index CUDA uses under CUDA_VISIBLE_DEVICES; None if hidden
-    uuid: Optional[str] = None           # nvidia-smi -L
+    index: int  # NVML index = nvidia-smi's "GPU n"
+    cuda_index: Optional[int] = None  # index CUDA uses under CUDA_VISIBLE_DEVICES; None if hidden
+    uuid: Optional[str] = None  # nvidia-smi -L
     name: Optional[str] = None
-    pci_bus_id: Optional[str] = None     # "00000000:07:00.0", nvidia-smi --query-gpu=pci.bus_id
-    numa_node: Optional[int] = None      # nvidia-smi topo -m "NUMA Affinity"
-    cpu_affinity: Optional[str] = None   # cpulist, nvidia-smi topo -m "CPU Affinity"
+    pci_bus_id: Optional[str] = None  # "00000000:07:00.0", nvidia-smi --query-gpu=pci.bus_id
+    numa_node: Optional[int] = None  # nvidia-smi topo -m "NUMA Affinity"
+    cpu_affinity: Optional[str] = None  # cpulist, nvidia-smi topo -m "CPU Affinity"
     memory_total_mib: Optional[int] = None  # nvidia-smi --query-gpu=memory.total
-    mig_mode: Optional[str] = None       # "Enabled" / "Disabled", nvidia-smi -q | grep -A1 MIG
-    compute_mode: Optional[str] = None   # "Default", "Exclusive_Process", "Prohibited"
+    mig_mode: Optional[str] = None  # "Enabled" / "Disabled", nvidia-smi -q | grep -A1 MIG
+    compute_mode: Optional[str] = None  # "Default", "Exclusive_Process", "Prohibited"
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ class Links:
     "nvlink", "prop") to a GPU matrix of ``nvidia-smi topo -p2p`` statuses
     ("X", "OK", "CNS", "GNS", "TNS", "NS", "DR" disabled by regkey, "U" unknown).
     Empty tuples mean not known (see ``missing``)."""
+
     gpu_gpu: tuple[tuple[str, ...], ...] = ()
     gpu_nic: tuple[tuple[str, ...], ...] = ()
     nic_names: tuple[str, ...] = ()
@@ -93,15 +95,15 @@ def nvlink_count(label: Optional[str]) -> int:
 
 @dataclass(frozen=True)
 class Nic:
-    name: str                            # ip link / ibv_devices name ("eth0", "mlx5_0")
-    kind: Optional[str] = None           # "ethernet", "infiniband", "roce", "loopback", "virtual"
-    state: Optional[str] = None          # operstate: "up", "down", "unknown"
-    addresses: tuple[str, ...] = ()      # ip -brief addr
-    speed_mbps: Optional[int] = None     # ethtool / sysfs speed; IB: ibstat "Rate" * 1000
+    name: str  # ip link / ibv_devices name ("eth0", "mlx5_0")
+    kind: Optional[str] = None  # "ethernet", "infiniband", "roce", "loopback", "virtual"
+    state: Optional[str] = None  # operstate: "up", "down", "unknown"
+    addresses: tuple[str, ...] = ()  # ip -brief addr
+    speed_mbps: Optional[int] = None  # ethtool / sysfs speed; IB: ibstat "Rate" * 1000
     mtu: Optional[int] = None
     pci_bus_id: Optional[str] = None
-    numa_node: Optional[int] = None      # /sys/class/net/<nic>/device/numa_node
-    ib_device: Optional[str] = None      # mlx5_0 for a netdev backed by an HCA
+    numa_node: Optional[int] = None  # /sys/class/net/<nic>/device/numa_node
+    ib_device: Optional[str] = None  # mlx5_0 for a netdev backed by an HCA
     ib_port_state: Optional[str] = None  # ibstat "State": "ACTIVE", "DOWN", ...
     ib_link_layer: Optional[str] = None  # ibstat "Link layer": "InfiniBand" / "Ethernet"
 
@@ -109,18 +111,18 @@ class Nic:
 @dataclass(frozen=True)
 class Library:
     path: str
-    version: Optional[str] = None        # from the file name (libnccl.so.2.19.3) when present
-    source: Optional[str] = None         # "ldconfig", "LD_LIBRARY_PATH", "dir", "pip"
+    version: Optional[str] = None  # from the file name (libnccl.so.2.19.3) when present
+    source: Optional[str] = None  # "ldconfig", "LD_LIBRARY_PATH", "dir", "pip"
 
 
 @dataclass(frozen=True)
 class Versions:
-    driver: Optional[str] = None         # nvidia-smi "Driver Version"
-    cuda_driver: Optional[str] = None    # nvidia-smi "CUDA Version" (newest CUDA the driver runs)
-    torch: Optional[str] = None          # torch.__version__
-    torch_cuda: Optional[str] = None     # torch.version.cuda (CUDA torch was built with)
-    nccl_torch: Optional[str] = None     # torch.cuda.nccl.version(), only if NCCL is available
-    nccl_loaded: Optional[str] = None    # "NCCL version X" a process printed under NCCL_DEBUG=INFO: what it loaded
+    driver: Optional[str] = None  # nvidia-smi "Driver Version"
+    cuda_driver: Optional[str] = None  # nvidia-smi "CUDA Version" (newest CUDA the driver runs)
+    torch: Optional[str] = None  # torch.__version__
+    torch_cuda: Optional[str] = None  # torch.version.cuda (CUDA torch was built with)
+    nccl_torch: Optional[str] = None  # torch.cuda.nccl.version(), only if NCCL is available
+    nccl_loaded: Optional[str] = None  # "NCCL version X" a process printed under NCCL_DEBUG=INFO: what it loaded
     nccl_pip: dict[str, str] = field(default_factory=dict)  # pip: nvidia-nccl-cu12 -> 2.21.5
     nccl_system: tuple[Library, ...] = ()  # libnccl.so* from ldconfig -p, LD_LIBRARY_PATH, usual dirs
     net_plugins: tuple[Library, ...] = ()  # libnccl-net*.so on the library path
@@ -133,6 +135,7 @@ class NodeSnapshot:
     """One host. ``origin`` says how it was made ("live", "ingest", "recorded"),
     ``sources`` where each group of facts came from, ``missing`` why a fact
     is absent."""
+
     host: Host
     gpus: tuple[Gpu, ...] = ()
     links: Links = field(default_factory=Links)
@@ -143,7 +146,7 @@ class NodeSnapshot:
     sources: dict[str, str] = field(default_factory=dict)
     origin: str = "live"
     description: str = ""
-    captured_at: Optional[str] = None    # ISO 8601, UTC
+    captured_at: Optional[str] = None  # ISO 8601, UTC
     schema: str = NODE_SCHEMA
 
     def to_dict(self) -> dict:
@@ -187,7 +190,7 @@ def check_schema(data: object, expected: str, what: str) -> None:
     want_kind, _, want_version = expected.partition("/")
     if kind != want_kind:
         raise SchemaError("schema", f"not a {what}: schema is {_short(tag)}, expected {expected!r}")
-    if not _VERSION_RE.fullmatch(version):   # not str.isdigit(): that takes "¹" and "١"
+    if not _VERSION_RE.fullmatch(version):  # not str.isdigit(): that takes "¹" and "١"
         raise SchemaError("schema", f"malformed schema tag {_short(tag)} (expected {want_kind}/<version number>)")
     if int(version) > int(want_version):
         raise SchemaError(

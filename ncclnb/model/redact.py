@@ -45,6 +45,7 @@ Limits: a PEM body printed on lines of its own (without its BEGIN line on
 the same text) is plain base64 and cannot be told from data; a token with
 no known shape under an innocent name passes.
 """
+
 from __future__ import annotations
 
 import re
@@ -53,11 +54,9 @@ from typing import Mapping
 REDACTED = "<redacted>"
 
 # families whose variables are settings to diagnose (a KEY there is a setting)
-DIAGNOSTIC_PREFIXES = ("NCCL_", "TORCH_", "TORCHELASTIC_", "CUDA_", "GLOO_", "FI_", "NVIDIA_", "UCX_",
-                       "OMPI_", "PMIX_", "SLURM_")
+DIAGNOSTIC_PREFIXES = ("NCCL_", "TORCH_", "TORCHELASTIC_", "CUDA_", "GLOO_", "FI_", "NVIDIA_", "UCX_", "OMPI_", "PMIX_", "SLURM_")
 
-_STRONG = re.compile(
-    r"TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|CREDS|COOKIE|SESSION|PRIVATE|SIGNATURE|APIKEY")
+_STRONG = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|CREDS|COOKIE|SESSION|PRIVATE|SIGNATURE|APIKEY")
 _AUTH_WORD = re.compile(r"(?:O?AUTH[NZ]?|AUTHORI[SZ]ATION|AUTHENTICATION|AUTHTOKEN)")
 _KEY_OWNERS = frozenset({"API", "ACCESS", "SECRET", "PRIVATE", "SIGNING", "ENCRYPTION", "AUTH", "SSH", "DEPLOY"})
 _WORDS = re.compile(r"[A-Z0-9]+")
@@ -97,8 +96,8 @@ def _free_text_secret_name(name: str) -> bool:
 
 # ---- value patterns (each replaces only the secret part) ---------------------
 _PEM = re.compile(
-    r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)(.*?)(-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
-    re.S)
+    r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)(.*?)(-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S
+)
 _SCHEME = r"[A-Za-z][A-Za-z0-9+.\-]*://"
 # Every repeat below is bounded (a name of at most 128 characters, a password
 # of at most 256): a line of 64 KiB built to make a pattern backtrack costs
@@ -108,47 +107,71 @@ _SCHEME = r"[A-Za-z][A-Za-z0-9+.\-]*://"
 # (it may hold '/' and '@') but never into a second URL; "host:8080/x@y" is a
 # port, not a password
 _URL_USERINFO = re.compile(
-    rf"(?P<head>\b{_SCHEME}[^\s:/@]{{0,128}}):(?!\d+(?:[/?#]|$))(?P<pw>(?:(?!{_SCHEME})\S){{1,256}})@(?=[^\s@])")
+    rf"(?P<head>\b{_SCHEME}[^\s:/@]{{0,128}}):(?!\d+(?:[/?#]|$))(?P<pw>(?:(?!{_SCHEME})\S){{1,256}})@(?=[^\s@])"
+)
 # user:password@host without a scheme (MASTER_URI=alice:s3cr3t@10.0.0.1:29500);
 # not inside a URL, not C++ scope (a::b@), not a port (host:8080/x@y)
 _USERINFO = re.compile(
     r"(?P<head>(?<![\w.~%+\-:/@])[A-Za-z0-9._~%+\-]{1,128}):(?![:/])(?!\d+(?:[/?#]|$))(?P<pw>\S{1,256})@"
-    r"(?=[A-Za-z0-9\[])")
+    r"(?=[A-Za-z0-9\[])"
+)
 _QUERY = re.compile(
     r"(?P<head>[?&;](?:[A-Za-z0-9_.\-]{0,64}?)(?i:token|key|sig|signature|secret|passw(?:or)?d|pwd|pass|auth"
-    r"|credential|session|code|apikey)[A-Za-z0-9_.\-]{0,64}=)(?P<pw>(?!<redacted>)[^&#\s\"'<>]+)")
+    r"|credential|session|code|apikey)[A-Za-z0-9_.\-]{0,64}=)(?P<pw>(?!<redacted>)[^&#\s\"'<>]+)"
+)
 # NAME=value, NAME: value, "NAME": "value", 'NAME'='value' in free text, for
 # names that may be secret (the callback asks is_secret_name)
 _NAME_HINT = r"(?=[A-Za-z0-9_.\-]{0,96}?(?i:token|secret|pass|pwd|cred|cookie|session|private|signature|key|auth))"
 _ASSIGN = re.compile(
     rf"(?P<head>(?<![\w.\-])(?P<q>[\"']?){_NAME_HINT}(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{{0,127}})(?P=q)[ \t]*"
     r"(?:=|:(?!//))[ \t]*(?P<vq>[\"'])?)"
-    r"(?P<pw>(?!<redacted>)(?!(?i:bearer|basic|token|digest)[ \t])(?(vq)[^\"'\n]+|[^\s\"'&]+))")
+    r"(?P<pw>(?!<redacted>)(?!(?i:bearer|basic|token|digest)[ \t])(?(vq)[^\"'\n]+|[^\s\"'&]+))"
+)
 # --password hunter2, --token=abc (a command line echoed in a log)
 _FLAG = re.compile(
     rf"(?P<head>(?<!\S)--?{_NAME_HINT}(?P<name>[A-Za-z][A-Za-z0-9_\-]{{0,127}})(?:[ \t]+|=))"
-    r"(?P<pw>(?!<redacted>)[^\s\-]\S*)")
+    r"(?P<pw>(?!<redacted>)[^\s\-]\S*)"
+)
 # Bearer <token>; Authorization: Basic|Token|Digest <credentials>
 _AUTH_SCHEME = re.compile(
     r"(?P<head>\b(?i:bearer)[ \t]+|\b(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?(?i:basic|token|digest)[ \t]+)"
-    r"(?P<pw>(?!<redacted>)[A-Za-z0-9\-._~+/]{8,}=*)")
+    r"(?P<pw>(?!<redacted>)[A-Za-z0-9\-._~+/]{8,}=*)"
+)
 _SHAPED = re.compile(
     r"(?<![A-Za-z0-9_\-])(?:"
-    r"hf_[A-Za-z0-9]{16,}"                                   # Hugging Face
+    r"hf_[A-Za-z0-9]{16,}"  # Hugging Face
     r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"  # GitHub
-    r"|glpat-[A-Za-z0-9_\-]{20,}"                            # GitLab
-    r"|(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Za-z])"             # AWS access key id
-    r"|AIza[0-9A-Za-z_\-]{35}"                               # Google API key
+    r"|glpat-[A-Za-z0-9_\-]{20,}"  # GitLab
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Za-z])"  # AWS access key id
+    r"|AIza[0-9A-Za-z_\-]{35}"  # Google API key
     r"|eyJ[A-Za-z0-9_\-]+\.eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*"  # JWT
     r"|sk-[A-Za-z0-9_\-]{20,}|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"  # OpenAI/Anthropic, Stripe
-    r"|xox[abposr]-[A-Za-z0-9\-]{10,}"                       # Slack
-    r"|npm_[A-Za-z0-9]{36}"                                  # npm
-    r")")
+    r"|xox[abposr]-[A-Za-z0-9\-]{10,}"  # Slack
+    r"|npm_[A-Za-z0-9]{36}"  # npm
+    r")"
+)
 # cheap gates (substring tests on the lowered text, in C): a pattern runs only
 # where its gate shows; most log lines pass none but the first
 _NAME_HINTS = ("token", "secret", "pass", "pwd", "cred", "cookie", "session", "private", "signature", "key", "auth")
-_SHAPE_HINTS = ("hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "akia", "asia", "aiza", "eyj",
-                "sk-", "sk_", "rk_", "xox", "npm_")
+_SHAPE_HINTS = (
+    "hf_",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "akia",
+    "asia",
+    "aiza",
+    "eyj",
+    "sk-",
+    "sk_",
+    "rk_",
+    "xox",
+    "npm_",
+)
 _SCHEME_HINTS = ("bearer", "authorization")
 _ANY_HINT = ("@", "-----begin") + _NAME_HINTS + _SHAPE_HINTS + _SCHEME_HINTS
 

@@ -1,5 +1,6 @@
 """ReproResult: what one run of a reproduction scenario did and what the
 doctor made of its logs."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,29 +17,30 @@ VARIANTS = ("broken", "fixed", "guarded")
 @dataclass(frozen=True)
 class RankExit:
     """How one process of the run ended."""
-    process: int                      # index of the process the runner started (0-based)
-    rank: Optional[int]               # the global rank it was told (RANK); None for a launcher
-    exit_code: Optional[int]          # None: still running at the deadline, then killed
-    log: str                          # its stdout+stderr, relative to the run directory
-    node: int = 0                     # the "node" (torchrun agent) it ran under
-    last_line: str = ""               # the last line it printed
+
+    process: int  # index of the process the runner started (0-based)
+    rank: Optional[int]  # the global rank it was told (RANK); None for a launcher
+    exit_code: Optional[int]  # None: still running at the deadline, then killed
+    log: str  # its stdout+stderr, relative to the run directory
+    node: int = 0  # the "node" (torchrun agent) it ran under
+    last_line: str = ""  # the last line it printed
 
 
 @dataclass(frozen=True)
 class ReproResult:
     scenario: str
-    variant: str                      # "broken", "fixed" or "guarded"
-    backend: str                      # "gloo" or "nccl"
-    completed: bool                   # the program ran to its end on every rank
-    seconds: float                    # wall time from the first start to the last exit
-    run_dir: str                      # kept: per-rank logs and flight-recorder dumps
+    variant: str  # "broken", "fixed" or "guarded"
+    backend: str  # "gloo" or "nccl"
+    completed: bool  # the program ran to its end on every rank
+    seconds: float  # wall time from the first start to the last exit
+    run_dir: str  # kept: per-rank logs and flight-recorder dumps
     exits: tuple[RankExit, ...] = ()
-    timeout_s: float = 0.0            # the process-group / store timeout the ranks used
-    deadline_hit: bool = False        # the runner killed what was still running
-    expected_category: str = ""       # what the doctor must name first for a broken run
+    timeout_s: float = 0.0  # the process-group / store timeout the ranks used
+    deadline_hit: bool = False  # the runner killed what was still running
+    expected_category: str = ""  # what the doctor must name first for a broken run
     culprit_ranks: tuple[int, ...] = ()
     diagnosis: Optional[Diagnosis] = None
-    notes: tuple[str, ...] = ()       # what the reader should know (gloo for NCCL, replayed logs, ...)
+    notes: tuple[str, ...] = ()  # what the reader should know (gloo for NCCL, replayed logs, ...)
     schema: str = REPRO_SCHEMA
 
     @property

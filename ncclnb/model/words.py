@@ -1,5 +1,6 @@
 """Words a reader says: counts with their noun ("1 rank", "4 ranks"). Every
 layer that writes text a user reads uses this, never "rank(s)"."""
+
 from __future__ import annotations
 
 from typing import Optional

@@ -5,6 +5,7 @@ NodeSnapshot built from a real public capture (see ``build.py``) or a
 ClusterReport. ``load`` opens a bundled name or a path and picks the type
 from the JSON ``schema`` tag.
 """
+
 from __future__ import annotations
 
 import json
@@ -60,8 +61,9 @@ def load(path_or_name: Union[str, os.PathLike[str]]) -> Loaded:
     elif os.path.isfile(key):
         path = Path(key)
     elif isinstance(path_or_name, str) and not any(c in key for c in "/\\") and not key.endswith(".json"):
-        raise ValueError(f"unknown machine {key!r}; bundled machines: {', '.join(sorted(bundled)) or 'none'}"
-                         " (or give the path of a JSON file)")
+        raise ValueError(
+            f"unknown machine {key!r}; bundled machines: {', '.join(sorted(bundled)) or 'none'} (or give the path of a JSON file)"
+        )
     else:
         raise ValueError(f"{key}: no such file (and not a bundled machine name)")
     # a bundled machine is named by its name, a user's file by the path they gave

@@ -10,6 +10,7 @@ Provenance tiers are those of the captures' PROVENANCE.md: G = byte-exact from a
 pinned git commit, F = full text of a public issue/file, I = verbatim
 excerpt from an issues corpus (may be cut).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,87 +33,100 @@ DEFAULT_FIXTURES = HERE.parents[1] / "tests" / "data" / "public_captures"
 
 @dataclass(frozen=True)
 class Recipe:
-    files: tuple[str, ...]       # fixture file names; "constructed/<name>" for ours
+    files: tuple[str, ...]  # fixture file names; "constructed/<name>" for ours
     description: str
     hostname: Optional[str] = None  # only when the capture names the host; else the bundled name
 
 
 RECIPES: dict[str, Recipe] = {
     "hgx-h100": Recipe(
-        ("topo_m__hgx-h100-8gpu__stas00-ml-engineering.txt",
-         "p2p__hgx-h100-8gpu-read-all-ok__stas00-ml-engineering.txt"),
+        ("topo_m__hgx-h100-8gpu__stas00-ml-engineering.txt", "p2p__hgx-h100-8gpu-read-all-ok__stas00-ml-engineering.txt"),
         "8-GPU H100 SXM class node: NV18 between all pairs, 2 NUMA nodes, P2P read OK everywhere. "
         "Source: github.com/stas00/ml-engineering (topo -m and topo -p2p r posts, tier G; two posts "
-        "of 8x H100 nodes combined); GPU names are not in the captures."),
+        "of 8x H100 nodes combined); GPU names are not in the captures.",
+    ),
     "dgx-a100": Recipe(
         ("topo_m__dgx-a100-12nic__gengwg-cheatsheets.txt",),
         "NVIDIA DGX A100: 8x A100 SXM4, NV12 via NVSwitch, 12 mlx5 NICs (old column names), "
-        "8 NUMA nodes. Source: github.com/gengwg/cheatsheets gpu.md, nvidia-smi topo -m (tier G)."),
+        "8 NUMA nodes. Source: github.com/gengwg/cheatsheets gpu.md, nvidia-smi topo -m (tier G).",
+    ),
     "aws-p4d": Recipe(
         ("topo_m__aws-p4d.24xlarge__gnosia93-training-on-eks.txt",),
         "AWS EC2 p4d.24xlarge: 8x A100-SXM4-40GB, NV12, 2 NUMA nodes (EFA NICs not listed by "
-        "nvidia-smi). Source: github.com/gnosia93/training-on-eks appendix a2, nvidia-smi topo -m (tier G)."),
+        "nvidia-smi). Source: github.com/gnosia93/training-on-eks appendix a2, nvidia-smi topo -m (tier G).",
+    ),
     "aws-p5": Recipe(
         ("topo_m__aws-p5.48xlarge__gnosia93-training-on-eks.txt",),
         "AWS EC2 p5.48xlarge as labelled by the poster: 8x H100 SXM, NV18, 2 NUMA nodes (EFA NICs "
-        "not listed). Source: github.com/gnosia93/training-on-eks chapter c7, nvidia-smi topo -m (tier G)."),
+        "not listed). Source: github.com/gnosia93/training-on-eks chapter c7, nvidia-smi topo -m (tier G).",
+    ),
     "aws-g6e-12xlarge": Recipe(
         ("topo_m__aws-g6e.12xlarge-4x-l40s__gnosia93-training-on-eks.txt",),
         "AWS EC2 g6e.12xlarge as labelled by the poster: 4x L40S PCIe, all NODE, one NUMA node, no "
-        "NVLink. Source: github.com/gnosia93/training-on-eks chapter c7, nvidia-smi topo -m (tier G)."),
+        "NVLink. Source: github.com/gnosia93/training-on-eks chapter c7, nvidia-smi topo -m (tier G).",
+    ),
     "l40s-2socket": Recipe(
-        ("topo_m__4x-l40s-pcie-2nic-2socket__kagaho-vllm-l40s.txt",
-         "nvidia_smi__4x-l40s-drv580-cuda13__kagaho-vllm-l40s.txt"),
+        ("topo_m__4x-l40s-pcie-2nic-2socket__kagaho-vllm-l40s.txt", "nvidia_smi__4x-l40s-drv580-cuda13__kagaho-vllm-l40s.txt"),
         "Host 'shockwave': 4x NVIDIA L40S PCIe on two sockets (NODE within, SYS across), 2 mlx5 NICs, "
         "driver 580.119.02. Source: github.com/kagaho/VLLM_Serve_llama3-70b-awq_on_L40S_with_Tensor_"
         "Parallelism_2, nvidia-smi topo -m and nvidia-smi (tier G).",
-        hostname="shockwave"),
+        hostname="shockwave",
+    ),
     "a30-nvlink-pairs": Recipe(
-        ("topo_m__4x-a30-nvlink-bridge-pairs-1nic__vllm-issue-29070.txt",
-         "collect_env__vllm-4x-a30-nvlink-pairs__vllm-issue-29070.txt"),
+        (
+            "topo_m__4x-a30-nvlink-bridge-pairs-1nic__vllm-issue-29070.txt",
+            "collect_env__vllm-4x-a30-nvlink-pairs__vllm-issue-29070.txt",
+        ),
         "4x NVIDIA A30 PCIe with NVLink bridge pairs (GPU0-1 NV4, GPU2-3 NV4, SYS across sockets), "
         "1 mlx5 NIC, torch 2.8.0+cu128. Source: https://github.com/vllm-project/vllm/issues/29070, "
-        "topo -m and vLLM collect_env (tier F)."),
+        "topo -m and vLLM collect_env (tier F).",
+    ),
     "rtx4090-8x-sys": Recipe(
         ("topo_m__8x-rtx4090-server-all-sys__go-gpuallocator-issue-17.txt",),
         "8x RTX 4090 server (per the poster): every GPU pair SYS, 2 NUMA nodes, 2 NICs without "
         "names. Source: https://github.com/NVIDIA/go-gpuallocator/issues/17, nvidia-smi topo -m "
-        "(tier I: issues-corpus excerpt)."),
+        "(tier I: issues-corpus excerpt).",
+    ),
     "rtx3090-8x-pix": Recipe(
         ("topo_m__8gpu-pcie-server-pix-pairs__nccl-issue-1439.txt",),
         "8-GPU PCIe server (poster trains on RTX 3090s; names not in the capture): PIX pairs, PHB "
         "within a socket, SYS across, 2 NUMA nodes. Source: https://github.com/NVIDIA/nccl/issues/1439, "
-        "nvidia-smi topo -m (tier I: issues-corpus excerpt)."),
+        "nvidia-smi topo -m (tier I: issues-corpus excerpt).",
+    ),
     "rtx2080ti-2x": Recipe(
         ("nvidia_smi__2x-rtx2080ti-drv550-cuda12.4__anthony-hoo-autodl.txt",),
         "AutoDL cloud container: 2x RTX 2080 Ti, driver 550.90.07, CUDA 12.4 (no topology in the "
-        "capture). Source: github.com/Anthony-Hoo/Anthony-Hoo.github.io, nvidia-smi (tier G)."),
+        "capture). Source: github.com/Anthony-Hoo/Anthony-Hoo.github.io, nvidia-smi (tier G).",
+    ),
     "seed001-10x-pcie": Recipe(
-        ("nvidia_smi__10x-quadro-rtx8000-drv470__gengwg-cheatsheets.txt",
-         "constructed/topo_m__seed001-10x-pcie.txt"),
+        ("nvidia_smi__10x-quadro-rtx8000-drv470__gengwg-cheatsheets.txt", "constructed/topo_m__seed001-10x-pcie.txt"),
         "CONSTRUCTED to match seed 001 (a job on GPUs 6,7,8,9 that straddle two NUMA nodes): the "
         "topology (GPUs 0-7 on socket 0, 8-9 on socket 1, SYS across) was written by hand in "
         "ncclnb/recorded/constructed/; GPU names, bus ids, memory and driver 470.63.01 are the real "
-        "10x Quadro RTX 8000 nvidia-smi from github.com/gengwg/cheatsheets (tier G)."),
+        "10x Quadro RTX 8000 nvidia-smi from github.com/gengwg/cheatsheets (tier G).",
+    ),
     # beyond the required set: edge cases the checks and views should meet
     "rtx5090-2x-gns": Recipe(
-        ("topo_m__2x-rtx5090-desktop-phb__club-3090-issue-1140.txt",
-         "p2p__2x-rtx5090-rw-gns__club-3090-issue-1140.txt"),
+        ("topo_m__2x-rtx5090-desktop-phb__club-3090-issue-1140.txt", "p2p__2x-rtx5090-rw-gns__club-3090-issue-1140.txt"),
         "2x RTX 5090 desktop on a Threadripper PRO (per the poster): PHB, one NUMA node, P2P GNS "
         "(GPU not supported) with the stock driver. Source: https://github.com/noonghunna/club-3090/"
-        "issues/1140, topo -m and topo -p2p (tier I)."),
+        "issues/1140, topo -m and topo -p2p (tier I).",
+    ),
     "rtx-a6000-3x-nvlink-pair": Recipe(
         ("topo_m__3x-rtx-a6000-nvlink-bridge-pair__siboehm-bench.txt",),
         "Workstation with 3x RTX A6000 (per the poster): GPU0-GPU1 NVLink bridge (NV4), GPU2 PCIe "
-        "only (NODE), one NUMA node. Source: github.com/siboehm/bench, nvidia-smi topo -m (tier G)."),
+        "only (NODE), one NUMA node. Source: github.com/siboehm/bench, nvidia-smi topo -m (tier G).",
+    ),
     "dgx1-pcie-mp": Recipe(
         ("topo_m__dgx1-pcionly-mp-flag__gengwg-cheatsheets.txt",),
         "NVIDIA DGX-1, PCIe-only view (nvidia-smi topo -mp, so no NV# labels): PIX/PHB/SYS, 4 mlx5 "
-        "NICs, 2 NUMA nodes. Source: github.com/gengwg/cheatsheets gpu.md (tier G)."),
+        "NICs, 2 NUMA nodes. Source: github.com/gengwg/cheatsheets gpu.md (tier G).",
+    ),
     "tesla-p4-1x": Recipe(
         ("topo_m__1x-tesla-p4-numa-na__hami-pr-99.txt",),
         "Single Tesla P4 node (per the poster) whose topo -m shows NUMA Affinity N/A. Source: "
-        "https://github.com/Project-HAMi/HAMi/pull/99 (tier I)."),
+        "https://github.com/Project-HAMi/HAMi/pull/99 (tier I).",
+    ),
 }
 
 
@@ -135,8 +149,12 @@ def to_json(snapshot: NodeSnapshot) -> str:
 
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ncclnb.recorded.build", description=__doc__.splitlines()[0])
-    parser.add_argument("--fixtures", type=Path, default=DEFAULT_FIXTURES,
-                        help="folder of the public captures (default: tests/data/public_captures)")
+    parser.add_argument(
+        "--fixtures",
+        type=Path,
+        default=DEFAULT_FIXTURES,
+        help="folder of the public captures (default: tests/data/public_captures)",
+    )
     parser.add_argument("--check", action="store_true", help="compare with the bundled JSON instead of writing")
     args = parser.parse_args(argv)
     if not args.fixtures.is_dir():

@@ -11,6 +11,7 @@ Scenarios are data (``scenarios/<name>.json``) plus a worker module
 the ranks and hands their logs to the doctor; ``job.py`` is what runs inside
 each rank.
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -19,8 +20,7 @@ from ..model import ReproResult
 from .runner import Progress, choose_backend, processes_of_run, run
 from .scenario import Scenario, ScenarioError, get, load_scenarios
 
-__all__ = ["reproduce", "scenarios", "Scenario", "ScenarioError", "ReproResult", "choose_backend",
-           "processes_of_run"]
+__all__ = ["reproduce", "scenarios", "Scenario", "ScenarioError", "ReproResult", "choose_backend", "processes_of_run"]
 
 
 def scenarios() -> dict[str, Scenario]:
@@ -28,9 +28,17 @@ def scenarios() -> dict[str, Scenario]:
     return load_scenarios()
 
 
-def reproduce(name: str, fixed: bool = False, *, variant: Optional[str] = None, nproc: Optional[int] = None,
-              timeout: Optional[float] = None, keep: Optional[str] = None, backend: str = "auto",
-              progress: Optional[Progress] = None) -> ReproResult:
+def reproduce(
+    name: str,
+    fixed: bool = False,
+    *,
+    variant: Optional[str] = None,
+    nproc: Optional[int] = None,
+    timeout: Optional[float] = None,
+    keep: Optional[str] = None,
+    backend: str = "auto",
+    progress: Optional[Progress] = None,
+) -> ReproResult:
     """Run scenario ``name`` (broken, or ``fixed=True``; ``variant="guarded"``
     where the scenario has one) and return the :class:`ReproResult`: whether
     it completed, each rank's exit code, the run directory with every rank's

@@ -20,6 +20,7 @@ The environment carries everything: the usual ``RANK`` / ``WORLD_SIZE`` /
 ``LOCAL_RANK`` / ``MASTER_*`` variables, and ``NCCLNB_REPRO_*`` for the run
 directory, the backend, the process-group timeout and the variant's knobs.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -39,7 +40,7 @@ ENV_TIMEOUT = "NCCLNB_REPRO_TIMEOUT"
 ENV_DEADLINE = "NCCLNB_REPRO_DEADLINE"
 ENV_PARENT = "NCCLNB_REPRO_PARENT"
 ENV_RUN_ID = "NCCLNB_REPRO_RUN_ID"
-ENV_OWN_LOG = "NCCLNB_REPRO_OWN_LOG"     # "1": the worker opens its own log (under torchrun)
+ENV_OWN_LOG = "NCCLNB_REPRO_OWN_LOG"  # "1": the worker opens its own log (under torchrun)
 PR_SET_PDEATHSIG = 1
 
 
@@ -56,7 +57,7 @@ def die_with_parent(expected_parent: Optional[int] = None) -> None:
     if expected_parent is not None and os.getppid() != expected_parent:
         os._exit(137)
     if expected_parent is None and not _parent_is_of_this_run():
-        os._exit(137)   # the launcher died before the death signal was armed: we are an orphan already
+        os._exit(137)  # the launcher died before the death signal was armed: we are an orphan already
 
 
 def _parent_is_of_this_run() -> bool:
@@ -65,9 +66,9 @@ def _parent_is_of_this_run() -> bool:
     that is gone now means this rank was re-parented to init."""
     run_id = os.environ.get(ENV_RUN_ID)
     if not run_id:
-        return True   # not started by the runner: nothing to check
+        return True  # not started by the runner: nothing to check
     if not os.path.isdir("/proc/self"):
-        return True   # no /proc: the runner's sweep and the alarm remain
+        return True  # no /proc: the runner's sweep and the alarm remain
     try:
         with open(f"/proc/{os.getppid()}/environ", "rb") as fh:
             return f"{ENV_RUN_ID}={run_id}".encode() in fh.read().split(b"\0")
@@ -86,6 +87,7 @@ class _Leave(Exception):
 @dataclass
 class Job:
     """One rank of a reproduction, as its worker program sees it."""
+
     rank: int
     world_size: int
     local_rank: int
@@ -95,7 +97,7 @@ class Job:
     timeout_s: float = 5.0
     args: dict = field(default_factory=dict)
     run_dir: str = "."
-    device: str = ""     # where this rank's tensors live: cuda:<local_rank> on NCCL, else cpu
+    device: str = ""  # where this rank's tensors live: cuda:<local_rank> on NCCL, else cpu
 
     def __post_init__(self):
         if not self.device:
@@ -109,8 +111,10 @@ class Job:
 
         world = num("WORLD_SIZE", 1)
         return cls(
-            rank=num("RANK", 0), world_size=world,
-            local_rank=num("LOCAL_RANK", 0), local_world_size=num("LOCAL_WORLD_SIZE", world),
+            rank=num("RANK", 0),
+            world_size=world,
+            local_rank=num("LOCAL_RANK", 0),
+            local_world_size=num("LOCAL_WORLD_SIZE", world),
             node_rank=num("GROUP_RANK", num("NODE_RANK", 0)),
             backend=environ.get(ENV_BACKEND, "gloo"),
             timeout_s=float(environ.get(ENV_TIMEOUT, "5") or 5),
@@ -135,10 +139,12 @@ class Job:
         import torch.distributed as dist
 
         kwargs.setdefault("timeout", self.timeout)
-        dist.init_process_group(self.backend,
-                                rank=self.rank if rank is None else rank,
-                                world_size=self.world_size if world_size is None else world_size,
-                                **kwargs)
+        dist.init_process_group(
+            self.backend,
+            rank=self.rank if rank is None else rank,
+            world_size=self.world_size if world_size is None else world_size,
+            **kwargs,
+        )
         return dist
 
     def say(self, text: str) -> None:
@@ -158,7 +164,7 @@ class Job:
         die_with_parent(int(parent) if parent and parent.isdigit() else None)
         deadline = environ.get(ENV_DEADLINE, "")
         if deadline.isdigit() and int(deadline) > 0:
-            signal.signal(signal.SIGALRM, signal.SIG_DFL)   # dies even while blocked in C++
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)  # dies even while blocked in C++
             signal.alarm(int(deadline))
         job = Job.from_env()
         if environ.get(ENV_OWN_LOG) == "1":
@@ -174,7 +180,7 @@ class Job:
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
-        if code != 0 and _initialized():   # a rank that never joined a group has nothing recorded
+        if code != 0 and _initialized():  # a rank that never joined a group has nothing recorded
             _dump_flight_recorder(job)
         elif job.arg("destroy", True):
             _destroy()

@@ -1,10 +1,11 @@
 """A ReproResult for a terminal, and whether a run did what its variant promises."""
+
 from __future__ import annotations
 
 from ..model import ReproResult
 from .scenario import Scenario
 
-GUARD_RULES = ("ncclnb_guard", "ncclnb_preflight")   # the doctor's signatures for what ncclnb.guard raises
+GUARD_RULES = ("ncclnb_guard", "ncclnb_preflight")  # the doctor's signatures for what ncclnb.guard raises
 
 
 def outcome(result: ReproResult, scenario: Scenario) -> tuple[bool, str]:
@@ -23,13 +24,18 @@ def outcome(result: ReproResult, scenario: Scenario) -> tuple[bool, str]:
     if result.variant == "guarded":
         if result.completed:
             return False, "completed, but the guard should have stopped it"
-        guards = [f for f in (result.diagnosis.findings if result.diagnosis else ())
-                  if f.rule.startswith(GUARD_RULES) and f.category == result.expected_category
-                  and set(result.culprit_ranks) <= set(f.ranks)]
+        guards = [
+            f
+            for f in (result.diagnosis.findings if result.diagnosis else ())
+            if f.rule.startswith(GUARD_RULES)
+            and f.category == result.expected_category
+            and set(result.culprit_ranks) <= set(f.ranks)
+        ]
         if not guards or top.category != result.expected_category:
             which = "rank" if len(result.culprit_ranks) == 1 else "ranks"
-            return False, (f"no guard named {result.expected_category} blaming {which} "
-                           f"{list(result.culprit_ranks)}: the doctor says {named}")
+            return False, (
+                f"no guard named {result.expected_category} blaming {which} {list(result.culprit_ranks)}: the doctor says {named}"
+            )
         return True, f"stopped in {result.seconds:g} s with {named}"
     can_fail = scenario.fails_on_cpu and result.backend != "recorded"
     if can_fail and result.completed:
@@ -37,8 +43,7 @@ def outcome(result: ReproResult, scenario: Scenario) -> tuple[bool, str]:
     if result.diagnosed_as_expected:
         how = "failed" if not result.completed else "ran"
         return True, f"{how} in {result.seconds:g} s; the doctor names {named}"
-    return False, (f"expected {result.expected_category} blaming {list(result.culprit_ranks)}, "
-                   f"the doctor names {named}")
+    return False, (f"expected {result.expected_category} blaming {list(result.culprit_ranks)}, the doctor names {named}")
 
 
 def render_text(result: ReproResult, scenario: Scenario, colour: bool = False, top: int = 3) -> str:
@@ -47,10 +52,12 @@ def render_text(result: ReproResult, scenario: Scenario, colour: bool = False, t
 
     ok, why = outcome(result, scenario)
     state = "completed" if result.completed else ("killed at the deadline" if result.deadline_hit else "failed")
-    out = [f"{scenario.name} ({'seed ' + scenario.seed if scenario.seed else 'beyond the seeds'}), "
-           f"{result.variant}, on {result.backend}: {state} in {result.seconds:g} s",
-           f"  {scenario.title}",
-           f"  logs: {result.run_dir}"]
+    out = [
+        f"{scenario.name} ({'seed ' + scenario.seed if scenario.seed else 'beyond the seeds'}), "
+        f"{result.variant}, on {result.backend}: {state} in {result.seconds:g} s",
+        f"  {scenario.title}",
+        f"  logs: {result.run_dir}",
+    ]
     codes = ", ".join(f"{k}: {'killed' if v is None else v}" for k, v in result.exit_codes.items())
     out.append(f"  exit codes: {codes}")
     for note in result.notes:

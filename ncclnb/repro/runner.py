@@ -13,6 +13,7 @@ them, and hand their logs to the doctor.
   (kept, its path printed); a failing rank also leaves ``rank<R>.fr.json``,
   its flight-recorder dump.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,16 +33,25 @@ from typing import Callable, Optional
 from .._signals import signals_held, signals_interrupt
 from ..model import Diagnosis, RankExit, ReproResult
 from ..model.words import how_many
-from .job import (ENV_ARGS, ENV_BACKEND, ENV_DEADLINE, ENV_DIR, ENV_OWN_LOG, ENV_PARENT, ENV_RUN_ID,
-                  ENV_TIMEOUT, PR_SET_PDEATHSIG)
+from .job import ENV_ARGS, ENV_BACKEND, ENV_DEADLINE, ENV_DIR, ENV_OWN_LOG, ENV_PARENT, ENV_RUN_ID, ENV_TIMEOUT, PR_SET_PDEATHSIG
 from .scenario import RECORDED_DIR, Scenario, ScenarioError, Variant
 
 POLL_S = 0.2
-LAUNCHER_GRACE_S = 2.0      # a torchrun agent whose ranks all ended waits 300 s at its exit barrier: not us
+LAUNCHER_GRACE_S = 2.0  # a torchrun agent whose ranks all ended waits 300 s at its exit barrier: not us
 DEFAULT_TIMEOUTS = "torch's defaults: 600 s for NCCL's watchdog, 1800 s for the store and gloo"
 # what a rank inherits from the caller's environment only if the scenario does not set it
-_DROP = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK", "MASTER_ADDR",
-         "MASTER_PORT", "TORCH_DISTRIBUTED_DEBUG", "TORCHELASTIC_RUN_ID")
+_DROP = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "NODE_RANK",
+    "GROUP_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "TORCH_DISTRIBUTED_DEBUG",
+    "TORCHELASTIC_RUN_ID",
+)
 
 Progress = Callable[[dict], None]
 
@@ -49,10 +59,10 @@ Progress = Callable[[dict], None]
 @dataclass
 class _Proc:
     popen: subprocess.Popen
-    process: int                  # index among what the runner started
-    rank: Optional[int]           # RANK it was told; None for a launcher
+    process: int  # index among what the runner started
+    rank: Optional[int]  # RANK it was told; None for a launcher
     node: int
-    log: str                      # relative to the run directory
+    log: str  # relative to the run directory
     killed: bool = False
 
 
@@ -73,10 +83,19 @@ class _Run:
 
 # --- the public entry ------------------------------------------------------------
 
-def run(scenario: Scenario, variant: str = "broken", *, nproc: Optional[int] = None,
-        timeout: Optional[float] = None, keep: Optional[str] = None, backend: str = "auto",
-        deadline: Optional[float] = None, progress: Optional[Progress] = None,
-        diagnose: bool = True) -> ReproResult:
+
+def run(
+    scenario: Scenario,
+    variant: str = "broken",
+    *,
+    nproc: Optional[int] = None,
+    timeout: Optional[float] = None,
+    keep: Optional[str] = None,
+    backend: str = "auto",
+    deadline: Optional[float] = None,
+    progress: Optional[Progress] = None,
+    diagnose: bool = True,
+) -> ReproResult:
     """Run one variant of ``scenario`` and return its :class:`ReproResult`.
 
     ``timeout``: the ranks' process-group / store timeout in seconds (default
@@ -92,25 +111,29 @@ def run(scenario: Scenario, variant: str = "broken", *, nproc: Optional[int] = N
     deadline_s = float(deadline if deadline is not None else 3 * timeout_s + 15)
     chosen, why = choose_backend(scenario, nproc, backend)
     run_dir = _run_dir(scenario, variant, keep)
-    state = _Run(scenario, var, chosen, nproc, timeout_s, deadline_s, run_dir,
-                 run_id=uuid.uuid4().hex, port=free_port())
+    state = _Run(scenario, var, chosen, nproc, timeout_s, deadline_s, run_dir, run_id=uuid.uuid4().hex, port=free_port())
     if why:
         state.notes.append(why)
     if scenario.launcher != "replay":
-        state.notes.append(f"Timeouts shortened to {timeout_s:g} s for the process group and the store "
-                           f"({DEFAULT_TIMEOUTS}), so the failure shows in seconds.")
+        state.notes.append(
+            f"Timeouts shortened to {timeout_s:g} s for the process group and the store "
+            f"({DEFAULT_TIMEOUTS}), so the failure shows in seconds."
+        )
     if var.note:
         state.notes.append(var.note)
     if not scenario.fails_on_cpu and chosen == "gloo" and variant == "broken":
-        state.notes.append("This failure itself needs NCCL on GPUs; on gloo the job runs, and what the run "
-                           "reproduces is the facts that cause it, which the checks catch.")
+        state.notes.append(
+            "This failure itself needs NCCL on GPUs; on gloo the job runs, and what the run "
+            "reproduces is the facts that cause it, which the checks catch."
+        )
     if chosen == "gloo" and scenario.nccl_signature and variant != "fixed":
         line = nccl_wording(scenario.nccl_signature)
         if line:
             state.notes.append(f"On NCCL the same failure reads: {line}")
     if nproc != scenario.nproc:
-        state.notes.append(f"Culprit ranks are given for the scenario's {scenario.nproc} ranks; run with "
-                           f"{nproc} they are not checked.")
+        state.notes.append(
+            f"Culprit ranks are given for the scenario's {scenario.nproc} ranks; run with {nproc} they are not checked."
+        )
 
     started = time.monotonic()
     if scenario.launcher == "replay":
@@ -125,11 +148,20 @@ def run(scenario: Scenario, variant: str = "broken", *, nproc: Optional[int] = N
             progress({"phase": "diagnosing", "elapsed": seconds, "ranks": []})
         diagnosis = diagnose_run_dir(run_dir)
     result = ReproResult(
-        scenario=scenario.name, variant=variant, backend=chosen if scenario.launcher != "replay" else "recorded",
-        completed=completed, seconds=round(seconds, 2), run_dir=str(run_dir), exits=tuple(exits),
-        timeout_s=timeout_s, deadline_hit=deadline_hit, expected_category=scenario.expected_category,
+        scenario=scenario.name,
+        variant=variant,
+        backend=chosen if scenario.launcher != "replay" else "recorded",
+        completed=completed,
+        seconds=round(seconds, 2),
+        run_dir=str(run_dir),
+        exits=tuple(exits),
+        timeout_s=timeout_s,
+        deadline_hit=deadline_hit,
+        expected_category=scenario.expected_category,
         culprit_ranks=scenario.culprit_ranks if nproc == scenario.nproc else (),
-        diagnosis=diagnosis, notes=tuple(state.notes))
+        diagnosis=diagnosis,
+        notes=tuple(state.notes),
+    )
     (run_dir / "result.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
     if progress:
         progress({"phase": "done", "elapsed": seconds, "ranks": [], "result": result})
@@ -142,8 +174,10 @@ def _check_nproc(scenario: Scenario, nproc: Optional[int]) -> int:
     if scenario.launcher == "replay":
         raise ScenarioError(f"{scenario.name} replays a recorded log: --nproc does not apply")
     if not 1 <= nproc <= 64 or nproc % scenario.nodes:
-        raise ScenarioError(f"--nproc must be between 1 and 64 and a multiple of {scenario.nodes} (the scenario's "
-                            f"{how_many(scenario.nodes, 'node')}), got {nproc}")
+        raise ScenarioError(
+            f"--nproc must be between 1 and 64 and a multiple of {scenario.nodes} (the scenario's "
+            f"{how_many(scenario.nodes, 'node')}), got {nproc}"
+        )
     return nproc
 
 
@@ -194,8 +228,7 @@ def choose_backend(scenario: Scenario, nproc: int, backend: str) -> tuple[str, s
         if gpus >= nproc:
             return "nccl", f"Ran on NCCL: {how_many(gpus, 'GPU')} visible for {how_many(nproc, 'rank')}."
         if "gloo" in scenario.backends:
-            return "gloo", (f"Ran on gloo: this machine has {how_many(gpus, 'GPU')} and NCCL needs one per rank "
-                            f"({nproc}).")
+            return "gloo", (f"Ran on gloo: this machine has {how_many(gpus, 'GPU')} and NCCL needs one per rank ({nproc}).")
     return scenario.backends[0], ""
 
 
@@ -215,33 +248,52 @@ def nccl_wording(signature_id: str) -> str:
 
 # --- replay -----------------------------------------------------------------------
 
+
 def _replay(state: _Run):
     var = state.variant
     if not var.replay:
         raise ScenarioError(f"{state.scenario.name}: variant {var.name!r} names no recorded log to replay")
     src = RECORDED_DIR / var.replay
     shutil.copyfile(src, state.run_dir / "rank0.log")
-    state.notes.append(f"Replays a recorded real log ({var.replay}; where it came from is in its first lines): "
-                       "nothing was run.")
+    state.notes.append(f"Replays a recorded real log ({var.replay}; where it came from is in its first lines): nothing was run.")
     completed = bool(var.completes) if var.completes is not None else var.name != "broken"
-    return [RankExit(process=0, rank=0, exit_code=0 if completed else 1, log="rank0.log",
-                     last_line=_last_line(state.run_dir / "rank0.log"))], completed, False
+    return (
+        [
+            RankExit(
+                process=0,
+                rank=0,
+                exit_code=0 if completed else 1,
+                log="rank0.log",
+                last_line=_last_line(state.run_dir / "rank0.log"),
+            )
+        ],
+        completed,
+        False,
+    )
 
 
 # --- launching ----------------------------------------------------------------------
+
 
 def _base_env(state: _Run) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in _DROP}
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env.update({
-        "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1",
-        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(state.port),
-        "TORCH_FR_BUFFER_SIZE": env.get("TORCH_FR_BUFFER_SIZE", "2000"),
-        ENV_DIR: str(state.run_dir), ENV_ARGS: json.dumps(state.variant.args),
-        ENV_BACKEND: state.backend, ENV_TIMEOUT: f"{state.timeout_s:g}",
-        ENV_DEADLINE: str(int(state.deadline_s) + 10), ENV_RUN_ID: state.run_id,
-    })
+    env.update(
+        {
+            "PYTHONUNBUFFERED": "1",
+            "OMP_NUM_THREADS": "1",
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(state.port),
+            "TORCH_FR_BUFFER_SIZE": env.get("TORCH_FR_BUFFER_SIZE", "2000"),
+            ENV_DIR: str(state.run_dir),
+            ENV_ARGS: json.dumps(state.variant.args),
+            ENV_BACKEND: state.backend,
+            ENV_TIMEOUT: f"{state.timeout_s:g}",
+            ENV_DEADLINE: str(int(state.deadline_s) + 10),
+            ENV_RUN_ID: state.run_id,
+        }
+    )
     env.update(state.variant.env)
     return env
 
@@ -254,8 +306,9 @@ def _preexec(parent: int):
             ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         except Exception:
             pass
-        if os.getppid() != parent:   # the runner died between fork and here
+        if os.getppid() != parent:  # the runner died between fork and here
             os._exit(137)
+
     return tie_to_parent
 
 
@@ -263,9 +316,17 @@ def _spawn(state: _Run, argv: list, env: dict, log: str) -> subprocess.Popen:
     if state.scenario.launcher == "processes":  # a rank's parent is the runner (under torchrun, the agent)
         env = dict(env, **{ENV_PARENT: str(os.getpid())})
     with open(state.run_dir / log, "ab") as out:
-        return subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                cwd=state.run_dir, start_new_session=True, preexec_fn=_preexec(os.getpid()),
-                                close_fds=True)
+        return subprocess.Popen(
+            argv,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=state.run_dir,
+            start_new_session=True,
+            preexec_fn=_preexec(os.getpid()),
+            close_fds=True,
+        )
 
 
 def _start_processes(state: _Run) -> None:
@@ -278,8 +339,15 @@ def _start_processes(state: _Run) -> None:
         if not 0 <= i < state.nproc:
             continue
         node = i // per_node
-        env = dict(base, RANK=str(i), WORLD_SIZE=str(state.nproc), LOCAL_RANK=str(i % per_node),
-                   LOCAL_WORLD_SIZE=str(per_node), NODE_RANK=str(node), GROUP_RANK=str(node))
+        env = dict(
+            base,
+            RANK=str(i),
+            WORLD_SIZE=str(state.nproc),
+            LOCAL_RANK=str(i % per_node),
+            LOCAL_WORLD_SIZE=str(per_node),
+            NODE_RANK=str(node),
+            GROUP_RANK=str(node),
+        )
         env.update(var.env_by_node.get(str(node), {}))
         env.update(var.rank_env.get(str(i), {}))
         rank = _int(env.get("RANK"))
@@ -295,10 +363,27 @@ def _start_torchrun(state: _Run) -> None:
     base = dict(_base_env(state), **{ENV_OWN_LOG: "1"})
     for node in range(sc.nodes):
         env = dict(base, **var.env_by_node.get(str(node), {}))
-        argv = [sys.executable, "-m", "torch.distributed.run", "--nnodes", str(sc.nodes),
-                "--nproc-per-node", str(per_node), "--node-rank", str(node), "--master-addr", "127.0.0.1",
-                "--master-port", str(state.port), "--max-restarts", "0", "--monitor-interval", "0.2",
-                "-m", sc.worker]
+        argv = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nnodes",
+            str(sc.nodes),
+            "--nproc-per-node",
+            str(per_node),
+            "--node-rank",
+            str(node),
+            "--master-addr",
+            "127.0.0.1",
+            "--master-port",
+            str(state.port),
+            "--max-restarts",
+            "0",
+            "--monitor-interval",
+            "0.2",
+            "-m",
+            sc.worker,
+        ]
         popen = _spawn(state, argv, env, f"node{node}.torchrun.log")
         state.procs.append(_Proc(popen, node, None, node, f"node{node}.torchrun.log"))
 
@@ -316,20 +401,20 @@ def _launch_and_wait(state: _Run, progress: Optional[Progress]):
             while True:
                 alive = [p for p in state.procs if p.popen.poll() is None]
                 if progress:
-                    progress({"phase": "running", "elapsed": time.monotonic() - started,
-                              "ranks": _rank_status(state)})
+                    progress({"phase": "running", "elapsed": time.monotonic() - started, "ranks": _rank_status(state)})
                 if not alive:
                     break
                 if state.scenario.launcher == "torchrun" and _torchrun_ranks_ended(state):
                     grace_since = grace_since or time.monotonic()
                     if time.monotonic() - grace_since > LAUNCHER_GRACE_S:
-                        state.notes.append("Every rank had ended; the runner stopped the torchrun agent still "
-                                           "waiting at its exit barrier (torchrun waits up to 300 s there).")
+                        state.notes.append(
+                            "Every rank had ended; the runner stopped the torchrun agent still "
+                            "waiting at its exit barrier (torchrun waits up to 300 s there)."
+                        )
                         break
                 if time.monotonic() - started > state.deadline_s:
                     deadline_hit = True
-                    state.notes.append(f"Deadline: still running after {state.deadline_s:g} s; the runner "
-                                       "killed what was left.")
+                    state.notes.append(f"Deadline: still running after {state.deadline_s:g} s; the runner killed what was left.")
                     break
                 time.sleep(POLL_S)
         finally:
@@ -337,8 +422,7 @@ def _launch_and_wait(state: _Run, progress: Optional[Progress]):
     exits = _exits(state)
     expected = set(range(state.nproc))
     finished = {e.rank for e in exits if e.rank is not None and e.exit_code == 0}
-    completed = not deadline_hit and expected <= finished and all(
-        e.exit_code == 0 for e in exits if e.rank is not None)
+    completed = not deadline_hit and expected <= finished and all(e.exit_code == 0 for e in exits if e.rank is not None)
     return exits, completed, deadline_hit
 
 
@@ -370,7 +454,7 @@ def _kill_processes(popens: list, run_id: str) -> None:
             p.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-        _killpg(p.pid, signal.SIGKILL)   # children left in the group after the leader exited
+        _killpg(p.pid, signal.SIGKILL)  # children left in the group after the leader exited
     for pid in processes_of_run(run_id):
         try:
             os.kill(pid, signal.SIGKILL)
@@ -401,7 +485,7 @@ def processes_of_run(run_id: str, proc_root: str = "/proc") -> list[int]:
                 if needle in fh.read().split(b"\0"):
                     with open(f"{proc_root}/{pid}/stat", "rb") as st:
                         if st.read().rsplit(b")", 1)[-1].split()[0] == b"Z":
-                            continue   # a zombie holds nothing; its parent reaps it
+                            continue  # a zombie holds nothing; its parent reaps it
                     found.append(pid)
         except OSError:
             continue
@@ -409,6 +493,7 @@ def processes_of_run(run_id: str, proc_root: str = "/proc") -> list[int]:
 
 
 # --- reading what happened ------------------------------------------------------------
+
 
 def _exit_markers(run_dir: Path) -> dict:
     """(rank, pid) -> exit code, from the files ranks write as they leave."""
@@ -442,16 +527,40 @@ def _exits(state: _Run) -> list[RankExit]:
             by_rank.setdefault(rank, code)
         for rank in range(state.nproc):
             log = f"rank{rank}.log"
-            exits.append(RankExit(process=len(exits), rank=rank, exit_code=by_rank.get(rank), log=log,
-                                  node=rank // per_node, last_line=_last_line(state.run_dir / log)))
+            exits.append(
+                RankExit(
+                    process=len(exits),
+                    rank=rank,
+                    exit_code=by_rank.get(rank),
+                    log=log,
+                    node=rank // per_node,
+                    last_line=_last_line(state.run_dir / log),
+                )
+            )
         for p in state.procs:
-            exits.append(RankExit(process=len(exits), rank=None, exit_code=None if p.killed else p.popen.returncode,
-                                  log=p.log, node=p.node, last_line=_last_line(state.run_dir / p.log)))
+            exits.append(
+                RankExit(
+                    process=len(exits),
+                    rank=None,
+                    exit_code=None if p.killed else p.popen.returncode,
+                    log=p.log,
+                    node=p.node,
+                    last_line=_last_line(state.run_dir / p.log),
+                )
+            )
         return exits
     for p in state.procs:
         code = None if p.killed else p.popen.returncode
-        exits.append(RankExit(process=p.process, rank=p.rank, exit_code=code, log=p.log, node=p.node,
-                              last_line=_last_line(state.run_dir / p.log)))
+        exits.append(
+            RankExit(
+                process=p.process,
+                rank=p.rank,
+                exit_code=code,
+                log=p.log,
+                node=p.node,
+                last_line=_last_line(state.run_dir / p.log),
+            )
+        )
     return exits
 
 
@@ -463,14 +572,19 @@ def _rank_status(state: _Run) -> list[dict]:
         for rank in range(state.nproc):
             path = state.run_dir / f"rank{rank}.log"
             state_name = "exited" if rank in markers else ("running" if path.exists() else "starting")
-            rows.append({"rank": rank, "state": state_name, "exit_code": markers.get(rank),
-                         "last_line": _last_line(path)})
+            rows.append({"rank": rank, "state": state_name, "exit_code": markers.get(rank), "last_line": _last_line(path)})
         return rows
     for p in state.procs:
         code = p.popen.returncode
-        rows.append({"rank": p.rank, "process": p.process, "state": "running" if code is None else "exited",
-                     "exit_code": code,
-                     "last_line": _last_line(state.run_dir / p.log)})
+        rows.append(
+            {
+                "rank": p.rank,
+                "process": p.process,
+                "state": "running" if code is None else "exited",
+                "exit_code": code,
+                "last_line": _last_line(state.run_dir / p.log),
+            }
+        )
     return rows
 
 
@@ -499,6 +613,7 @@ def _int(value) -> Optional[int]:
 
 # --- the doctor on the run directory -----------------------------------------------------
 
+
 def diagnose_run_dir(run_dir: Path) -> Diagnosis:
     """The doctor on every log and dump of the run; when the ranks wrote a
     cluster report (``report.json``), the checks on it too. A doctor error
@@ -507,11 +622,14 @@ def diagnose_run_dir(run_dir: Path) -> Diagnosis:
     from ..doctor import DoctorInputError, diagnose
     from ..recorded import load_facts
 
-    logs = [str(p) for p in sorted(run_dir.iterdir())
-            if p.is_file() and not p.name.startswith(".") and p.name not in ("report.json", "result.json")]
+    logs = [
+        str(p)
+        for p in sorted(run_dir.iterdir())
+        if p.is_file() and not p.name.startswith(".") and p.name not in ("report.json", "result.json")
+    ]
     try:
         diag = diagnose(*logs) if logs else Diagnosis()
-    except DoctorInputError:   # no rank wrote a line (a run that passed in silence): nothing for the doctor
+    except DoctorInputError:  # no rank wrote a line (a run that passed in silence): nothing for the doctor
         diag = Diagnosis()
     report = run_dir / "report.json"
     if not report.is_file():
@@ -519,5 +637,4 @@ def diagnose_run_dir(run_dir: Path) -> Diagnosis:
     checked = sorted(check(load_facts(str(report))), key=lambda f: (SEVERITY_ORDER[f.severity], -f.confidence))
     doctor_leads = diag.top is not None and diag.top.severity == "error" and diag.top.category != "unknown"
     findings = diag.findings + tuple(checked) if doctor_leads else tuple(checked) + diag.findings
-    return Diagnosis(findings=findings, ranks=diag.ranks, sources=diag.sources + (str(report),),
-                     lines_read=diag.lines_read)
+    return Diagnosis(findings=findings, ranks=diag.ranks, sources=diag.sources + (str(report),), lines_read=diag.lines_read)

@@ -16,6 +16,7 @@ Fields of a variant:
   (``ncclnb/repro/recorded/<file>``) instead of running anything;
 - ``note``: one line the result carries for the reader.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,8 +34,24 @@ LAUNCHERS = ("processes", "torchrun", "replay")
 BACKENDS = ("gloo", "nccl")
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _VARIANT_KEYS = {"args", "env", "env_by_node", "start", "rank_env", "replay", "note", "completes"}
-_KEYS = {"name", "seed", "title", "story", "worker", "nproc", "nodes", "launcher", "backends", "timeout_s",
-         "expected_category", "culprit_ranks", "nccl_signature", "fails_on_cpu", "lesson", "variants"}
+_KEYS = {
+    "name",
+    "seed",
+    "title",
+    "story",
+    "worker",
+    "nproc",
+    "nodes",
+    "launcher",
+    "backends",
+    "timeout_s",
+    "expected_category",
+    "culprit_ranks",
+    "nccl_signature",
+    "fails_on_cpu",
+    "lesson",
+    "variants",
+}
 
 
 class ScenarioError(ValueError):
@@ -46,32 +63,32 @@ class Variant:
     name: str
     args: dict = field(default_factory=dict)
     env: dict = field(default_factory=dict)
-    env_by_node: dict = field(default_factory=dict)    # "0" -> {VAR: value}
-    start: Optional[tuple[int, ...]] = None            # process indices started; None: all
-    rank_env: dict = field(default_factory=dict)       # "3" -> {VAR: value}
+    env_by_node: dict = field(default_factory=dict)  # "0" -> {VAR: value}
+    start: Optional[tuple[int, ...]] = None  # process indices started; None: all
+    rank_env: dict = field(default_factory=dict)  # "3" -> {VAR: value}
     replay: Optional[str] = None
     note: str = ""
-    completes: Optional[bool] = None                   # expected: runs to its end (default: fixed yes, broken no)
+    completes: Optional[bool] = None  # expected: runs to its end (default: fixed yes, broken no)
 
 
 @dataclass(frozen=True)
 class Scenario:
     name: str
-    seed: str                      # "000".."004", or "" for a neighbour of the seeds
+    seed: str  # "000".."004", or "" for a neighbour of the seeds
     title: str
-    story: str                     # what happens, in two or three sentences
-    worker: str                    # module run as `python -m`
+    story: str  # what happens, in two or three sentences
+    worker: str  # module run as `python -m`
     nproc: int
     nodes: int
     launcher: str
     backends: tuple[str, ...]
-    timeout_s: float               # process-group and store timeout of the ranks
+    timeout_s: float  # process-group and store timeout of the ranks
     expected_category: str
     culprit_ranks: tuple[int, ...]
-    nccl_signature: str            # knowledge-base signature whose fixture shows NCCL's wording ("" none)
-    fails_on_cpu: bool             # False where the failure itself needs GPUs (the facts are still caught)
-    lesson: str                    # the fix, in one or two sentences
-    variants: dict                 # name -> Variant
+    nccl_signature: str  # knowledge-base signature whose fixture shows NCCL's wording ("" none)
+    fails_on_cpu: bool  # False where the failure itself needs GPUs (the facts are still caught)
+    lesson: str  # the fix, in one or two sentences
+    variants: dict  # name -> Variant
 
     @property
     def per_node(self) -> int:
@@ -81,15 +98,22 @@ class Scenario:
         try:
             return self.variants[name]
         except KeyError:
-            raise ScenarioError(f"scenario {self.name!r} has no {name!r} variant "
-                                f"(it has: {', '.join(self.variants)})") from None
+            raise ScenarioError(f"scenario {self.name!r} has no {name!r} variant (it has: {', '.join(self.variants)})") from None
 
     def summary(self) -> dict:
         """The one-line facts ``ncclnb repro list --json`` prints."""
-        return {"name": self.name, "seed": self.seed, "title": self.title,
-                "expected_category": self.expected_category, "culprit_ranks": list(self.culprit_ranks),
-                "nproc": self.nproc, "nodes": self.nodes, "launcher": self.launcher,
-                "variants": list(self.variants), "fails_on_cpu": self.fails_on_cpu}
+        return {
+            "name": self.name,
+            "seed": self.seed,
+            "title": self.title,
+            "expected_category": self.expected_category,
+            "culprit_ranks": list(self.culprit_ranks),
+            "nproc": self.nproc,
+            "nodes": self.nodes,
+            "launcher": self.launcher,
+            "variants": list(self.variants),
+            "fails_on_cpu": self.fails_on_cpu,
+        }
 
 
 def _need(data: dict, key: str, kind, where: str):
@@ -112,14 +136,20 @@ def _variant(name: str, data: Any, where: str) -> Variant:
     for key in ("args", "env", "env_by_node", "rank_env"):
         if not isinstance(data.get(key, {}), dict):
             raise ScenarioError(f"{where}: variant {name!r}: {key!r} must be an object")
-    for key in ("env", ):
+    for key in ("env",):
         if not all(isinstance(v, str) for v in data.get(key, {}).values()):
             raise ScenarioError(f"{where}: variant {name!r}: environment values must be strings")
-    return Variant(name=name, args=dict(data.get("args", {})), env=dict(data.get("env", {})),
-                   env_by_node=dict(data.get("env_by_node", {})),
-                   start=tuple(start) if start is not None else None,
-                   rank_env=dict(data.get("rank_env", {})), replay=data.get("replay"),
-                   note=str(data.get("note", "")), completes=data.get("completes"))
+    return Variant(
+        name=name,
+        args=dict(data.get("args", {})),
+        env=dict(data.get("env", {})),
+        env_by_node=dict(data.get("env_by_node", {})),
+        start=tuple(start) if start is not None else None,
+        rank_env=dict(data.get("rank_env", {})),
+        replay=data.get("replay"),
+        note=str(data.get("note", "")),
+        completes=data.get("completes"),
+    )
 
 
 def parse(data: Any, where: str) -> Scenario:
@@ -159,12 +189,23 @@ def parse(data: Any, where: str) -> Scenario:
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 1 <= timeout <= 120:
         raise ScenarioError(f"{where}: timeout_s must be a number of seconds in 1..120")
     return Scenario(
-        name=name, seed=str(data.get("seed", "")), title=_need(data, "title", str, where),
-        story=_need(data, "story", str, where), worker=str(data.get("worker", "")),
-        nproc=nproc, nodes=nodes, launcher=launcher, backends=backends, timeout_s=float(timeout),
-        expected_category=category, culprit_ranks=tuple(culprits),
-        nccl_signature=str(data.get("nccl_signature", "")), fails_on_cpu=bool(data.get("fails_on_cpu", True)),
-        lesson=_need(data, "lesson", str, where), variants=variants)
+        name=name,
+        seed=str(data.get("seed", "")),
+        title=_need(data, "title", str, where),
+        story=_need(data, "story", str, where),
+        worker=str(data.get("worker", "")),
+        nproc=nproc,
+        nodes=nodes,
+        launcher=launcher,
+        backends=backends,
+        timeout_s=float(timeout),
+        expected_category=category,
+        culprit_ranks=tuple(culprits),
+        nccl_signature=str(data.get("nccl_signature", "")),
+        fails_on_cpu=bool(data.get("fails_on_cpu", True)),
+        lesson=_need(data, "lesson", str, where),
+        variants=variants,
+    )
 
 
 def load_scenarios(folder: Optional[Path] = None) -> dict[str, Scenario]:
@@ -189,5 +230,4 @@ def get(name: str) -> Scenario:
     try:
         return scenarios[name]
     except KeyError:
-        raise ScenarioError(f"unknown scenario {name!r}; known: {', '.join(scenarios)} "
-                            "(`ncclnb repro list`)") from None
+        raise ScenarioError(f"unknown scenario {name!r}; known: {', '.join(scenarios)} (`ncclnb repro list`)") from None

@@ -6,6 +6,7 @@ function: three real runs of one scenario (broken, fixed, guarded), each
 told in a few lines, and a closing table that sets the seconds each took
 beside what torch's default timeouts would have cost on a cluster.
 """
+
 from __future__ import annotations
 
 import sys
@@ -33,14 +34,20 @@ STEPS = (
 @dataclass(frozen=True)
 class TourStep:
     """One run of the tour and whether it did what its variant promises."""
+
     result: ReproResult
     as_expected: bool
     verdict: str
 
 
-def tour(name: str = DEFAULT_SCENARIO, *, out: TextIO = None, keep: Optional[str] = None,
-         timeout: Optional[float] = None,
-         runner: Callable[..., ReproResult] = run) -> list[TourStep]:
+def tour(
+    name: str = DEFAULT_SCENARIO,
+    *,
+    out: TextIO = None,
+    keep: Optional[str] = None,
+    timeout: Optional[float] = None,
+    runner: Callable[..., ReproResult] = run,
+) -> list[TourStep]:
     """Run scenario ``name`` broken, fixed and guarded, telling each on ``out``
     (stdout by default); returns one :class:`TourStep` per run. ``keep`` is a
     directory under which each run keeps its logs (``keep/broken`` ...)."""
@@ -48,8 +55,7 @@ def tour(name: str = DEFAULT_SCENARIO, *, out: TextIO = None, keep: Optional[str
     scenario = get(name)
     variants = [v for v, _, _ in STEPS if v in scenario.variants]
     if "guarded" not in variants:
-        raise ScenarioError(f"scenario {name!r} has no guarded variant to end the tour with; "
-                            f"try {DEFAULT_SCENARIO!r}")
+        raise ScenarioError(f"scenario {name!r} has no guarded variant to end the tour with; try {DEFAULT_SCENARIO!r}")
     _say(out, f"ncclnb tour: {scenario.title} (seed {scenario.seed or '-'})")
     _say(out, _wrap(scenario.story, "  "))
     steps: list[TourStep] = []

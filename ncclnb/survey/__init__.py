@@ -9,6 +9,7 @@ judge and every view opens.
 What the survey gathers and how a rank that never joins ends up named in a
 partial report is in :mod:`ncclnb.survey.gather`'s docstring.
 """
+
 from __future__ import annotations
 
 from .gather import SurveyUsageError, own_entry, run_survey

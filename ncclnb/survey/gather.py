@@ -44,6 +44,7 @@ description says so. The node's snapshot is collected once, by its lowest
 global rank (not by LOCAL_RANK 0: a wrong LOCAL_RANK is one of the things
 the survey exists to find).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -78,6 +79,7 @@ def one_line(exc: BaseException) -> str:
 
 # --- this rank's facts ---------------------------------------------------------------
 
+
 def own_entry(facts: LaunchFacts) -> dict:
     """This process's :class:`~ncclnb.model.RankEntry` fields, as a dict.
     CUDA facts (device, UUID, bus id) only where torch already created a
@@ -90,9 +92,15 @@ def own_entry(facts: LaunchFacts) -> dict:
         affinity = format_cpulist(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         affinity = None
-    entry = {"rank": facts.rank, "host": socket.gethostname() or "unknown", "local_rank": facts.local_rank,
-             "world_size": facts.world_size, "node_rank": facts.node_rank, "pid": os.getpid(),
-             "cpu_affinity": affinity}
+    entry = {
+        "rank": facts.rank,
+        "host": socket.gethostname() or "unknown",
+        "local_rank": facts.local_rank,
+        "world_size": facts.world_size,
+        "node_rank": facts.node_rank,
+        "pid": os.getpid(),
+        "cpu_affinity": affinity,
+    }
     entry.update(rank_facts(sys.modules.get("torch"), affinity))
     return entry
 
@@ -116,10 +124,17 @@ def _key(entry: dict) -> tuple:
 
 # --- the store ------------------------------------------------------------------------
 
+
 def _store(dist, facts: LaunchFacts, environ: Mapping, timeout: float):
     agent = environ.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true"
-    store = dist.TCPStore(facts.master_addr, facts.master_port, None, facts.rank == 0 and not agent,
-                          datetime.timedelta(seconds=timeout), wait_for_workers=False)
+    store = dist.TCPStore(
+        facts.master_addr,
+        facts.master_port,
+        None,
+        facts.rank == 0 and not agent,
+        datetime.timedelta(seconds=timeout),
+        wait_for_workers=False,
+    )
     run = "/".join(x for x in (environ.get("TORCHELASTIC_RUN_ID"), environ.get("TORCHELASTIC_RESTART_COUNT")) if x)
     return dist.PrefixStore(f"{PREFIX}/{run}" if run else PREFIX, store)
 
@@ -138,8 +153,7 @@ def registry(store) -> list:
             key = f"{_ENTRY}{seq}"
             if store.check([key]):
                 value = json.loads(bytes(store.get(key)).decode("utf-8"))
-                if (isinstance(value, dict) and isinstance(value.get("rank"), int)
-                        and isinstance(value.get("host"), str)):
+                if isinstance(value, dict) and isinstance(value.get("rank"), int) and isinstance(value.get("host"), str):
                     out.append(value)
     except Exception:
         pass
@@ -148,6 +162,7 @@ def registry(store) -> list:
 
 # --- the survey -------------------------------------------------------------------------
 
+
 def _check_usage(facts: LaunchFacts, timeout: float) -> None:
     if not 1 <= timeout <= 3600:
         raise SurveyUsageError(f"--timeout must be between 1 and 3600 seconds, got {timeout:g}")
@@ -155,18 +170,28 @@ def _check_usage(facts: LaunchFacts, timeout: float) -> None:
         raise SurveyUsageError(
             "no launcher told this process its rank and world size (RANK/WORLD_SIZE, SLURM_PROCID/SLURM_NTASKS or "
             "OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE): run it under torchrun, srun or mpirun, or use "
-            "`ncclnb survey --local --nproc G`")
+            "`ncclnb survey --local --nproc G`"
+        )
     if facts.world_size < 1:
         raise SurveyUsageError(f"WORLD_SIZE is {facts.world_size}: a job has at least one rank")
     if not facts.master_addr or facts.master_port is None:
         raise SurveyUsageError(
             "MASTER_ADDR and MASTER_PORT must name rank 0's host and a free port (torchrun sets them; under srun or "
-            "mpirun export them, e.g. MASTER_ADDR=$(scontrol show hostnames | head -1) MASTER_PORT=29500)")
+            "mpirun export them, e.g. MASTER_ADDR=$(scontrol show hostnames | head -1) MASTER_PORT=29500)"
+        )
 
 
-def run_survey(out_dir: str, *, timeout: float = 120.0, environ: Optional[Mapping] = None,
-               out: Optional[TextIO] = None, err: Optional[TextIO] = None, link_test: bool = True,
-               sizes: Optional[tuple] = None, iters: Optional[int] = None) -> int:
+def run_survey(
+    out_dir: str,
+    *,
+    timeout: float = 120.0,
+    environ: Optional[Mapping] = None,
+    out: Optional[TextIO] = None,
+    err: Optional[TextIO] = None,
+    link_test: bool = True,
+    sizes: Optional[tuple] = None,
+    iters: Optional[int] = None,
+) -> int:
     """Run this rank's part of the survey; rank 0 writes ``out_dir/report.json``.
 
     Returns the exit status: 0 the report was written with no error findings,
@@ -196,8 +221,8 @@ def run_survey(out_dir: str, *, timeout: float = 120.0, environ: Optional[Mappin
 class _Survey:
     def __init__(self, out_dir, timeout, facts, environ, out, err, link_plan=None):
         self.out_dir, self.timeout, self.facts, self.environ = out_dir, timeout, facts, environ
-        self.link_plan = link_plan   # None: no link test
-        self.links: list = []        # rank 0: the LinkTest dicts
+        self.link_plan = link_plan  # None: no link test
+        self.links: list = []  # rank 0: the LinkTest dicts
         self.out, self.err = out, err
         self.entry = own_entry(facts)
         self.deadline_s = 4 * timeout + 30
@@ -216,15 +241,17 @@ class _Survey:
     def run(self) -> int:
         from ..collectors.torchinfo import import_torch
 
-        if "torch" not in sys.modules:   # c10d's C++ warnings would bury the one line a failing rank prints
+        if "torch" not in sys.modules:  # c10d's C++ warnings would bury the one line a failing rank prints
             os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
         torch = import_torch()
         import torch.distributed as dist
 
         f, t = self.facts, self.timeout
         if dist.is_initialized():
-            raise SurveyUsageError("a process group already exists in this process: run the survey as its own "
-                                   "process (python -m ncclnb survey), with the job's launcher")
+            raise SurveyUsageError(
+                "a process group already exists in this process: run the survey as its own "
+                "process (python -m ncclnb survey), with the job's launcher"
+            )
         if self.rank == 0:
             os.makedirs(self.out_dir, exist_ok=True)
         try:
@@ -232,18 +259,26 @@ class _Survey:
             _register(self.store, self.entry)
         except Exception as exc:
             self.store = None
-            return self.fail(f"cannot reach the survey's store at {f.master_addr}:{f.master_port} within {t:g} s "
-                             f"({one_line(exc)}): is rank 0 running, and is MASTER_ADDR its address?")
+            return self.fail(
+                f"cannot reach the survey's store at {f.master_addr}:{f.master_port} within {t:g} s "
+                f"({one_line(exc)}): is rank 0 running, and is MASTER_ADDR its address?"
+            )
         self.phase = "joining the gloo group"
         try:
-            dist.init_process_group("gloo", store=dist.PrefixStore("pg", self.store), rank=f.rank,
-                                    world_size=f.world_size, timeout=datetime.timedelta(seconds=t))
+            dist.init_process_group(
+                "gloo",
+                store=dist.PrefixStore("pg", self.store),
+                rank=f.rank,
+                world_size=f.world_size,
+                timeout=datetime.timedelta(seconds=t),
+            )
         except Exception as exc:
             if f.rank >= f.world_size or f.rank < 0:
-                return self.fail(f"RANK {f.rank} >= WORLD_SIZE {f.world_size}: this process is outside the world "
-                                 f"its launcher declared; gloo refuses it ({one_line(exc)})")
-            return self.fail(f"the gloo group of {f.world_size} ranks did not form within {t:g} s "
-                             f"({one_line(exc)})")
+                return self.fail(
+                    f"RANK {f.rank} >= WORLD_SIZE {f.world_size}: this process is outside the world "
+                    f"its launcher declared; gloo refuses it ({one_line(exc)})"
+                )
+            return self.fail(f"the gloo group of {f.world_size} ranks did not form within {t:g} s ({one_line(exc)})")
         from ..repro.workers._facts import gather_json
 
         cpu = torch.device("cpu")
@@ -279,13 +314,28 @@ class _Survey:
             self.phase = text
 
         try:
-            link = run_link_test(torch, dist, rank=self.rank, world=self.facts.world_size, entries=entries,
-                                 labels=labels, timeout=self.timeout, plan=self.link_plan, environ=self.environ,
-                                 local_rank=self.facts.local_rank, phase=phase)
-        except Exception as exc:   # a bug, not a measurement: the facts still make the report
-            link = {"backend": "unknown", "device": "unknown", "world_size": self.facts.world_size,
-                    "nodes": len(set(labels.values())), "iterations": 0,
-                    "missing": {"link test": f"failed at '{self.phase}' ({one_line(exc)})"}}
+            link = run_link_test(
+                torch,
+                dist,
+                rank=self.rank,
+                world=self.facts.world_size,
+                entries=entries,
+                labels=labels,
+                timeout=self.timeout,
+                plan=self.link_plan,
+                environ=self.environ,
+                local_rank=self.facts.local_rank,
+                phase=phase,
+            )
+        except Exception as exc:  # a bug, not a measurement: the facts still make the report
+            link = {
+                "backend": "unknown",
+                "device": "unknown",
+                "world_size": self.facts.world_size,
+                "nodes": len(set(labels.values())),
+                "iterations": 0,
+                "missing": {"link test": f"failed at '{self.phase}' ({one_line(exc)})"},
+            }
         if self.rank == 0 and link is not None:
             self.links = [link]
 
@@ -305,7 +355,7 @@ class _Survey:
         why = f"still {self.phase} after {self.deadline_s:g} s (4 x --timeout + 30 s); stopped by the watchdog"
         if self.rank == 0:
             if not self.lock.acquire(blocking=False):
-                return   # the main thread is writing the report right now
+                return  # the main thread is writing the report right now
             self.lock.release()
             code = self.finish(why)
         else:
@@ -335,11 +385,12 @@ class _Survey:
         registered = registry(self.store) if self.store is not None else []
         entries = list(self.entries) if self.entries is not None else []
         seen = {(e["host"], e.get("pid")) for e in entries}
-        if self.entries is None and (self.entry["host"], self.entry["pid"]) not in {(e["host"], e.get("pid"))
-                                                                                  for e in registered}:
+        if self.entries is None and (self.entry["host"], self.entry["pid"]) not in {
+            (e["host"], e.get("pid")) for e in registered
+        }:
             entries.append(self.entry)
             seen.add((self.entry["host"], self.entry["pid"]))
-        outside = []   # registered but not in the group: beyond the world size, or never joined it
+        outside = []  # registered but not in the group: beyond the world size, or never joined it
         for e in registered:
             if (e["host"], e.get("pid")) not in seen:
                 entries.append(e)
@@ -354,15 +405,19 @@ class _Survey:
             except Exception:
                 self.snapshots = []
         snapshots = tuple(NodeSnapshot.from_dict(s) for s in self.snapshots)
-        known = {f.name for f in dataclasses.fields(RankEntry)}   # a peer on another ncclnb may send more
-        ranks = tuple(RankEntry(**{k: v for k, v in dict(e, host=labels[_key(e)]).items() if k in known})
-                      for e in entries)
+        known = {f.name for f in dataclasses.fields(RankEntry)}  # a peer on another ncclnb may send more
+        ranks = tuple(RankEntry(**{k: v for k, v in dict(e, host=labels[_key(e)]).items() if k in known}) for e in entries)
         present = {e["rank"] for e in entries}
         missing = sorted(set(range(f.world_size)) - present)
         description = self._describe(entries, labels, partial, missing, outside)
         links = tuple(from_dict(LinkTest, link) for link in self.links)
-        report = ClusterReport(snapshots=snapshots, ranks=ranks, description=description, links=links,
-                               captured_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+        report = ClusterReport(
+            snapshots=snapshots,
+            ranks=ranks,
+            description=description,
+            links=links,
+            captured_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        )
         findings = sorted(check(report), key=lambda x: (SEVERITY_ORDER[x.severity], -x.confidence))
         report = dataclasses.replace(report, findings=tuple(findings))
         path = os.path.join(self.out_dir, REPORT_NAME)
@@ -376,45 +431,59 @@ class _Survey:
 
         f = self.facts
         nodes = sorted(set(labels.values()))
-        parts = [f"Gathered by `ncclnb survey` over its own gloo group (launcher: {f.launcher}; WORLD_SIZE "
-                 f"{f.world_size} as rank 0 saw it; --timeout {self.timeout:g} s): {how_many(len(entries), 'rank')} on "
-                 f"{how_many(len(nodes), 'node')}; one snapshot per node, collected by its lowest rank."]
+        parts = [
+            f"Gathered by `ncclnb survey` over its own gloo group (launcher: {f.launcher}; WORLD_SIZE "
+            f"{f.world_size} as rank 0 saw it; --timeout {self.timeout:g} s): {how_many(len(entries), 'rank')} on "
+            f"{how_many(len(nodes), 'node')}; one snapshot per node, collected by its lowest rank."
+        ]
         shared = sorted({host for (host, _), label in labels.items() if label != host})
         for host in shared:
             named = sorted(label for (h, _), label in labels.items() if h == host)
-            parts.append(f"Hostname {host} reported several node ranks, named {', '.join(named)}: they may be one "
-                         "machine (two launchers side by side share its GPUs) or machines with the same hostname.")
+            parts.append(
+                f"Hostname {host} reported several node ranks, named {', '.join(named)}: they may be one "
+                "machine (two launchers side by side share its GPUs) or machines with the same hostname."
+            )
         if partial:
             parts.append(f"PARTIAL: {partial}.")
             if missing:
                 who = "Rank" if len(missing) == 1 else "Ranks"
-                parts.append(f"{who} {span(missing, 24)} of 0-{f.world_size - 1} never registered with the "
-                             "survey (not started, or died before joining).")
+                parts.append(
+                    f"{who} {span(missing, 24)} of 0-{f.world_size - 1} never registered with the "
+                    "survey (not started, or died before joining)."
+                )
             if self.entries is None and entries:
                 who = "Rank" if len(entries) == 1 else "Ranks"
-                parts.append(f"{who} {span((e['rank'] for e in entries), 24)} registered (their facts are below); "
-                             "the group's exchange did not complete, so node snapshots other than rank 0's are "
-                             "absent.")
+                parts.append(
+                    f"{who} {span((e['rank'] for e in entries), 24)} registered (their facts are below); "
+                    "the group's exchange did not complete, so node snapshots other than rank 0's are "
+                    "absent."
+                )
         if outside:
             one = len(outside) == 1
-            parts.append(f"{'Rank' if one else 'Ranks'} {span((e['rank'] for e in outside), 24)} registered but "
-                         f"{'is' if one else 'are'} not in the group "
-                         "(outside WORLD_SIZE, or duplicates).")
+            parts.append(
+                f"{'Rank' if one else 'Ranks'} {span((e['rank'] for e in outside), 24)} registered but "
+                f"{'is' if one else 'are'} not in the group "
+                "(outside WORLD_SIZE, or duplicates)."
+            )
         return " ".join(parts)
 
     def _summary(self, report, findings, partial, missing, path) -> None:
         from ..checks.ranks import span
 
         seconds = time.monotonic() - self.started
-        lines = [f"ncclnb survey: {how_many(len(report.ranks), 'rank')} on {how_many(len(report.snapshots), 'node snapshot')}, "
-                 f"WORLD_SIZE {self.facts.world_size}, launcher {self.facts.launcher}, gathered over gloo in "
-                 f"{seconds:.1f} s"]
+        lines = [
+            f"ncclnb survey: {how_many(len(report.ranks), 'rank')} on {how_many(len(report.snapshots), 'node snapshot')}, "
+            f"WORLD_SIZE {self.facts.world_size}, launcher {self.facts.launcher}, gathered over gloo in "
+            f"{seconds:.1f} s"
+        ]
         if partial:
-            lines.append(f"  PARTIAL  {partial}"
-                         + (f"; missing {'rank' if len(missing) == 1 else 'ranks'} {span(missing, 24)}" if missing else ""))
+            lines.append(
+                f"  PARTIAL  {partial}"
+                + (f"; missing {'rank' if len(missing) == 1 else 'ranks'} {span(missing, 24)}" if missing else "")
+            )
         lines.extend(link_lines(report.links, findings))
         for x in findings:
-            if x.rule != "link_busbw_low":   # link_lines gave it its own line
+            if x.rule != "link_busbw_low":  # link_lines gave it its own line
                 lines.append(f"  {x.severity.upper():8} {x.title}")
         counts = {s: sum(x.severity == s for x in findings) for s in SEVERITIES}
         tally = f"{how_many(counts['error'], 'error')}, {how_many(counts['warning'], 'warning')}, {counts['info']} info"
@@ -439,8 +508,9 @@ def link_lines(links, findings) -> list:
 
     lines = []
     for link in links:
-        head = (f"  links    {link.backend} on {link.device}, "
-                f"{how_many(link.world_size, 'rank')} on {how_many(link.nodes, 'node')}")
+        head = (
+            f"  links    {link.backend} on {link.device}, {how_many(link.world_size, 'rank')} on {how_many(link.nodes, 'node')}"
+        )
         largest: dict = {}
         for m in link.results:
             if m.size_bytes >= largest.get(m.collective, (0, 0))[0]:
@@ -452,8 +522,10 @@ def link_lines(links, findings) -> list:
         lines.append(head)
         if link.pairs:
             slow = min(link.pairs, key=lambda p: p.busbw_gbps)
-            lines.append(f"  links    pair ring: {how_many(len(link.pairs), 'pair')}, slowest rank {slow.src_rank} "
-                         f"({slow.src_host}) -> rank {slow.dst_rank} ({slow.dst_host}) {slow.busbw_gbps:.3g} GB/s")
+            lines.append(
+                f"  links    pair ring: {how_many(len(link.pairs), 'pair')}, slowest rank {slow.src_rank} "
+                f"({slow.src_host}) -> rank {slow.dst_rank} ({slow.dst_host}) {slow.busbw_gbps:.3g} GB/s"
+            )
         if link.transports:
             kinds = sorted({t.transport for t in link.transports})
             lines.append(f"  links    NCCL transports: {', '.join(kinds)}")
@@ -461,8 +533,7 @@ def link_lines(links, findings) -> list:
             lines.append(f"  links    not measured: {part}: {why}")
     for f in findings:
         if f.rule == "link_busbw_low":
-            lines.append(f"  {f.severity.upper():8} bandwidth: {f.title}"
-                         + (f" (ranks {span(f.ranks, 24)})" if f.ranks else ""))
+            lines.append(f"  {f.severity.upper():8} bandwidth: {f.title}" + (f" (ranks {span(f.ranks, 24)})" if f.ranks else ""))
     return lines
 
 

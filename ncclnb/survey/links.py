@@ -27,6 +27,7 @@ ranks sharing cores) is not taken for a slow link.
 
 Every rank's timings travel to rank 0 as JSON bytes (``gather_json``).
 """
+
 from __future__ import annotations
 
 import os
@@ -40,17 +41,17 @@ from typing import Callable, Optional
 from .gather import SurveyUsageError, one_line
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
-MAX_SIZE = 8 << 30            # 8 GiB: nccl-tests' usual -e 8G; more than that is a typo
-PAIR_SIZE_CAP = 64 << 20      # the pair ring sends at most this much: a ring of 1024 nodes stays short
-PAIR_ROUNDS = 3               # the ring runs this often; a pair keeps its best round (a slow link is slow every time)
-DEFAULTS = {                  # backend -> (min size, max size, step factor, warm-up, iterations)
-    "nccl": (8, 1 << 30, 2, 5, 20),     # to 1 GiB: where the reference bands start (ncclnb.model.bandwidth)
-    "gloo": (8, 1 << 20, 4, 1, 5),      # CPU: a few seconds for 4 ranks on 2 cores
+MAX_SIZE = 8 << 30  # 8 GiB: nccl-tests' usual -e 8G; more than that is a typo
+PAIR_SIZE_CAP = 64 << 20  # the pair ring sends at most this much: a ring of 1024 nodes stays short
+PAIR_ROUNDS = 3  # the ring runs this often; a pair keeps its best round (a slow link is slow every time)
+DEFAULTS = {  # backend -> (min size, max size, step factor, warm-up, iterations)
+    "nccl": (8, 1 << 30, 2, 5, 20),  # to 1 GiB: where the reference bands start (ncclnb.model.bandwidth)
+    "gloo": (8, 1 << 20, 4, 1, 5),  # CPU: a few seconds for 4 ranks on 2 cores
 }
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 _SIZE_RE = re.compile(r"\s*([0-9]{1,12})\s*([KMG]?)(?:I?B)?\s*", re.IGNORECASE)
 _KEEP_ENV = re.compile(r"NCCL_[A-Z0-9_]+")
-_DEBUG_LINES_KEPT = 4096      # transport lines a rank sends to rank 0 at most
+_DEBUG_LINES_KEPT = 4096  # transport lines a rank sends to rank 0 at most
 
 
 class LinkTestUsageError(SurveyUsageError):
@@ -61,12 +62,13 @@ class LinkTestUsageError(SurveyUsageError):
 class LinkPlan:
     """What to run: ``sizes`` (min, max, factor) or None for the backend's
     default; ``iters`` or None for the backend's default."""
+
     sizes: Optional[tuple[int, int, int]] = None
     iters: Optional[int] = None
 
 
 def parse_size(text: str) -> int:
-    """"8", "8B", "64K", "64MB", "1G", "1GiB" -> bytes (K, M, G are 1024-based, as nccl-tests' -b/-e)."""
+    """ "8", "8B", "64K", "64MB", "1G", "1GiB" -> bytes (K, M, G are 1024-based, as nccl-tests' -b/-e)."""
     m = _SIZE_RE.fullmatch(text or "")
     if not m:
         raise LinkTestUsageError(f"--sizes: {text!r} is not a size (write 8B, 64K, 64MB or 1G)")
@@ -112,7 +114,7 @@ def size_steps(low: int, high: int, factor: int) -> tuple[int, ...]:
 def busbw_factor(collective: str, n: int) -> float:
     """nccl-tests' bus bandwidth factor for ``n`` ranks."""
     if n <= 1:
-        return 0.0   # nothing crosses a link; nccl-tests prints 0 too
+        return 0.0  # nothing crosses a link; nccl-tests prints 0 too
     return 2 * (n - 1) / n if collective == "all_reduce" else (n - 1) / n
 
 
@@ -138,7 +140,7 @@ def pair_ring(entries: list, labels: dict) -> list:
         heads = sorted(e["rank"] for e in entries)
     if len(heads) < 2:
         return []
-    return [(heads[i], heads[(i + 1) % len(heads)]) for i in range(len(heads))]   # two nodes: both directions
+    return [(heads[i], heads[(i + 1) % len(heads)]) for i in range(len(heads))]  # two nodes: both directions
 
 
 def nccl_env(environ) -> dict:
@@ -146,8 +148,7 @@ def nccl_env(environ) -> dict:
     NCCL_DEBUG_FILE left out)."""
     from ..model.redact import redact_value
 
-    return {k: redact_value(k, v) for k, v in sorted(environ.items())
-            if _KEEP_ENV.fullmatch(k) and k != "NCCL_DEBUG_FILE"}
+    return {k: redact_value(k, v) for k, v in sorted(environ.items()) if _KEEP_ENV.fullmatch(k) and k != "NCCL_DEBUG_FILE"}
 
 
 def _now(torch, device) -> float:
@@ -164,13 +165,13 @@ def _buffers(torch, collective: str, count: int, n: int, device):
         return torch.ones(count // n, dtype=torch.float32, device=device), send
     if collective == "reduce_scatter":
         return send, torch.empty(count // n, dtype=torch.float32, device=device)
-    return send, torch.empty(count, dtype=torch.float32, device=device)   # all_to_all
+    return send, torch.empty(count, dtype=torch.float32, device=device)  # all_to_all
 
 
 def _call(dist, collective: str, send, recv, group) -> None:
     if collective == "all_reduce":
         dist.all_reduce(send, group=group)
-    elif collective == "all_gather":   # torch 2.13 renames these *_single and warns on the old names
+    elif collective == "all_gather":  # torch 2.13 renames these *_single and warns on the old names
         (getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor)(recv, send, group=group)
     elif collective == "reduce_scatter":
         (getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor)(recv, send, group=group)
@@ -191,8 +192,8 @@ class _Runner:
             phase(text)
 
         self.phase = say
-        self.times: list = []      # [collective, size, mean seconds]
-        self.pairs: list = []      # [src, dst, size, mean seconds, round]
+        self.times: list = []  # [collective, size, mean seconds]
+        self.pairs: list = []  # [src, dst, size, mean seconds, round]
         self.missing: dict = {}
         self.debug_dir: Optional[str] = None
 
@@ -201,8 +202,12 @@ class _Runner:
         ranks agree (one all_gather of a flag on the gloo group)."""
         torch, dist, local = self.torch, self.dist, self.local_rank
         try:
-            usable = (dist.is_nccl_available() and torch.cuda.is_available() and local is not None
-                      and 0 <= local < torch.cuda.device_count())
+            usable = (
+                dist.is_nccl_available()
+                and torch.cuda.is_available()
+                and local is not None
+                and 0 <= local < torch.cuda.device_count()
+            )
         except Exception:
             usable = False
         votes = gather_json(torch.device("cpu"), bool(usable))
@@ -286,9 +291,20 @@ class _Runner:
             shutil.rmtree(self.debug_dir, ignore_errors=True)
 
 
-def run_link_test(torch, dist, *, rank: int, world: int, entries: list, labels: dict, timeout: float,
-                  plan: LinkPlan, environ, local_rank: Optional[int] = None,
-                  phase: Callable[[str], None] = lambda _: None) -> Optional[dict]:
+def run_link_test(
+    torch,
+    dist,
+    *,
+    rank: int,
+    world: int,
+    entries: list,
+    labels: dict,
+    timeout: float,
+    plan: LinkPlan,
+    environ,
+    local_rank: Optional[int] = None,
+    phase: Callable[[str], None] = lambda _: None,
+) -> Optional[dict]:
     """This rank's part of the link test, called by every rank of the survey's
     gloo group (the default group) once the facts are gathered; NCCL uses
     the ``local_rank``-th GPU. ``phase`` hears what the test is doing (the
@@ -298,7 +314,7 @@ def run_link_test(torch, dist, *, rank: int, world: int, entries: list, labels: 
     was not measured and why."""
     from ..repro.workers._facts import gather_json
 
-    env = nccl_env(environ)   # the job's settings, before the survey sets NCCL_DEBUG for its own group
+    env = nccl_env(environ)  # the job's settings, before the survey sets NCCL_DEBUG for its own group
     run = _Runner(torch, dist, rank, world, local_rank, timeout, plan, phase)
     nodes = len(set(labels.values())) or 1
     backend, device, group = "gloo", torch.device("cpu"), None
@@ -311,13 +327,13 @@ def run_link_test(torch, dist, *, rank: int, world: int, entries: list, labels: 
             low, high, factor = plan.sizes
         iters = plan.iters or iters
         if backend == "nccl":
-            torch.cuda.set_device(device)   # before the group: NCCL's communicator binds the current device
+            torch.cuda.set_device(device)  # before the group: NCCL's communicator binds the current device
             group = run.open_nccl()
         run.sweep(group, device, low, high, factor, warmup, iters)
         run.ring(group, device, pair_ring(entries, labels), min(high, PAIR_SIZE_CAP), warmup, iters)
     except Exception as exc:
         run.missing["measurements"] = f"stopped at '{run.where}' ({one_line(exc)})"
-    run.close(group)   # NCCL has written and closed its debug file once the group is gone
+    run.close(group)  # NCCL has written and closed its debug file once the group is gone
     lines = run.transports()
     run.remove_debug_files()
     payload = {"times": run.times, "pairs": run.pairs, "missing": run.missing, "transports": lines}
@@ -331,8 +347,18 @@ def run_link_test(torch, dist, *, rank: int, world: int, entries: list, labels: 
         run.missing["results"] = f"the other ranks' timings could not be gathered ({one_line(exc)}); rank 0's only"
     if rank != 0:
         return None
-    return assemble(gathered, backend=backend, device=device.type, world=world, nodes=nodes, iters=iters,
-                    entries=entries, labels=labels, env=env, missing=run.missing)
+    return assemble(
+        gathered,
+        backend=backend,
+        device=device.type,
+        world=world,
+        nodes=nodes,
+        iters=iters,
+        entries=entries,
+        labels=labels,
+        env=env,
+        missing=run.missing,
+    )
 
 
 def _sig(value: float) -> float:
@@ -340,8 +366,19 @@ def _sig(value: float) -> float:
     return float(f"{value:.6g}")
 
 
-def assemble(gathered: list, *, backend: str, device: str, world: int, nodes: int, iters: int, entries: list,
-             labels: dict, env: dict, missing: dict) -> dict:
+def assemble(
+    gathered: list,
+    *,
+    backend: str,
+    device: str,
+    world: int,
+    nodes: int,
+    iters: int,
+    entries: list,
+    labels: dict,
+    env: dict,
+    missing: dict,
+) -> dict:
     """Rank 0: the LinkTest (as a dict) from every rank's payload: per
     collective and size the slowest rank's mean, algbw and busbw; per pair
     the slower side; the transports NCCL printed."""
@@ -362,25 +399,51 @@ def assemble(gathered: list, *, backend: str, device: str, world: int, nodes: in
             counted[key] = counted.get(key, 0) + 1
         for src, dst, size, seconds, rnd in payload.get("pairs", ()):
             key = (int(src), int(dst), int(size), int(rnd))
-            pair_times[key] = max(pair_times.get(key, 0.0), float(seconds))   # the slower side of a round
+            pair_times[key] = max(pair_times.get(key, 0.0), float(seconds))  # the slower side of a round
         for part, why in (payload.get("missing") or {}).items():
             missing.setdefault(part, f"rank {r}: {why}")
         lines.extend(payload.get("transports", ()))
     results = []
     for (collective, size), seconds in sorted(slowest.items(), key=lambda kv: (COLLECTIVES.index(kv[0][0]), kv[0][1])):
         if counted[(collective, size)] < len(gathered) or seconds <= 0:
-            continue   # a size some rank did not finish is not a measurement
+            continue  # a size some rank did not finish is not a measurement
         algbw = size / seconds / 1e9
-        results.append({"collective": collective, "size_bytes": size, "time_us": _sig(seconds * 1e6),
-                        "algbw_gbps": _sig(algbw), "busbw_gbps": _sig(algbw * busbw_factor(collective, world))})
+        results.append(
+            {
+                "collective": collective,
+                "size_bytes": size,
+                "time_us": _sig(seconds * 1e6),
+                "algbw_gbps": _sig(algbw),
+                "busbw_gbps": _sig(algbw * busbw_factor(collective, world)),
+            }
+        )
     best: dict = {}
     for (s, d, size, _), t in pair_times.items():
         if t > 0:
             best[(s, d, size)] = min(best.get((s, d, size), t), t)
     host = {e["rank"]: labels[(e["host"], e.get("node_rank"))] for e in entries}
-    pairs = [{"src_rank": s, "dst_rank": d, "src_host": host.get(s, "?"), "dst_host": host.get(d, "?"),
-              "size_bytes": size, "time_us": _sig(t * 1e6), "busbw_gbps": _sig(size / t / 1e9)}
-             for (s, d, size), t in sorted(best.items())]
+    pairs = [
+        {
+            "src_rank": s,
+            "dst_rank": d,
+            "src_host": host.get(s, "?"),
+            "dst_host": host.get(d, "?"),
+            "size_bytes": size,
+            "time_us": _sig(t * 1e6),
+            "busbw_gbps": _sig(size / t / 1e9),
+        }
+        for (s, d, size), t in sorted(best.items())
+    ]
     transports = [to_dict(t) for t in peer_transports("\n".join(lines))]
-    return {"backend": backend, "device": device, "world_size": world, "nodes": nodes, "iterations": iters,
-            "results": results, "pairs": pairs, "transports": transports, "env": env, "missing": missing}
+    return {
+        "backend": backend,
+        "device": device,
+        "world_size": world,
+        "nodes": nodes,
+        "iterations": iters,
+        "results": results,
+        "pairs": pairs,
+        "transports": transports,
+        "env": env,
+        "missing": missing,
+    }

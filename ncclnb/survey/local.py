@@ -4,6 +4,7 @@ free port, with the repro runner's process handling: each rank in its own
 session, tied to this process by ``PR_SET_PDEATHSIG``, carrying a run id;
 on the deadline, Ctrl-C, SIGTERM or SIGHUP every process group is killed
 and ``/proc`` is swept for anything still carrying the run id."""
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,16 @@ from .gather import SurveyUsageError
 POLL_S = 0.1
 
 
-def run_local(out_dir: str, nproc: int, *, timeout: float = 120.0, err: Optional[TextIO] = None,
-              link_test: bool = True, sizes: Optional[tuple] = None, iters: Optional[int] = None) -> int:
+def run_local(
+    out_dir: str,
+    nproc: int,
+    *,
+    timeout: float = 120.0,
+    err: Optional[TextIO] = None,
+    link_test: bool = True,
+    sizes: Optional[tuple] = None,
+    iters: Optional[int] = None,
+) -> int:
     """Start ``nproc`` survey ranks on this machine and wait for them; rank 0
     writes ``out_dir/report.json`` and prints the verdict (its stdout is this
     process's). ``link_test``, ``sizes`` ((min, max, factor) bytes) and
@@ -39,9 +48,18 @@ def run_local(out_dir: str, nproc: int, *, timeout: float = 120.0, err: Optional
     env = {k: v for k, v in os.environ.items() if k not in _DROP and not k.startswith(("SLURM_", "OMPI_", "PMI"))}
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env.update({"PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", "MASTER_ADDR": "127.0.0.1",
-                "MASTER_PORT": str(free_port()), "WORLD_SIZE": str(nproc), "LOCAL_WORLD_SIZE": str(nproc),
-                "NODE_RANK": "0", ENV_RUN_ID: run_id})
+    env.update(
+        {
+            "PYTHONUNBUFFERED": "1",
+            "OMP_NUM_THREADS": "1",
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(free_port()),
+            "WORLD_SIZE": str(nproc),
+            "LOCAL_WORLD_SIZE": str(nproc),
+            "NODE_RANK": "0",
+            ENV_RUN_ID: run_id,
+        }
+    )
     argv = [sys.executable, "-m", "ncclnb", "survey", "--out", os.path.abspath(out_dir), "--timeout", f"{timeout:g}"]
     if not link_test:
         argv.append("--no-link-test")
@@ -50,14 +68,21 @@ def run_local(out_dir: str, nproc: int, *, timeout: float = 120.0, err: Optional
     if iters is not None:
         argv += ["--iters", str(int(iters))]
     procs: list = []
-    deadline = 4 * timeout + 45   # past each rank's own watchdog (4 x timeout + 30 s)
+    deadline = 4 * timeout + 45  # past each rank's own watchdog (4 x timeout + 30 s)
     with signals_interrupt():
         try:
             for rank in range(nproc):
-                procs.append(subprocess.Popen(
-                    argv, env=dict(env, RANK=str(rank), LOCAL_RANK=str(rank)), stdin=subprocess.DEVNULL,
-                    stdout=None if rank == 0 else subprocess.DEVNULL, start_new_session=True,
-                    preexec_fn=_preexec(os.getpid()), close_fds=True))
+                procs.append(
+                    subprocess.Popen(
+                        argv,
+                        env=dict(env, RANK=str(rank), LOCAL_RANK=str(rank)),
+                        stdin=subprocess.DEVNULL,
+                        stdout=None if rank == 0 else subprocess.DEVNULL,
+                        start_new_session=True,
+                        preexec_fn=_preexec(os.getpid()),
+                        close_fds=True,
+                    )
+                )
             started = time.monotonic()
             while any(p.poll() is None for p in procs) and time.monotonic() - started < deadline:
                 time.sleep(POLL_S)

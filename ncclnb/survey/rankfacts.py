@@ -42,6 +42,7 @@ affinity, None when the affinity spans nodes.
   (``NCCL_NET_PLUGIN``, aws-ofi-nccl's EFA devices); ``NCCL_IB_HCA`` port
   numbers; ``NCCL_TOPO_FILE``.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -56,9 +57,14 @@ from ..collectors.pci import bus_id_in_path, gpu_nic_matrix, sysfs_bus_id
 from ..model.cpulist import covers, spans
 
 
-def rank_facts(torch=None, affinity: Optional[str] = None, *, sysfs_root: str = "/",
-               environ: Optional[Mapping[str, str]] = None,
-               addresses: Optional[Mapping[str, list]] = None) -> dict:
+def rank_facts(
+    torch=None,
+    affinity: Optional[str] = None,
+    *,
+    sysfs_root: str = "/",
+    environ: Optional[Mapping[str, str]] = None,
+    addresses: Optional[Mapping[str, list]] = None,
+) -> dict:
     """This rank's ``cuda_index``, ``gpu_uuid``, ``bus_id``, ``numa_node`` and
     ``nic`` (the :class:`~ncclnb.model.RankEntry` fields), each None where it
     cannot be read. ``torch`` is the module if this process already imported
@@ -66,19 +72,19 @@ def rank_facts(torch=None, affinity: Optional[str] = None, *, sysfs_root: str = 
     environ = os.environ if environ is None else environ
     out = cuda_device(torch)
     out["numa_node"] = _guarded(lambda: numa_node(out["bus_id"], affinity, sysfs_root=sysfs_root))
-    out["nic"] = _guarded(lambda: nccl_nic(environ, bus_id=out["bus_id"], sysfs_root=sysfs_root,
-                                           addresses=addresses))
+    out["nic"] = _guarded(lambda: nccl_nic(environ, bus_id=out["bus_id"], sysfs_root=sysfs_root, addresses=addresses))
     return out
 
 
 def _guarded(read):
     try:
         return read()
-    except Exception:   # a fact that cannot be read is None, whatever the reason
+    except Exception:  # a fact that cannot be read is None, whatever the reason
         return None
 
 
 # --- the CUDA device ----------------------------------------------------------------
+
 
 def cuda_device(torch) -> dict:
     """``cuda_index``, ``gpu_uuid`` and ``bus_id`` of the current CUDA device,
@@ -114,6 +120,7 @@ def bus_id_of(props) -> Optional[str]:
 
 # --- NUMA -----------------------------------------------------------------------------
 
+
 def numa_node(bus_id: Optional[str], affinity: Optional[str], *, sysfs_root: str = "/") -> Optional[int]:
     """The NUMA node of the device at ``bus_id`` (sysfs), or with no device the
     node whose CPUs contain all of ``affinity``; None when unknown."""
@@ -133,14 +140,20 @@ def numa_node(bus_id: Optional[str], affinity: Optional[str], *, sysfs_root: str
 
 # --- the NIC ---------------------------------------------------------------------------
 
+
 def _selected(name: str, value: str) -> bool:
     """Whether NCCL's list ``value`` (prefixes, ``^`` to exclude, ``=`` exact) selects ``name``."""
     exclude, exact, names = parse_ifname(value)
     return ifname_matches(name, names, exact) != exclude
 
 
-def nccl_nic(environ: Mapping[str, str], *, bus_id: Optional[str] = None, sysfs_root: str = "/",
-             addresses: Optional[Mapping[str, list]] = None) -> Optional[str]:
+def nccl_nic(
+    environ: Mapping[str, str],
+    *,
+    bus_id: Optional[str] = None,
+    sysfs_root: str = "/",
+    addresses: Optional[Mapping[str, list]] = None,
+) -> Optional[str]:
     """The interface (or, under ``NCCL_IB_HCA``, the HCA) this rank's NCCL
     would use, by the rules in this module's docstring; None when none
     qualifies or the facts cannot be read."""
@@ -164,9 +177,8 @@ def socket_interface(environ: Mapping[str, str], addresses: Mapping[str, list]) 
         order = [name for name, v in versions.items() if 4 in v]
     elif family == "AF_INET6":
         order = [name for name, v in versions.items() if 6 in v]
-    else:   # getifaddrs lists the IPv4 addresses before the IPv6 ones
-        order = ([name for name, v in versions.items() if 4 in v]
-                 + [name for name, v in versions.items() if 6 in v and 4 not in v])
+    else:  # getifaddrs lists the IPv4 addresses before the IPv6 ones
+        order = [name for name, v in versions.items() if 4 in v] + [name for name, v in versions.items() if 6 in v and 4 not in v]
     user = environ.get("NCCL_SOCKET_IFNAME")
     if isinstance(user, str) and len(user) > 1:
         rules = [user]
@@ -187,7 +199,7 @@ def _ip_version(address: object) -> Optional[int]:
     except ValueError:
         return None
     if ip.version == 6 and ip.is_loopback:
-        return None   # NCCL skips the IPv6 loopback address
+        return None  # NCCL skips the IPv6 loopback address
     return ip.version
 
 

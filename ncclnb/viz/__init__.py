@@ -17,6 +17,7 @@ node a row: its GPUs, NUMA nodes, NICs and ranks, marked where findings name
 them), :func:`busbw_figure`, :func:`pairs_figure` / :func:`show_links` (the
 link test against the reference band, the pairs named by findings).
 """
+
 from .alignment import alignment_figure, show_alignment
 from .diagnosis import diagnosis_html, findings_html
 from .jobmap import analyse_job, job_map_figure, show_job_map
@@ -38,8 +39,29 @@ from .widgets import (
 )
 
 __all__ = [
-    "View", "alignment_figure", "analyse_job", "analyse_ranks", "busbw_figure", "dashboard", "diagnosis_html",
-    "findings_html", "job_map_figure", "numa_figure", "pairing_figure", "pairs_figure", "rank_map_figure",
-    "run_checks", "show_alignment", "show_diagnosis", "show_job_map", "show_links", "show_numa", "show_pairing",
-    "show_ranks", "show_topology", "show_versions", "topology_figure", "version_table",
+    "View",
+    "alignment_figure",
+    "analyse_job",
+    "analyse_ranks",
+    "busbw_figure",
+    "dashboard",
+    "diagnosis_html",
+    "findings_html",
+    "job_map_figure",
+    "numa_figure",
+    "pairing_figure",
+    "pairs_figure",
+    "rank_map_figure",
+    "run_checks",
+    "show_alignment",
+    "show_diagnosis",
+    "show_job_map",
+    "show_links",
+    "show_numa",
+    "show_pairing",
+    "show_ranks",
+    "show_topology",
+    "show_versions",
+    "topology_figure",
+    "version_table",
 ]

@@ -3,6 +3,7 @@ and turning "a snapshot, a report, a bundled name or a path" into a value.
 
 Nothing here imports plotly, pandas or ipywidgets.
 """
+
 from __future__ import annotations
 
 import html
@@ -81,17 +82,13 @@ def step_colorscale(colours: Iterable[str]) -> list:
 
 
 def link_class(label: Optional[str]) -> str:
-    """"NV12" -> "NV#", " X " -> "X", unknown text -> "?"."""
+    """ "NV12" -> "NV#", " X " -> "X", unknown text -> "?"."""
     text = (label or "").strip().upper()
     if nvlink_count(text):
         return "NV#"
     if text in LINK_CLASSES or text == "X":
         return text
     return "?"
-
-
-
-
 
 
 def resolve(target: object) -> Target:
@@ -112,9 +109,7 @@ def resolve(target: object) -> Target:
             with open(text, encoding="utf-8") as fh:
                 return _from_json(json.load(fh), text)
         raise ValueError(f"no such file or bundled machine: {text!r}")
-    raise TypeError(
-        f"expected a NodeSnapshot, ClusterReport, bundled name or path, got {type(target).__name__}"
-    )
+    raise TypeError(f"expected a NodeSnapshot, ClusterReport, bundled name or path, got {type(target).__name__}")
 
 
 def _from_json(data: object, where: str) -> Target:
@@ -155,7 +150,7 @@ class GpuPositions:
     def __init__(self, snapshot: NodeSnapshot):
         self.snapshot = snapshot
         self.by_uuid: dict[str, int] = {}
-        self.by_bus: dict[str, int] = {}   # NVML form, as the checks' NodeFacts.rank_gpu reads it
+        self.by_bus: dict[str, int] = {}  # NVML form, as the checks' NodeFacts.rank_gpu reads it
         for pos, g in enumerate(snapshot.gpus):
             if g.uuid:
                 self.by_uuid.setdefault(g.uuid, pos)
@@ -189,8 +184,9 @@ def _bus_key(bus_id: object) -> Optional[str]:
     return nvml_bus_id(bus_id)
 
 
-def gpus_in_use(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = (),
-                positions: Optional[GpuPositions] = None) -> Optional[list[int]]:
+def gpus_in_use(
+    snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = (), positions: Optional[GpuPositions] = None
+) -> Optional[list[int]]:
     """Positions (in ``snapshot.gpus`` order) of the GPUs the job uses.
 
     From the rank table where ranks on this host name their GPU, else the

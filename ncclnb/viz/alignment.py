@@ -5,6 +5,7 @@ divergences highlighted.
 The builder only draws :class:`ncclnb.doctor.flight_recorder.Alignment`
 facts: which cells diverged is what the doctor decided (a divergence's
 sequence id and the ranks its finding blames), never re-judged here."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -12,9 +13,9 @@ from typing import Optional
 from ..model.words import how_many
 from ._common import esc, shorten, step_colorscale
 
-MAX_SEQS = 48        # sequence ids drawn (a window ending a few past the first divergence)
-MAX_RANKS = 64       # ranks drawn (the blamed ones first)
-TEXT_LIMIT = 24      # past this many columns the cells carry no text (colour and hover do)
+MAX_SEQS = 48  # sequence ids drawn (a window ending a few past the first divergence)
+MAX_RANKS = 64  # ranks drawn (the blamed ones first)
+TEXT_LIMIT = 24  # past this many columns the cells carry no text (colour and hover do)
 
 # cell kinds: a recorded collective, one the doctor blames, the others at that
 # sequence id, a blamed rank with no record there, no record, not compared
@@ -58,29 +59,31 @@ def _seq_window(seqs: tuple, focus: Optional[int], most: int) -> list:
         return seqs[-most:]
     i = seqs.index(focus)
     end = min(len(seqs), i + 1 + min(4, most // 4))
-    return seqs[max(0, end - most):end]
+    return seqs[max(0, end - most) : end]
 
 
 def _size_text(sizes: tuple) -> str:
     if not sizes:
         return "[]"
     return " ".join("[" + ", ".join(map(str, s)) + "]" for s in sizes[:4]) + (
-        f" (+{len(sizes) - 4} tensors)" if len(sizes) > 4 else "")
+        f" (+{len(sizes) - 4} tensors)" if len(sizes) > 4 else ""
+    )
 
 
 def call_hover(call, divergence=None) -> str:
     """Hover HTML of one cell; every string from a dump is escaped."""
-    lines = [f"<b>rank {call.rank}, collective #{call.seq}</b>: {esc(shorten(call.op, 80))}",
-             f"input sizes {esc(_size_text(call.in_sizes))}, output sizes {esc(_size_text(call.out_sizes))}",
-             f"dtypes {esc(', '.join(call.dtypes) or 'not known')}; state {esc(call.state or 'not known')}",
-             f"from {esc(shorten(call.source, 80))}"]
+    lines = [
+        f"<b>rank {call.rank}, collective #{call.seq}</b>: {esc(shorten(call.op, 80))}",
+        f"input sizes {esc(_size_text(call.in_sizes))}, output sizes {esc(_size_text(call.out_sizes))}",
+        f"dtypes {esc(', '.join(call.dtypes) or 'not known')}; state {esc(call.state or 'not known')}",
+        f"from {esc(shorten(call.source, 80))}",
+    ]
     if divergence is not None:
         lines.append(f"<b>{esc(divergence.rule)}</b>: {esc(shorten(divergence.title, 160))}")
     return "<br>".join(lines)
 
 
-def alignment_figure(alignment, group: Optional[str] = None, max_seqs: int = MAX_SEQS,
-                     max_ranks: int = MAX_RANKS):
+def alignment_figure(alignment, group: Optional[str] = None, max_seqs: int = MAX_SEQS, max_ranks: int = MAX_RANKS):
     """Pure: a plotly Figure, ranks (rows) x sequence ids (columns) of one
     process group (default: the group of the divergence the doctor ranks
     first, else the default group). Each cell names the collective the rank
@@ -100,7 +103,7 @@ def alignment_figure(alignment, group: Optional[str] = None, max_seqs: int = MAX
     if len(ranks) > max_ranks:
         ranks = sorted(sorted(ranks, key=lambda r: (r not in blamed_all, r))[:max_ranks])
     calls = {(c.rank, c.seq): c for c in g.calls}
-    divs = {d.seq: d for d in reversed(g.divergences)}   # the first one found at an id wins
+    divs = {d.seq: d for d in reversed(g.divergences)}  # the first one found at an id wins
     z, text, hover = [], [], []
     for r in ranks:
         zr, tr, hr = [], [], []
@@ -132,13 +135,34 @@ def alignment_figure(alignment, group: Optional[str] = None, max_seqs: int = MAX
     columns = [f"#{s}" for s in seqs]
     rows = [f"rank {r}" for r in ranks]
     heat = go.Heatmap(
-        z=z, x=columns, y=rows, zmin=-0.5, zmax=k - 0.5, colorscale=scale, xgap=2, ygap=2, showscale=False,
-        text=text, texttemplate="%{text}" if len(columns) <= TEXT_LIMIT else None, textfont=dict(size=10),
-        hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", name="collectives")
+        z=z,
+        x=columns,
+        y=rows,
+        zmin=-0.5,
+        zmax=k - 0.5,
+        colorscale=scale,
+        xgap=2,
+        ygap=2,
+        showscale=False,
+        text=text,
+        texttemplate="%{text}" if len(columns) <= TEXT_LIMIT else None,
+        textfont=dict(size=10),
+        hovertext=hover,
+        hovertemplate="%{hovertext}<extra></extra>",
+        name="collectives",
+    )
     present = [kd for kd in KINDS if any(KINDS.index(kd) in row for row in z)]
-    keys = [go.Scatter(x=[None], y=[None], mode="markers", name=KIND_LABELS[kd], hoverinfo="skip",
-                       marker=dict(symbol="square", size=12, color=KIND_COLOURS[kd],
-                                   line=dict(color="#636363", width=1))) for kd in present]
+    keys = [
+        go.Scatter(
+            x=[None],
+            y=[None],
+            mode="markers",
+            name=KIND_LABELS[kd],
+            hoverinfo="skip",
+            marker=dict(symbol="square", size=12, color=KIND_COLOURS[kd], line=dict(color="#636363", width=1)),
+        )
+        for kd in present
+    ]
     fig = go.Figure([heat] + keys)
     where = f"process group {esc(shorten(g.pg, 40))}" + (f" ({esc(shorten(g.desc, 40))})" if g.desc else "")
     title = f"Flight recorder · {where} · {g.ranks_total} ranks × {g.seqs_total} collectives"
@@ -149,24 +173,45 @@ def alignment_figure(alignment, group: Optional[str] = None, max_seqs: int = MAX
         cut.append(f"showing {len(ranks)} of {g.ranks_total} ranks (blamed first)")
     if cut:
         title += " · " + ", ".join(cut)
-    sub = (f"first divergence at #{first.seq}: {esc(shorten(first.title, 150))}" if first
-           else "the doctor found no divergence in this group")
+    sub = (
+        f"first divergence at #{first.seq}: {esc(shorten(first.title, 150))}"
+        if first
+        else "the doctor found no divergence in this group"
+    )
     title += f"<br><span style='font-size:12px'>{sub}</span>"
     shapes = []
     if first is not None and first.seq in seqs:
         x = seqs.index(first.seq)
-        shapes.append(dict(type="rect", xref="x", yref="y", x0=x - 0.5, x1=x + 0.5, y0=-0.5, y1=len(ranks) - 0.5,
-                           line=dict(color="#67001f", width=3), fillcolor="rgba(0,0,0,0)"))
+        shapes.append(
+            dict(
+                type="rect",
+                xref="x",
+                yref="y",
+                x0=x - 0.5,
+                x1=x + 0.5,
+                y0=-0.5,
+                y1=len(ranks) - 0.5,
+                line=dict(color="#67001f", width=3),
+                fillcolor="rgba(0,0,0,0)",
+            )
+        )
     fig.update_layout(
         title=dict(text=title, font=dict(size=14)),
         xaxis=dict(side="top", title=dict(text="collective sequence id")),
         yaxis=dict(autorange="reversed"),
         height=max(260, 150 + 30 * len(ranks)),
         margin=dict(l=90, r=20, t=120, b=20),
-        shapes=shapes, showlegend=True, plot_bgcolor="white", clickmode="event",
+        shapes=shapes,
+        showlegend=True,
+        plot_bgcolor="white",
+        clickmode="event",
         legend=dict(title=dict(text="cell"), itemclick=False, itemdoubleclick=False),
-        meta=dict(pg=g.pg, seqs=seqs, ranks=ranks,
-                  divergence=None if first is None else dict(seq=first.seq, rule=first.rule, ranks=list(first.ranks))),
+        meta=dict(
+            pg=g.pg,
+            seqs=seqs,
+            ranks=ranks,
+            divergence=None if first is None else dict(seq=first.seq, rule=first.rule, ranks=list(first.ranks)),
+        ),
     )
     return fig
 
@@ -175,10 +220,16 @@ def alignment_summary_html(alignment) -> str:
     """One line per group: its size and what the doctor found (escaped)."""
     items = []
     for g in alignment.groups:
-        what = (f"{how_many(len(g.divergences), 'divergence')}, first at #{g.first_divergence.seq}: "
-                f"{esc(shorten(g.first_divergence.title, 160))}" if g.divergences else "no divergence")
-        items.append(f"<li>process group {esc(shorten(g.pg, 40))} ({esc(shorten(g.desc, 40))}): "
-                     f"{g.ranks_total} ranks, {g.seqs_total} collectives; {what}</li>")
+        what = (
+            f"{how_many(len(g.divergences), 'divergence')}, first at #{g.first_divergence.seq}: "
+            f"{esc(shorten(g.first_divergence.title, 160))}"
+            if g.divergences
+            else "no divergence"
+        )
+        items.append(
+            f"<li>process group {esc(shorten(g.pg, 40))} ({esc(shorten(g.desc, 40))}): "
+            f"{g.ranks_total} ranks, {g.seqs_total} collectives; {what}</li>"
+        )
     return "<ul>" + "".join(items[:16]) + (f"<li>… {len(items) - 16} more groups</li>" if len(items) > 16 else "") + "</ul>"
 
 
@@ -201,8 +252,9 @@ def show_alignment(source, group: Optional[str] = None):
     slot = _FigureSlot(fig, _show_hover_on_click(detail))
     children = [slot.widget, detail]
     if len(facts.groups) > 1:
-        picker = w.Dropdown(options=[(f"{g.pg} ({g.desc})", g.pg) for g in facts.groups[:200]],
-                            value=fig.layout.meta["pg"], description="group")
+        picker = w.Dropdown(
+            options=[(f"{g.pg} ({g.desc})", g.pg) for g in facts.groups[:200]], value=fig.layout.meta["pg"], description="group"
+        )
 
         def on_group(change):
             slot.replace(alignment_figure(facts, change["new"]))
@@ -214,6 +266,7 @@ def show_alignment(source, group: Optional[str] = None):
     box.add_class("ncclnb-alignment")
     summary = alignment_summary_html(facts)
     first = facts.first_divergence
-    text = (f"ncclnb flight-recorder alignment: {how_many(len(facts.ranks), 'rank')}, {how_many(len(facts.groups), 'group')}; "
-            + (f"first divergence at #{first[1].seq} of group {first[0].pg}" if first else "no divergence"))
+    text = f"ncclnb flight-recorder alignment: {how_many(len(facts.ranks), 'rank')}, {how_many(len(facts.groups), 'group')}; " + (
+        f"first divergence at #{first[1].seq} of group {first[0].pg}" if first else "no divergence"
+    )
     return with_text_form(View(box, fig, "<h4>Flight-recorder alignment</h4>" + summary, text), "show_alignment", facts)

@@ -1,5 +1,6 @@
 """The diagnosis panel: ranked findings, evidence lines, fix, link to the
 guided notebook; plain HTML, every value escaped."""
+
 from __future__ import annotations
 
 import re
@@ -11,8 +12,8 @@ from ._common import esc, esc_attr, shorten
 
 SEVERITY_COLOURS = {"error": "#d73027", "warning": "#f46d43", "info": "#4575b4"}
 EVIDENCE_LIMIT = 12
-CARD_LIMIT = 40        # findings drawn as cards; the rest are counted per rule (1,000 nodes can each have one)
-TEXT_LIMIT = 1_000     # characters of one title, evidence line, cause or fix in a card
+CARD_LIMIT = 40  # findings drawn as cards; the rest are counted per rule (1,000 nodes can each have one)
+TEXT_LIMIT = 1_000  # characters of one title, evidence line, cause or fix in a card
 
 
 def _docs_link(docs: str) -> str:
@@ -43,7 +44,8 @@ def finding_html(finding: Finding, number: Optional[int] = None) -> str:
     evidence = (
         f"<details open><summary>Evidence ({how_many(len(finding.evidence), 'line')})</summary>"
         f'<pre style="white-space:pre-wrap;background:#f7f7f7;padding:4px;margin:2px 0">{chr(10).join(ev_lines)}{more}</pre></details>'
-        if finding.evidence else ""
+        if finding.evidence
+        else ""
     )
     return (
         f'<div class="ncclnb-finding" style="border-left:4px solid {colour};padding:4px 8px;margin:6px 0">'
@@ -53,7 +55,11 @@ def finding_html(finding: Finding, number: Optional[int] = None) -> str:
         f"rule <code>{esc(finding.rule)}</code>{' · ' + '; '.join(blame) if blame else ''}</div>"
         + (f"<div>{esc(shorten(finding.cause, 4 * TEXT_LIMIT))}</div>" if finding.cause else "")
         + evidence
-        + (f'<div><b>Fix:</b><pre style="white-space:pre-wrap;margin:2px 0">{esc(shorten(finding.fix, 4 * TEXT_LIMIT))}</pre></div>' if finding.fix else "")
+        + (
+            f'<div><b>Fix:</b><pre style="white-space:pre-wrap;margin:2px 0">{esc(shorten(finding.fix, 4 * TEXT_LIMIT))}</pre></div>'
+            if finding.fix
+            else ""
+        )
         + _docs_link(finding.docs)
         + "</div>"
     )
@@ -67,8 +73,7 @@ def findings_html(findings: Iterable[Finding], title: str = "Findings", limit: i
     if not findings:
         return f'<div class="ncclnb-findings"><h4>{esc(title)}</h4><p>Nothing found.</p></div>'
     cards = "".join(finding_html(f, i + 1) for i, f in enumerate(findings[:limit]))
-    return (f'<div class="ncclnb-findings"><h4>{esc(title)}: {len(findings)}</h4>{cards}'
-            f"{_more_findings(findings[limit:])}</div>")
+    return f'<div class="ncclnb-findings"><h4>{esc(title)}: {len(findings)}</h4>{cards}{_more_findings(findings[limit:])}</div>'
 
 
 def _more_findings(rest: list) -> str:
@@ -84,26 +89,36 @@ def _more_findings(rest: list) -> str:
         rows.append(
             f'<tr><td><span style="color:{colour}">{esc(severity)}</span></td><td><code>{esc(rule)}</code></td>'
             f"<td>{len(fs)}</td><td>{esc(shorten(fs[0].title, 160))}</td>"
-            f"<td>{esc(shorten(', '.join(hosts[:6]), 160))}{' …' if len(hosts) > 6 else ''}</td></tr>")
-    return (f'<details class="ncclnb-findings-more"><summary>{len(rest)} more findings, by rule</summary>'
-            '<table style="border-collapse:collapse;font-size:12px"><tr><th>severity</th><th>rule</th>'
-            "<th>findings</th><th>first title</th><th>hosts</th></tr>" + "".join(rows[:200])
-            + (f"<tr><td colspan=5>… {len(rows) - 200} more rules</td></tr>" if len(rows) > 200 else "")
-            + "</table></details>")
+            f"<td>{esc(shorten(', '.join(hosts[:6]), 160))}{' …' if len(hosts) > 6 else ''}</td></tr>"
+        )
+    return (
+        f'<details class="ncclnb-findings-more"><summary>{len(rest)} more findings, by rule</summary>'
+        '<table style="border-collapse:collapse;font-size:12px"><tr><th>severity</th><th>rule</th>'
+        "<th>findings</th><th>first title</th><th>hosts</th></tr>"
+        + "".join(rows[:200])
+        + (f"<tr><td colspan=5>… {len(rows) - 200} more rules</td></tr>" if len(rows) > 200 else "")
+        + "</table></details>"
+    )
 
 
 def diagnosis_html(diagnosis: Diagnosis) -> str:
     """Pure: escaped HTML of a Diagnosis: ranked findings with evidence, fix
     and guide link, then what each rank said last."""
     src = ", ".join(esc(shorten(s, 60)) for s in diagnosis.sources[:8]) or "pasted text"
-    head = (f'<div class="ncclnb-diagnosis"><h3 style="margin:4px 0">Diagnosis</h3>'
-            f'<div style="color:#636363">{diagnosis.lines_read} lines read from {src}</div>')
+    head = (
+        f'<div class="ncclnb-diagnosis"><h3 style="margin:4px 0">Diagnosis</h3>'
+        f'<div style="color:#636363">{diagnosis.lines_read} lines read from {src}</div>'
+    )
     body = findings_html(diagnosis.findings, "Findings, most likely cause first")
     table = ""
     if diagnosis.ranks:
         rows = "".join(
-            "<tr>" + "".join(f"<td>{esc('' if v is None else shorten(str(v), 90))}</td>" for v in (
-                r.rank, r.host, r.local_rank, r.pid, r.nccl_version, r.last_seq, r.last_op, r.first_error)) + "</tr>"
+            "<tr>"
+            + "".join(
+                f"<td>{esc('' if v is None else shorten(str(v), 90))}</td>"
+                for v in (r.rank, r.host, r.local_rank, r.pid, r.nccl_version, r.last_seq, r.last_op, r.first_error)
+            )
+            + "</tr>"
             for r in diagnosis.ranks[:256]
         )
         more = f"<p>… {len(diagnosis.ranks) - 256} more ranks</p>" if len(diagnosis.ranks) > 256 else ""

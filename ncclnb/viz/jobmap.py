@@ -13,6 +13,7 @@ then infos), then the others in NODE_RANK order. The analysis is linear in
 ranks, hosts and the ranks and hosts the findings name; a page costs its
 nodes' GPUs, NICs and ranks.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -22,42 +23,53 @@ from ..model import ClusterReport, Finding, NodeSnapshot, RankEntry
 from ..model.words import how_many
 from ._common import esc, gpu_hover, index_span, nic_info, numa_text, shorten, step_colorscale
 
-PAGE_SIZE = 32       # nodes per page
-GPU_COLUMNS = 64     # GPU columns drawn one by one; a node's GPUs past that share one last column
-NIC_COLUMNS = 16     # NIC columns; the same
-CELL_PX = 64         # width of a column, so the ranks and CPU NUMA nodes of a cell stay readable
-MAX_WIDTH = 2400     # px; past that (a node of 30+ GPUs) cells narrow and the hover carries the text
-FINDINGS_SHOWN = 6   # finding titles in one hover
-RANKS_SHOWN = 4      # ranks named in one cell's text
+PAGE_SIZE = 32  # nodes per page
+GPU_COLUMNS = 64  # GPU columns drawn one by one; a node's GPUs past that share one last column
+NIC_COLUMNS = 16  # NIC columns; the same
+CELL_PX = 64  # width of a column, so the ranks and CPU NUMA nodes of a cell stay readable
+MAX_WIDTH = 2400  # px; past that (a node of 30+ GPUs) cells narrow and the hover carries the text
+FINDINGS_SHOWN = 6  # finding titles in one hover
+RANKS_SHOWN = 4  # ranks named in one cell's text
 SEVERITIES = ("error", "warning", "info")
 MARK_COLOURS = {"error": "#d73027", "warning": "#fc8d59", "info": "#4575b4"}
 # A severity is a shape and a sign as well as a colour (never colour alone):
 # the marks' symbols, and the sign in a node's cell and before its name.
 MARK_SYMBOLS = {"error": "x", "warning": "triangle-up", "info": "circle"}
 SEVERITY_SIGNS = {"error": "✖", "warning": "⚠", "info": "ℹ"}
-MARK_LABELS = {"error": "named by an error finding", "warning": "named by a warning finding",
-               "info": "named by an info finding"}
+MARK_LABELS = {"error": "named by an error finding", "warning": "named by a warning finding", "info": "named by an info finding"}
 NUMA_COLOURS = ("#c6dbef", "#c7e9c0", "#fdd0a2", "#dadaeb", "#f2f0a1", "#d9d9d9", "#fcc5c0", "#ccece6")
 
 # Heatmap cell classes, in colour-scale order.
 CLASSES = tuple(f"numa{k}" for k in range(len(NUMA_COLOURS))) + (
-    "numa?", "none", "no_snapshot", "node_error", "node_warning", "node_info", "node_ok")
-CLASS_COLOURS = dict(zip(CLASSES, NUMA_COLOURS + (
-    "#f0f0f0", "#ffffff", "#bdbdbd", MARK_COLOURS["error"], MARK_COLOURS["warning"], "#9ecae1", "#a6d96a")))
+    "numa?",
+    "none",
+    "no_snapshot",
+    "node_error",
+    "node_warning",
+    "node_info",
+    "node_ok",
+)
+CLASS_COLOURS = dict(
+    zip(
+        CLASSES,
+        NUMA_COLOURS + ("#f0f0f0", "#ffffff", "#bdbdbd", MARK_COLOURS["error"], MARK_COLOURS["warning"], "#9ecae1", "#a6d96a"),
+    )
+)
 INDEX = {c: i for i, c in enumerate(CLASSES)}
 
 
 @dataclass
 class JobMap:
     """Pure analysis of a report and its findings, shared by every page."""
+
     report: ClusterReport
     findings: tuple[Finding, ...]
-    hosts: list[str]                                   # every host, in page order
-    ranks_on: dict[str, list[RankEntry]]               # host -> its rank entries
-    rank_marks: dict[tuple[str, int], list[Finding]]   # (host, rank) -> findings naming it
-    host_marks: dict[str, list[Finding]]               # host -> findings naming it or a rank on it
-    absent: dict[int, list[Finding]]                   # ranks findings name that no entry holds
-    unattached: int                                    # findings naming no rank and no host
+    hosts: list[str]  # every host, in page order
+    ranks_on: dict[str, list[RankEntry]]  # host -> its rank entries
+    rank_marks: dict[tuple[str, int], list[Finding]]  # (host, rank) -> findings naming it
+    host_marks: dict[str, list[Finding]]  # host -> findings naming it or a rank on it
+    absent: dict[int, list[Finding]]  # ranks findings name that no entry holds
+    unattached: int  # findings naming no rank and no host
     node_rank: dict[str, Optional[int]] = field(default_factory=dict)
 
     def severity(self, host: str) -> Optional[str]:
@@ -99,8 +111,9 @@ def analyse_job(report: ClusterReport, findings: Optional[Sequence[Finding]] = N
         first_seen.setdefault(r.host, len(first_seen))
         ranks_on.setdefault(r.host, []).append(r)
         by_rank.setdefault(r.rank, []).append(r)
-    node_rank = {h: min((r.node_rank for r in ranks_on.get(h, ()) if isinstance(r.node_rank, int)), default=None)
-                 for h in first_seen}
+    node_rank = {
+        h: min((r.node_rank for r in ranks_on.get(h, ()) if isinstance(r.node_rank, int)), default=None) for h in first_seen
+    }
 
     rank_marks: dict[tuple[str, int], list[Finding]] = {}
     host_marks: dict[str, list[Finding]] = {}
@@ -124,12 +137,14 @@ def analyse_job(report: ClusterReport, findings: Optional[Sequence[Finding]] = N
             unattached += 1
     # named nodes first (errors, warnings, infos), then NODE_RANK, then as first seen
     level = {h: SEVERITIES.index(worst(fs) or "info") for h, fs in host_marks.items()}
-    hosts = sorted(first_seen, key=lambda h: (level.get(h, len(SEVERITIES)), node_rank[h] is None,
-                                              node_rank[h] or 0, first_seen[h]))
+    hosts = sorted(
+        first_seen, key=lambda h: (level.get(h, len(SEVERITIES)), node_rank[h] is None, node_rank[h] or 0, first_seen[h])
+    )
     return JobMap(report, findings, hosts, ranks_on, rank_marks, host_marks, absent, unattached, node_rank)
 
 
 # --- one page ---------------------------------------------------------------------
+
 
 def _nic_names(snap: NodeSnapshot) -> list[str]:
     """The NICs a row shows: the GPU x NIC matrix's, else every non-loopback one."""
@@ -157,8 +172,9 @@ def _numa_key(cls: str, ids: set) -> str:
 
 
 def _titles(findings: Sequence[Finding]) -> str:
-    shown = "<br>".join(f"⚠ [{esc(f.severity)}] {esc(shorten(f.title, 140))} <i>({esc(f.rule)})</i>"
-                        for f in findings[:FINDINGS_SHOWN])
+    shown = "<br>".join(
+        f"⚠ [{esc(f.severity)}] {esc(shorten(f.title, 140))} <i>({esc(f.rule)})</i>" for f in findings[:FINDINGS_SHOWN]
+    )
     extra = len(findings) - FINDINGS_SHOWN
     more = f"<br>… and {how_many(extra, 'more finding', 'more findings')}" if extra > 0 else ""
     return shown + more
@@ -180,12 +196,16 @@ def _covers(snap: NodeSnapshot, cache: dict, affinity: Optional[str]) -> tuple:
 
 
 def _rank_line(jm: JobMap, r: RankEntry, covers: tuple) -> str:
-    who = [f"local {esc(r.local_rank)}" if r.local_rank is not None else "local rank not known",
-           f"pid {esc(r.pid)}" if r.pid else "pid not known",
-           f"cuda:{r.cuda_index}" if r.cuda_index is not None else "device not set"]
+    who = [
+        f"local {esc(r.local_rank)}" if r.local_rank is not None else "local rank not known",
+        f"pid {esc(r.pid)}" if r.pid else "pid not known",
+        f"cuda:{r.cuda_index}" if r.cuda_index is not None else "device not set",
+    ]
     where = f"NUMA {', '.join(map(str, covers))}" if covers else "NUMA node not known"
-    bits = [f"<b>rank {r.rank}</b> ({', '.join(who)})",
-            f"CPU affinity {esc(shorten(r.cpu_affinity, 40))} → {where}" if r.cpu_affinity else "CPU affinity not known"]
+    bits = [
+        f"<b>rank {r.rank}</b> ({', '.join(who)})",
+        f"CPU affinity {esc(shorten(r.cpu_affinity, 40))} → {where}" if r.cpu_affinity else "CPU affinity not known",
+    ]
     seen = []
     if r.bus_id:
         seen.append(f"bus {esc(r.bus_id)}")
@@ -214,8 +234,8 @@ class _Row:
     snap: Optional[NodeSnapshot]
     gpu_cols: int
     nic_names: list[str]
-    placed: dict[int, list[RankEntry]]    # GPU column -> ranks
-    covers: dict[int, tuple]              # id(entry) -> NUMA nodes of its affinity
+    placed: dict[int, list[RankEntry]]  # GPU column -> ranks
+    covers: dict[int, tuple]  # id(entry) -> NUMA nodes of its affinity
     unplaced: list[RankEntry]
 
 
@@ -267,8 +287,14 @@ def _missing_text(snap: Optional[NodeSnapshot]) -> str:
     return ("not known: " + ", ".join(gaps)) if gaps else ""
 
 
-def job_map_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] = None, page: int = 0,
-                   page_size: int = PAGE_SIZE, only_marked: bool = False, job_map: Optional[JobMap] = None):
+def job_map_figure(
+    report: ClusterReport,
+    findings: Optional[Sequence[Finding]] = None,
+    page: int = 0,
+    page_size: int = PAGE_SIZE,
+    only_marked: bool = False,
+    job_map: Optional[JobMap] = None,
+):
     """Pure: a plotly Figure of one page of nodes (rows). Columns: the node
     (coloured by the worst finding naming it), its GPUs by position (coloured
     by NUMA node; text: the ranks on it and the NUMA nodes their CPU
@@ -287,7 +313,7 @@ def job_map_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] 
     size = max(1, page_size)
     pages = max(1, -(-len(order) // size))
     page = min(max(0, page), pages - 1)
-    shown = order[page * size:(page + 1) * size]
+    shown = order[page * size : (page + 1) * size]
     rows = [_row(jm, h) for h in shown]
     gpu_cols = max([r.gpu_cols for r in rows] + [1])
     nic_cols = min(max([len(r.nic_names) for r in rows] + [0]), NIC_COLUMNS + 1)
@@ -298,8 +324,8 @@ def job_map_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] 
     nic0 = 1 + gpu_cols
 
     z, text, hover, ylabels = [], [], [], []
-    marks = {s: ([], [], []) for s in SEVERITIES}   # x, y, hover of the diamonds
-    numa_seen: dict[str, set] = {}   # cell class -> the NUMA node ids it stood for
+    marks = {s: ([], [], []) for s in SEVERITIES}  # x, y, hover of the diamonds
+    numa_seen: dict[str, set] = {}  # cell class -> the NUMA node ids it stood for
     missing_hosts, numa_unknown = [], 0
     for y, row in enumerate(rows):
         h, snap = row.host, row.snap
@@ -310,13 +336,18 @@ def job_map_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] 
         gap = _missing_text(snap)
         if snap is None:
             missing_hosts.append(h)
-        head = (f"<b>{host}</b> · NODE_RANK {_q(jm.node_rank.get(h))} · {how_many(len(entries), 'rank')}"
-                + (f" · {len(snap.gpus)} GPUs, {len(snap.host.numa_nodes)} NUMA nodes, {len(row.nic_names)} NICs"
-                   if snap is not None else ""))
+        head = f"<b>{host}</b> · NODE_RANK {_q(jm.node_rank.get(h))} · {how_many(len(entries), 'rank')}" + (
+            f" · {len(snap.gpus)} GPUs, {len(snap.host.numa_nodes)} NUMA nodes, {len(row.nic_names)} NICs"
+            if snap is not None
+            else ""
+        )
         zr = [INDEX[f"node_{sev or 'ok'}"]]
         tr = [f"{len(node_marks)}{SEVERITY_SIGNS.get(sev or '', '⚠')}" if node_marks else "✓"]
-        hr = [head + (f"<br><i>{esc(gap)}</i>" if gap else "")
-              + ("<br>" + _titles(node_marks) if node_marks else "<br>no finding names this node")]
+        hr = [
+            head
+            + (f"<br><i>{esc(gap)}</i>" if gap else "")
+            + ("<br>" + _titles(node_marks) if node_marks else "<br>no finding names this node")
+        ]
         for p in range(gpu_cols):
             on = row.placed.get(p, [])
             if snap is None:
@@ -327,8 +358,10 @@ def job_map_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] 
             elif p == GPU_COLUMNS:
                 rest = snap.gpus[GPU_COLUMNS:]
                 cls = _numa_class(rest[0].numa_node)
-                gpu = (f"<b>{host}</b>: GPUs {esc(index_span(g.index for g in rest))} ({len(rest)} GPUs past the "
-                       f"{GPU_COLUMNS} drawn one by one)")
+                gpu = (
+                    f"<b>{host}</b>: GPUs {esc(index_span(g.index for g in rest))} ({len(rest)} GPUs past the "
+                    f"{GPU_COLUMNS} drawn one by one)"
+                )
             else:
                 g = snap.gpus[p]
                 cls = _numa_class(g.numa_node)
@@ -345,18 +378,23 @@ def job_map_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] 
             sev_cell = worst(f for r in on for f in jm.rank_marks.get((h, r.rank), ()))
             if sev_cell:
                 xs, ys, hs = marks[sev_cell]
-                xs.append(1 + p + 0.3); ys.append(y - 0.25); hs.append(hr[-1])
+                xs.append(1 + p + 0.3)
+                ys.append(y - 0.25)
+                hs.append(hr[-1])
         users_of: dict[str, list[int]] = {}
         for r in entries:
             if r.nic:
                 users_of.setdefault(r.nic, []).append(r.rank)
         for k in range(nic_cols):
             if k >= len(row.nic_names):
-                zr.append(INDEX["none"]); tr.append(""); hr.append(f"{host}: no NIC{k}")
+                zr.append(INDEX["none"])
+                tr.append("")
+                hr.append(f"{host}: no NIC{k}")
                 continue
             if k == NIC_COLUMNS:
                 rest = row.nic_names[NIC_COLUMNS:]
-                zr.append(INDEX["numa?"]); tr.append(f"+{len(rest)}")
+                zr.append(INDEX["numa?"])
+                tr.append(f"+{len(rest)}")
                 hr.append(f"{host}: {len(rest)} more NICs: {esc(shorten(', '.join(rest[:16]), 200))}")
                 continue
             name = row.nic_names[k]
@@ -367,13 +405,28 @@ def job_map_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] 
             hit = name in users_of or (nic is not None and (nic.name in users_of or nic.ib_device in users_of))
             zr.append(INDEX[cls])
             tr.append(("● " if hit else "") + esc(shorten(name, 9)))
-            desc = (", ".join([*(esc(x) for x in (nic.kind, nic.state) if x),
-                               *([f"{nic.speed_mbps // 1000} Gb/s"] if nic.speed_mbps else [])]) or "no details"
-                    if nic is not None else "no details")
-            users = sorted({rk for alias in {name, *((nic.name, nic.ib_device) if nic is not None else ())}
-                            for rk in users_of.get(alias, ())})
-            hr.append(f"{host} · <b>NIC{k}</b> {esc(name)} ({desc}) · {numa_text(numa)}"
-                      + (f"<br>used by {'rank' if len(users) == 1 else 'ranks'} {esc(index_span(users))}" if users else ""))
+            desc = (
+                ", ".join(
+                    [
+                        *(esc(x) for x in (nic.kind, nic.state) if x),
+                        *([f"{nic.speed_mbps // 1000} Gb/s"] if nic.speed_mbps else []),
+                    ]
+                )
+                or "no details"
+                if nic is not None
+                else "no details"
+            )
+            users = sorted(
+                {
+                    rk
+                    for alias in {name, *((nic.name, nic.ib_device) if nic is not None else ())}
+                    for rk in users_of.get(alias, ())
+                }
+            )
+            hr.append(
+                f"{host} · <b>NIC{k}</b> {esc(name)} ({desc}) · {numa_text(numa)}"
+                + (f"<br>used by {'rank' if len(users) == 1 else 'ranks'} {esc(index_span(users))}" if users else "")
+            )
         if has_unplaced:
             on = row.unplaced
             zr.append(INDEX["numa?" if on else "none"])
@@ -382,43 +435,88 @@ def job_map_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] 
             if len(on) > RANKS_SHOWN:
                 lines.append(f"… and {len(on) - RANKS_SHOWN} more")
             whose = "the rank" if len(on) == 1 else "ranks"
-            hr.append(f"<b>{host}</b>: {whose} whose GPU is not known (no UUID, no CUDA index that resolves)<br>"
-                      + "<br>".join(lines) if on else f"{host}: every rank's GPU is known")
+            hr.append(
+                f"<b>{host}</b>: {whose} whose GPU is not known (no UUID, no CUDA index that resolves)<br>" + "<br>".join(lines)
+                if on
+                else f"{host}: every rank's GPU is known"
+            )
             sev_cell = worst(f for r in on for f in jm.rank_marks.get((h, r.rank), ()))
             if sev_cell:
                 xs, ys, hs = marks[sev_cell]
-                xs.append(len(columns) - 1 + 0.3); ys.append(y - 0.25); hs.append(hr[-1])
-        z.append(zr); text.append(tr); hover.append(hr)
+                xs.append(len(columns) - 1 + 0.3)
+                ys.append(y - 0.25)
+                hs.append(hr[-1])
+        z.append(zr)
+        text.append(tr)
+        hover.append(hr)
         colour = MARK_COLOURS.get(sev or "", "")
         label = f"{SEVERITY_SIGNS.get(sev, '⚠') + ' ' if sev else ''}{host}" + (" (no snapshot)" if snap is None else "")
         ylabels.append(f"<span style='color:{colour}'>{label}</span>" if colour else label)
 
     heat = go.Heatmap(
-        z=z, x=list(range(len(columns))), y=list(range(len(rows))), zmin=-0.5, zmax=len(CLASSES) - 0.5,
-        colorscale=step_colorscale(CLASS_COLOURS[c] for c in CLASSES), showscale=False, xgap=2, ygap=2,
-        text=text, texttemplate="%{text}", textfont=dict(size=10),
-        hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", name="job")
+        z=z,
+        x=list(range(len(columns))),
+        y=list(range(len(rows))),
+        zmin=-0.5,
+        zmax=len(CLASSES) - 0.5,
+        colorscale=step_colorscale(CLASS_COLOURS[c] for c in CLASSES),
+        showscale=False,
+        xgap=2,
+        ygap=2,
+        text=text,
+        texttemplate="%{text}",
+        textfont=dict(size=10),
+        hovertext=hover,
+        hovertemplate="%{hovertext}<extra></extra>",
+        name="job",
+    )
     traces = [heat]
     for s in SEVERITIES:
         xs, ys, hs = marks[s]
         if xs:
-            traces.append(go.Scatter(
-                x=xs, y=ys, mode="markers", name=MARK_LABELS[s], hovertext=hs,
-                hovertemplate="%{hovertext}<extra></extra>",
-                marker=dict(symbol=MARK_SYMBOLS[s], size=11, color=MARK_COLOURS[s], line=dict(color="#252525", width=1))))
-    keys = [go.Scatter(x=[None], y=[None], mode="markers", hoverinfo="skip", name=_numa_key(c, numa_seen[c]),
-                       marker=dict(symbol="square", size=12, color=CLASS_COLOURS[c], line=dict(color="#636363", width=1)))
-            for c in CLASSES if c in numa_seen]
+            traces.append(
+                go.Scatter(
+                    x=xs,
+                    y=ys,
+                    mode="markers",
+                    name=MARK_LABELS[s],
+                    hovertext=hs,
+                    hovertemplate="%{hovertext}<extra></extra>",
+                    marker=dict(symbol=MARK_SYMBOLS[s], size=11, color=MARK_COLOURS[s], line=dict(color="#252525", width=1)),
+                )
+            )
+    keys = [
+        go.Scatter(
+            x=[None],
+            y=[None],
+            mode="markers",
+            hoverinfo="skip",
+            name=_numa_key(c, numa_seen[c]),
+            marker=dict(symbol="square", size=12, color=CLASS_COLOURS[c], line=dict(color="#636363", width=1)),
+        )
+        for c in CLASSES
+        if c in numa_seen
+    ]
     if missing_hosts:
-        keys.append(go.Scatter(x=[None], y=[None], mode="markers", name="no snapshot", hoverinfo="skip",
-                               marker=dict(symbol="square", size=12, color=CLASS_COLOURS["no_snapshot"])))
+        keys.append(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                name="no snapshot",
+                hoverinfo="skip",
+                marker=dict(symbol="square", size=12, color=CLASS_COLOURS["no_snapshot"]),
+            )
+        )
     fig = go.Figure(traces + keys)
 
     ranks_total = len(report.ranks)
     marked = sum(1 for h in jm.hosts if h in jm.host_marks)
-    title = (f"Job map · {how_many(len(jm.hosts), 'node')}, {how_many(ranks_total, 'rank')} · "
-             f"{how_many(marked, 'node')} named by findings{' (first)' if marked and not only_marked else ''}"
-             + (f" · page {page + 1}/{pages}" if pages > 1 else ""))
+    title = (
+        f"Job map · {how_many(len(jm.hosts), 'node')}, {how_many(ranks_total, 'rank')} · "
+        f"{how_many(marked, 'node')} named by findings{' (first)' if marked and not only_marked else ''}"
+        + (f" · page {page + 1}/{pages}" if pages > 1 else "")
+    )
     notes = []
     if not jm.findings:
         notes.append("no findings given: nothing is marked")
@@ -429,8 +527,11 @@ def job_map_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] 
         verb = "names" if jm.unattached == 1 else "name"
         notes.append(f"{how_many(jm.unattached, 'finding')} {verb} no rank or node (see the findings)")
     if missing_hosts:
-        notes.append(f"no snapshot of {how_many(len(missing_hosts), 'host')} on this page: "
-                     + ", ".join(shorten(h, 24) for h in missing_hosts[:4]) + (" …" if len(missing_hosts) > 4 else ""))
+        notes.append(
+            f"no snapshot of {how_many(len(missing_hosts), 'host')} on this page: "
+            + ", ".join(shorten(h, 24) for h in missing_hosts[:4])
+            + (" …" if len(missing_hosts) > 4 else "")
+        )
     if numa_unknown:
         notes.append(f"NUMA node not known for {how_many(numa_unknown, 'GPU')} on this page")
     if not report.ranks:
@@ -440,10 +541,23 @@ def job_map_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] 
     ticks = ["node"] + columns[1:]
     fig.update_layout(
         title=dict(text=title, font=dict(size=14)),
-        xaxis=dict(side="top", tickmode="array", tickvals=list(range(len(columns))), ticktext=ticks,
-                   range=[-0.5, len(columns) - 0.5], showgrid=False, zeroline=False),
-        yaxis=dict(autorange="reversed", tickmode="array", tickvals=list(range(len(rows))), ticktext=ylabels,
-                   showgrid=False, zeroline=False),
+        xaxis=dict(
+            side="top",
+            tickmode="array",
+            tickvals=list(range(len(columns))),
+            ticktext=ticks,
+            range=[-0.5, len(columns) - 0.5],
+            showgrid=False,
+            zeroline=False,
+        ),
+        yaxis=dict(
+            autorange="reversed",
+            tickmode="array",
+            tickvals=list(range(len(rows))),
+            ticktext=ylabels,
+            showgrid=False,
+            zeroline=False,
+        ),
         # wide enough for a cell's ranks and "cpu N0+1" however wide the page is; wider pages scroll
         width=min(MAX_WIDTH, 220 + CELL_PX * len(columns)),
         height=max(300, 190 + 40 * len(rows)),
@@ -460,8 +574,10 @@ def job_map_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] 
 def job_summary_html(jm: JobMap, limit: int = 12) -> str:
     """Escaped HTML: the nodes and ranks the findings name, readable without JavaScript."""
     marked = [h for h in jm.hosts if h in jm.host_marks]
-    head = (f"<p><b>{how_many(len(jm.hosts), 'node')}</b>, {how_many(len(jm.report.ranks), 'rank')}; "
-            f"{how_many(len(jm.findings), 'finding')}, {how_many(len(marked), 'node')} named by them.</p>")
+    head = (
+        f"<p><b>{how_many(len(jm.hosts), 'node')}</b>, {how_many(len(jm.report.ranks), 'rank')}; "
+        f"{how_many(len(jm.findings), 'finding')}, {how_many(len(marked), 'node')} named by them.</p>"
+    )
     if not marked and not jm.absent:
         return head
     items = []
@@ -471,10 +587,14 @@ def job_summary_html(jm: JobMap, limit: int = 12) -> str:
     for h in marked[:limit]:
         named = named_on.get(h, [])
         fs = jm.host_marks[h]
-        items.append(f"<li><b>{esc(shorten(h, 48))}</b>"
-                     + (f" (ranks {esc(index_span(named))})" if named else "")
-                     + ": " + "; ".join(f"[{esc(f.severity)}] {esc(shorten(f.title, 120))}" for f in fs[:3])
-                     + (f"; … {len(fs) - 3} more" if len(fs) > 3 else "") + "</li>")
+        items.append(
+            f"<li><b>{esc(shorten(h, 48))}</b>"
+            + (f" (ranks {esc(index_span(named))})" if named else "")
+            + ": "
+            + "; ".join(f"[{esc(f.severity)}] {esc(shorten(f.title, 120))}" for f in fs[:3])
+            + (f"; … {len(fs) - 3} more" if len(fs) > 3 else "")
+            + "</li>"
+        )
     if len(marked) > limit:
         items.append(f"<li>… and {how_many(len(marked) - limit, 'more node', 'more nodes')}.</li>")
     if jm.absent:
@@ -505,8 +625,14 @@ def show_job_map(target, findings: Optional[Sequence[Finding]] = None, page_size
     detail = _detail_pane()
     slot = _FigureSlot(fig, _show_hover_on_click(detail))
     pages = jm.pages(page_size)
-    pager = w.BoundedIntText(value=1, min=1, max=pages, description=f"page (of {pages})",
-                             style={"description_width": "initial"}, layout=w.Layout(width="180px"))
+    pager = w.BoundedIntText(
+        value=1,
+        min=1,
+        max=pages,
+        description=f"page (of {pages})",
+        style={"description_width": "initial"},
+        layout=w.Layout(width="180px"),
+    )
     pager.add_class("ncclnb-jobmap-page")
     only = w.Checkbox(value=False, description="only nodes named by findings", indent=False)
 
@@ -515,8 +641,7 @@ def show_job_map(target, findings: Optional[Sequence[Finding]] = None, page_size
         pager.max = jm.pages(page_size, only.value)
         pager.description = f"page (of {pager.max})"
         state["page"] = pager.value - 1
-        slot.replace(job_map_figure(report, page=state["page"], page_size=page_size, only_marked=only.value,
-                                    job_map=jm))
+        slot.replace(job_map_figure(report, page=state["page"], page_size=page_size, only_marked=only.value, job_map=jm))
         detail.value = DETAIL_HINT
 
     pager.observe(redraw, names="value")
@@ -525,6 +650,13 @@ def show_job_map(target, findings: Optional[Sequence[Finding]] = None, page_size
     box = w.VBox([w.HTML(summary), w.HBox([pager, only]), slot.widget, detail])
     box.add_class("ncclnb-jobmap")
     marked = sum(1 for h in jm.hosts if h in jm.host_marks)
-    return with_text_form(View(box, fig, "<h4>Job map</h4>" + summary,
-                               f"ncclnb job map: {len(jm.hosts)} nodes, {len(report.ranks)} ranks, {marked} named by findings"),
-                          "show_job_map", target)
+    return with_text_form(
+        View(
+            box,
+            fig,
+            "<h4>Job map</h4>" + summary,
+            f"ncclnb job map: {len(jm.hosts)} nodes, {len(report.ranks)} ranks, {marked} named by findings",
+        ),
+        "show_job_map",
+        target,
+    )

@@ -8,6 +8,7 @@ The verdict (low, normal, too small to judge, a fallback to sockets) is the
 checks' (``ncclnb/checks/links.py``): this view draws the measurements, the
 reference row and the findings, and never compares them itself.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,11 +21,10 @@ from ..model.words import how_many
 from ._common import esc, shorten
 
 NO_LINK_TEST = "no link test in this report (ran with --no-link-test?)"
-COLLECTIVE_COLOURS = {"all_reduce": "#1f77b4", "all_gather": "#ff7f0e", "reduce_scatter": "#2ca02c",
-                      "all_to_all": "#9467bd"}
+COLLECTIVE_COLOURS = {"all_reduce": "#1f77b4", "all_gather": "#ff7f0e", "reduce_scatter": "#2ca02c", "all_to_all": "#9467bd"}
 OTHER_COLOURS = ("#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 PAIR_COLOURS = {"named": "#d73027", "measured": "#74add1"}
-PAIRS_SHOWN = 64     # pair bars drawn; past that the named pairs and the slowest, and the title says so
+PAIRS_SHOWN = 64  # pair bars drawn; past that the named pairs and the slowest, and the title says so
 FINDINGS_SHOWN = 6
 
 
@@ -42,8 +42,9 @@ def _colour(collective: str, k: int) -> str:
 
 
 def _titles(findings: Sequence[Finding]) -> str:
-    shown = "<br>".join(f"⚠ [{esc(f.severity)}] {esc(shorten(f.title, 140))} <i>({esc(f.rule)})</i>"
-                        for f in findings[:FINDINGS_SHOWN])
+    shown = "<br>".join(
+        f"⚠ [{esc(f.severity)}] {esc(shorten(f.title, 140))} <i>({esc(f.rule)})</i>" for f in findings[:FINDINGS_SHOWN]
+    )
     return shown + (f"<br>… and {len(findings) - FINDINGS_SHOWN} more" if len(findings) > FINDINGS_SHOWN else "")
 
 
@@ -63,8 +64,10 @@ def _references(test: LinkTest, report: ClusterReport, collectives: Sequence[str
 
 
 def _test_label(test: LinkTest) -> str:
-    return (f"{esc(test.backend)} on {esc(test.device)}, {test.world_size} ranks on {test.nodes} "
-            f"node{'s' if test.nodes != 1 else ''}, {test.iterations} iterations")
+    return (
+        f"{esc(test.backend)} on {esc(test.device)}, {test.world_size} ranks on {test.nodes} "
+        f"node{'s' if test.nodes != 1 else ''}, {test.iterations} iterations"
+    )
 
 
 def busbw_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] = None, link: int = 0):
@@ -87,13 +90,22 @@ def busbw_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] = 
     for k, (coll, ms) in enumerate(by_collective.items()):
         ms = sorted((m for m in ms if _log2(m.size_bytes) is not None), key=lambda m: m.size_bytes)
         sizes.update(m.size_bytes for m in ms)
-        traces.append(go.Scatter(
-            x=[_log2(m.size_bytes) for m in ms], y=[m.busbw_gbps for m in ms], mode="lines+markers",
-            name=esc(coll), line=dict(color=_colour(coll, k), width=2), marker=dict(size=7, color=_colour(coll, k)),
-            hovertext=[f"<b>{esc(coll)}</b> · {size_text(m.size_bytes)} ({m.size_bytes} B per rank)<br>"
-                       f"busbw {m.busbw_gbps:.3g} GB/s · algbw {m.algbw_gbps:.3g} GB/s · {m.time_us:.4g} µs"
-                       for m in ms],
-            hovertemplate="%{hovertext}<extra></extra>"))
+        traces.append(
+            go.Scatter(
+                x=[_log2(m.size_bytes) for m in ms],
+                y=[m.busbw_gbps for m in ms],
+                mode="lines+markers",
+                name=esc(coll),
+                line=dict(color=_colour(coll, k), width=2),
+                marker=dict(size=7, color=_colour(coll, k)),
+                hovertext=[
+                    f"<b>{esc(coll)}</b> · {size_text(m.size_bytes)} ({m.size_bytes} B per rank)<br>"
+                    f"busbw {m.busbw_gbps:.3g} GB/s · algbw {m.algbw_gbps:.3g} GB/s · {m.time_us:.4g} µs"
+                    for m in ms
+                ],
+                hovertemplate="%{hovertext}<extra></extra>",
+            )
+        )
     refs = _references(test, report, list(by_collective) or ["all_reduce"])
     shapes, annotations, notes = [], [], []
     hi_size = max(sizes) if sizes else 1
@@ -105,14 +117,36 @@ def busbw_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] = 
         x0 = _log2(row.min_size_bytes) or 0.0
         x1 = max(x0 + 1, _log2(hi_size) or 0.0) + 0.5
         colour = _colour(coll, k)
-        shapes.append(dict(type="rect", xref="x", yref="y", x0=x0, x1=x1, y0=row.low_gbps, y1=row.high_gbps,
-                           fillcolor=colour, opacity=0.15, line=dict(color=colour, width=1, dash="dot"),
-                           layer="below"))
-        annotations.append(dict(x=x0, y=row.high_gbps, xref="x", yref="y", xanchor="left", yanchor="bottom",
-                                showarrow=False, font=dict(size=10, color=colour),
-                                text=f"{esc(coll)} reference: {esc(shorten(row.hardware, 60))}, "
-                                     f"{row.low_gbps:g}-{row.high_gbps:g} GB/s from {size_text(row.min_size_bytes)} "
-                                     f"({esc(row.basis)})"))
+        shapes.append(
+            dict(
+                type="rect",
+                xref="x",
+                yref="y",
+                x0=x0,
+                x1=x1,
+                y0=row.low_gbps,
+                y1=row.high_gbps,
+                fillcolor=colour,
+                opacity=0.15,
+                line=dict(color=colour, width=1, dash="dot"),
+                layer="below",
+            )
+        )
+        annotations.append(
+            dict(
+                x=x0,
+                y=row.high_gbps,
+                xref="x",
+                yref="y",
+                xanchor="left",
+                yanchor="bottom",
+                showarrow=False,
+                font=dict(size=10, color=colour),
+                text=f"{esc(coll)} reference: {esc(shorten(row.hardware, 60))}, "
+                f"{row.low_gbps:g}-{row.high_gbps:g} GB/s from {size_text(row.min_size_bytes)} "
+                f"({esc(row.basis)})",
+            )
+        )
         top = max(top, row.high_gbps)
         # the band starts at 1 GiB while a survey may stop at 64 MiB: keep both in view
         sizes.add(row.min_size_bytes)
@@ -136,17 +170,28 @@ def busbw_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] = 
     xs = [_log2(s) for s in ticks]
     fig.update_layout(
         title=dict(text=title, font=dict(size=14)),
-        xaxis=dict(title=dict(text="message size (bytes per rank, log scale)"), tickmode="array",
-                   tickvals=xs, ticktext=[size_text(s) for s in ticks], zeroline=False,
-                   range=[(min(xs) if xs else 0) - 0.5, (max(xs) if xs else 1) + 0.5]),
+        xaxis=dict(
+            title=dict(text="message size (bytes per rank, log scale)"),
+            tickmode="array",
+            tickvals=xs,
+            ticktext=[size_text(s) for s in ticks],
+            zeroline=False,
+            range=[(min(xs) if xs else 0) - 0.5, (max(xs) if xs else 1) + 0.5],
+        ),
         yaxis=dict(title=dict(text="busbw (GB/s)"), rangemode="tozero", range=[0, max(top, 1e-9) * 1.15]),
-        shapes=shapes, annotations=annotations,
+        shapes=shapes,
+        annotations=annotations,
         height=480 + 16 * min(len(sub), 5),
         margin=dict(l=70, r=20, t=80 + 16 * min(len(sub), 5), b=90),
-        showlegend=True, legend=dict(title=dict(text="collective")),
-        plot_bgcolor="white", clickmode="event",
-        meta=dict(link=link, collectives=list(by_collective),
-                  references={c: (None if r is None else r.id) for c, (r, _) in refs.items()}),
+        showlegend=True,
+        legend=dict(title=dict(text="collective")),
+        plot_bgcolor="white",
+        clickmode="event",
+        meta=dict(
+            link=link,
+            collectives=list(by_collective),
+            references={c: (None if r is None else r.id) for c, (r, _) in refs.items()},
+        ),
     )
     return fig
 
@@ -197,21 +242,44 @@ def pairs_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] = 
         labels.append(f"{p.src_rank}→{p.dst_rank}")
         ys.append(p.busbw_gbps)
         colours.append(PAIR_COLOURS["named" if i in named else "measured"])
-        hovers.append(f"<b>rank {p.src_rank} ({esc(shorten(p.src_host, 40))}) → rank {p.dst_rank} "
-                      f"({esc(shorten(p.dst_host, 40))})</b><br>{size_text(p.size_bytes)} in {p.time_us:.4g} µs · "
-                      f"busbw {p.busbw_gbps:.3g} GB/s"
-                      + ("<br>" + _titles(named[i]) if i in named else ""))
-    bars = go.Bar(x=labels, y=ys, marker=dict(color=colours, line=dict(color="#252525", width=0.5)),
-                  hovertext=hovers, hovertemplate="%{hovertext}<extra></extra>", name="pairs", showlegend=False)
-    keys = [go.Scatter(x=[None], y=[None], mode="markers", name="pair", hoverinfo="skip",
-                       marker=dict(symbol="square", size=12, color=PAIR_COLOURS["measured"]))]
+        hovers.append(
+            f"<b>rank {p.src_rank} ({esc(shorten(p.src_host, 40))}) → rank {p.dst_rank} "
+            f"({esc(shorten(p.dst_host, 40))})</b><br>{size_text(p.size_bytes)} in {p.time_us:.4g} µs · "
+            f"busbw {p.busbw_gbps:.3g} GB/s" + ("<br>" + _titles(named[i]) if i in named else "")
+        )
+    bars = go.Bar(
+        x=labels,
+        y=ys,
+        marker=dict(color=colours, line=dict(color="#252525", width=0.5)),
+        hovertext=hovers,
+        hovertemplate="%{hovertext}<extra></extra>",
+        name="pairs",
+        showlegend=False,
+    )
+    keys = [
+        go.Scatter(
+            x=[None],
+            y=[None],
+            mode="markers",
+            name="pair",
+            hoverinfo="skip",
+            marker=dict(symbol="square", size=12, color=PAIR_COLOURS["measured"]),
+        )
+    ]
     if named:
         # a named pair is a shape as well as a colour (never colour alone): an x on top of its bar
         shown = [k for k, i in enumerate(idx) if i in named]
-        keys.append(go.Scatter(x=[labels[k] for k in shown], y=[ys[k] for k in shown], mode="markers",
-                               name="named by a link finding", hoverinfo="skip", cliponaxis=False,
-                               marker=dict(symbol="x", size=10, color=PAIR_COLOURS["named"],
-                                           line=dict(color="#252525", width=1))))
+        keys.append(
+            go.Scatter(
+                x=[labels[k] for k in shown],
+                y=[ys[k] for k in shown],
+                mode="markers",
+                name="named by a link finding",
+                hoverinfo="skip",
+                cliponaxis=False,
+                marker=dict(symbol="x", size=10, color=PAIR_COLOURS["named"], line=dict(color="#252525", width=1)),
+            )
+        )
     fig = go.Figure([bars] + keys)
     title = f"Point-to-point pairs · {how_many(len(test.pairs), 'pair')} · {_test_label(test)}"
     if len(idx) < len(test.pairs):
@@ -221,16 +289,25 @@ def pairs_figure(report: ClusterReport, findings: Optional[Sequence[Finding]] = 
         title += f"<br><span style='font-size:12px'>{esc(why)}</span>"
     elif named:
         titles = {id(f): f for fs in named.values() for f in fs}
-        title += ("<br><span style='font-size:12px'>"
-                  + "; ".join(esc(shorten(f.title, 100)) for f in list(titles.values())[:2]) + "</span>")
+        title += (
+            "<br><span style='font-size:12px'>"
+            + "; ".join(esc(shorten(f.title, 100)) for f in list(titles.values())[:2])
+            + "</span>"
+        )
     fig.update_layout(
         title=dict(text=title, font=dict(size=14)),
         xaxis=dict(title=dict(text="sender → receiver (global ranks)"), type="category"),
         yaxis=dict(title=dict(text="busbw (GB/s)"), rangemode="tozero"),
-        height=380, margin=dict(l=70, r=20, t=90, b=60),
-        showlegend=True, plot_bgcolor="white", clickmode="event",
-        meta=dict(link=link, pairs=[[test.pairs[i].src_rank, test.pairs[i].dst_rank] for i in idx],
-                  named=[[test.pairs[i].src_rank, test.pairs[i].dst_rank] for i in idx if i in named]),
+        height=380,
+        margin=dict(l=70, r=20, t=90, b=60),
+        showlegend=True,
+        plot_bgcolor="white",
+        clickmode="event",
+        meta=dict(
+            link=link,
+            pairs=[[test.pairs[i].src_rank, test.pairs[i].dst_rank] for i in idx],
+            named=[[test.pairs[i].src_rank, test.pairs[i].dst_rank] for i in idx if i in named],
+        ),
     )
     return fig
 
@@ -243,29 +320,39 @@ def links_summary_html(report: ClusterReport, findings: Sequence[Finding], link:
     test = _pick(report, link)
     colls = sorted({m.collective for m in test.results}) or ["all_reduce"]
     sizes = sorted({m.size_bytes for m in test.results})
-    parts = [f"<p><b>{_test_label(test)}</b>: {how_many(len(test.results), 'measurement')} of {esc(', '.join(colls))}"
-             + (f" from {size_text(sizes[0])} to {size_text(sizes[-1])}" if sizes else "")
-             + f"; {how_many(len(test.pairs), 'point-to-point pair')}.</p>"]
+    parts = [
+        f"<p><b>{_test_label(test)}</b>: {how_many(len(test.results), 'measurement')} of {esc(', '.join(colls))}"
+        + (f" from {size_text(sizes[0])} to {size_text(sizes[-1])}" if sizes else "")
+        + f"; {how_many(len(test.pairs), 'point-to-point pair')}.</p>"
+    ]
     items = []
     for coll, (row, why) in _references(test, report, colls).items():
         if row is None:
             items.append(f"<li>{esc(coll)}: no reference band: {esc(why)}</li>")
         else:
-            items.append(f"<li>{esc(coll)}: reference {esc(row.hardware)}, {row.low_gbps:g}-{row.high_gbps:g} GB/s "
-                         f"from {size_text(row.min_size_bytes)} ({esc(row.basis)}; {esc(why)})<br>"
-                         f"<small>source: {esc(shorten(row.source, 300))}</small></li>")
+            items.append(
+                f"<li>{esc(coll)}: reference {esc(row.hardware)}, {row.low_gbps:g}-{row.high_gbps:g} GB/s "
+                f"from {size_text(row.min_size_bytes)} ({esc(row.basis)}; {esc(why)})<br>"
+                f"<small>source: {esc(shorten(row.source, 300))}</small></li>"
+            )
     parts.append("<ul class='ncclnb-links-references'>" + "".join(items) + "</ul>")
     if test.transports:
         tally: dict[str, int] = {}
         for t in test.transports:
             tally[t.transport] = tally.get(t.transport, 0) + 1
-        parts.append("<p>NCCL's transports (NCCL_DEBUG=INFO): "
-                     + ", ".join(f"{esc(k)} {how_many(v, 'pair')}" for k, v in sorted(tally.items())) + "</p>")
+        parts.append(
+            "<p>NCCL's transports (NCCL_DEBUG=INFO): "
+            + ", ".join(f"{esc(k)} {how_many(v, 'pair')}" for k, v in sorted(tally.items()))
+            + "</p>"
+        )
     found = link_findings(findings)
     if found:
-        parts.append("<ul class='ncclnb-links-findings'>" + "".join(
-            f"<li>[{esc(f.severity)}] {esc(shorten(f.title, 200))} <i>({esc(f.rule)})</i></li>" for f in found[:12])
-            + (f"<li>… and {len(found) - 12} more</li>" if len(found) > 12 else "") + "</ul>")
+        parts.append(
+            "<ul class='ncclnb-links-findings'>"
+            + "".join(f"<li>[{esc(f.severity)}] {esc(shorten(f.title, 200))} <i>({esc(f.rule)})</i></li>" for f in found[:12])
+            + (f"<li>… and {len(found) - 12} more</li>" if len(found) > 12 else "")
+            + "</ul>"
+        )
     return "".join(parts)
 
 
@@ -301,8 +388,11 @@ def show_links(target, findings: Optional[Sequence[Finding]] = None):
     summary = w.HTML(links_summary_html(report, findings, 0) + (f"<p><i>{esc(problem)}</i></p>" if problem else ""))
     children = [summary, busbw.widget, pairs.widget, detail]
     if len(report.links) > 1:
-        picker = w.Dropdown(options=[(f"{t.backend} on {t.device} ({t.world_size} ranks)", i)
-                                     for i, t in enumerate(report.links)], value=0, description="link test")
+        picker = w.Dropdown(
+            options=[(f"{t.backend} on {t.device} ({t.world_size} ranks)", i) for i, t in enumerate(report.links)],
+            value=0,
+            description="link test",
+        )
 
         def on_pick(change):
             busbw.replace(busbw_figure(report, findings, change["new"]))
@@ -315,8 +405,12 @@ def show_links(target, findings: Optional[Sequence[Finding]] = None):
     box.add_class("ncclnb-links")
     pair_view = View(None, first_pairs)
     test = report.links[0]
-    view = View(box, first, "<h4>Link results</h4>" + summary.value,
-                f"ncclnb link results: {test.backend} on {test.device}, {how_many(len(test.results), 'measurement')}, "
-                f"{how_many(len(test.pairs), 'pair')}, {how_many(len(link_findings(findings)), 'link finding')}",
-                parts=[pair_view])
+    view = View(
+        box,
+        first,
+        "<h4>Link results</h4>" + summary.value,
+        f"ncclnb link results: {test.backend} on {test.device}, {how_many(len(test.results), 'measurement')}, "
+        f"{how_many(len(test.pairs), 'pair')}, {how_many(len(link_findings(findings)), 'link finding')}",
+        parts=[pair_view],
+    )
     return with_text_form(view, "show_links", target)

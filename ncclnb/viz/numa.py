@@ -1,5 +1,6 @@
 """The NUMA placement view: NUMA nodes side by side, with the CPUs, GPUs and
 NICs under each, and every rank's CPU affinity drawn against its GPU's node."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,9 +21,9 @@ from ._common import (
 )
 
 AFFINITY_COLOURS = {
-    "local": "#1a9850",    # pinned to the GPU's own NUMA node
-    "spans": "#fdae61",    # includes the GPU's node and others
-    "remote": "#d73027",   # excludes the GPU's node entirely
+    "local": "#1a9850",  # pinned to the GPU's own NUMA node
+    "spans": "#fdae61",  # includes the GPU's node and others
+    "remote": "#d73027",  # excludes the GPU's node entirely
     "unknown": "#969696",  # affinity or GPU node not known
 }
 # The status is a shape as well as a colour (never colour alone): the rank
@@ -37,7 +38,7 @@ AFFINITY_MEANING = {
 }
 PER_ROW = 8  # markers per line inside one NUMA column
 MARKER_LIMIT = 256  # markers in one band (GPUs, NICs, ranks); more: one per NUMA node (and affinity status)
-LIST_LIMIT = 64     # GPUs, NICs or ranks the summary table names one by one, per NUMA node
+LIST_LIMIT = 64  # GPUs, NICs or ranks the summary table names one by one, per NUMA node
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class RankPlacement:
     gpu_pos: Optional[int]
     gpu_node: Optional[int]
     covers: tuple[int, ...]  # NUMA nodes the rank's CPU affinity touches
-    status: str              # key of AFFINITY_COLOURS
+    status: str  # key of AFFINITY_COLOURS
 
 
 def rank_placements(snapshot: NodeSnapshot, ranks: Iterable[RankEntry]) -> list[RankPlacement]:
@@ -137,8 +138,9 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
     fold_nics = len(snapshot.nics) > MARKER_LIMIT
     fold_ranks = len(places) > MARKER_LIMIT
     statuses = tuple(AFFINITY_COLOURS)
-    rank_markers = {nid: ([st for st in statuses if any(pl.status == st for pl in v)] if fold_ranks else v)
-                    for nid, v in rank_groups.items()}
+    rank_markers = {
+        nid: ([st for st in statuses if any(pl.status == st for pl in v)] if fold_ranks else v) for nid, v in rank_groups.items()
+    }
     gpu_rows = 1 if fold_gpus else _rows_needed(len(v) for v in gpu_groups.values())
     nic_rows = 1 if fold_nics else _rows_needed(len(v) for v in nic_groups.values())
     rank_rows = _rows_needed(len(v) for v in rank_markers.values()) if places else 0
@@ -150,8 +152,18 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
     shapes, annotations = [], []
     for nid in cols:
         x = x_of[nid]
-        shapes.append(dict(type="rect", x0=x - 0.46, x1=x + 0.46, y0=bottom, y1=0.0,
-                           line=dict(color="#636363", width=1), fillcolor="#f7f7f7", layer="below"))
+        shapes.append(
+            dict(
+                type="rect",
+                x0=x - 0.46,
+                x1=x + 0.46,
+                y0=bottom,
+                y1=0.0,
+                line=dict(color="#636363", width=1),
+                fillcolor="#f7f7f7",
+                layer="below",
+            )
+        )
         node = nodes.get(nid)
         if nid is None:
             head = "<b>NUMA node not known</b><br>not reported for these devices"
@@ -167,10 +179,15 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
 
     def scatter(name, xs, ys, texts, hovers, colours, symbol, size, inside=True):
         return go.Scatter(
-            x=xs, y=ys, mode="markers+text" if len(xs) <= 64 else "markers", name=name,
-            text=texts, textposition="middle center" if inside else "bottom center",
+            x=xs,
+            y=ys,
+            mode="markers+text" if len(xs) <= 64 else "markers",
+            name=name,
+            text=texts,
+            textposition="middle center" if inside else "bottom center",
             textfont=dict(size=9, color="white" if inside else "#252525"),
-            hovertext=hovers, hovertemplate="%{hovertext}<extra></extra>",
+            hovertext=hovers,
+            hovertemplate="%{hovertext}<extra></extra>",
             marker=dict(symbol=symbol, size=size, color=colours, line=dict(color="#252525", width=1)),
         )
 
@@ -184,18 +201,23 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
         if fold_gpus:
             if group:
                 models = sorted({snapshot.gpus[p].name or "model not known" for p in group})
-                xs.append(x_of[nid]); ys.append(gpu_top); texts.append(f"{len(group)} GPUs")
-                hovers.append(f"<b>{len(group)} GPUs</b> on {where(nid)}: GPU "
-                              f"{esc(index_span(snapshot.gpus[p].index for p in group))}"
-                              f"<br>{esc(shorten(', '.join(models), 80))}")
+                xs.append(x_of[nid])
+                ys.append(gpu_top)
+                texts.append(f"{len(group)} GPUs")
+                hovers.append(
+                    f"<b>{len(group)} GPUs</b> on {where(nid)}: GPU "
+                    f"{esc(index_span(snapshot.gpus[p].index for p in group))}"
+                    f"<br>{esc(shorten(', '.join(models), 80))}"
+                )
             continue
         for p, (x, y) in zip(group, _spread(len(group), x_of[nid], gpu_top)):
             g = snapshot.gpus[p]
-            xs.append(x); ys.append(y); texts.append(str(g.index))
+            xs.append(x)
+            ys.append(y)
+            texts.append(str(g.index))
             aff = f"<br>CPU affinity {esc(g.cpu_affinity)}" if g.cpu_affinity else ""
             hovers.append(gpu_hover(snapshot, p) + aff)
-    traces.append(scatter("GPUs", xs, ys, texts, hovers, "#2b83ba", "square", 34 if fold_gpus else 22,
-                          inside=not fold_gpus))
+    traces.append(scatter("GPUs", xs, ys, texts, hovers, "#2b83ba", "square", 34 if fold_gpus else 22, inside=not fold_gpus))
 
     xs, ys, texts, hovers = [], [], [], []
     for nid in cols:
@@ -203,17 +225,24 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
         if fold_nics:
             if group:
                 names = ", ".join(snapshot.nics[k].name for k in group[:8])
-                xs.append(x_of[nid]); ys.append(nic_top); texts.append(f"{len(group)} NICs")
-                hovers.append(f"<b>{len(group)} NICs</b> on {where(nid)}: {esc(shorten(names, 80))}"
-                              + (" …" if len(group) > 8 else ""))
+                xs.append(x_of[nid])
+                ys.append(nic_top)
+                texts.append(f"{len(group)} NICs")
+                hovers.append(
+                    f"<b>{len(group)} NICs</b> on {where(nid)}: {esc(shorten(names, 80))}" + (" …" if len(group) > 8 else "")
+                )
             continue
         for k, (x, y) in zip(group, _spread(len(group), x_of[nid], nic_top)):
             nic = snapshot.nics[k]
-            xs.append(x); ys.append(y); texts.append(esc(shorten(nic.name, 10)))
+            xs.append(x)
+            ys.append(y)
+            texts.append(esc(shorten(nic.name, 10)))
             kind = ", ".join(esc(x) for x in (nic.kind, nic.state) if x)
-            hovers.append(f"<b>{esc(nic.name)}</b> {kind}"
-                          f"<br>{bus_text(nic.pci_bus_id)} · {numa_text(nic.numa_node)}"
-                          + (f"<br>{nic.speed_mbps // 1000} Gb/s" if nic.speed_mbps else ""))
+            hovers.append(
+                f"<b>{esc(nic.name)}</b> {kind}"
+                f"<br>{bus_text(nic.pci_bus_id)} · {numa_text(nic.numa_node)}"
+                + (f"<br>{nic.speed_mbps // 1000} Gb/s" if nic.speed_mbps else "")
+            )
     traces.append(scatter("NICs", xs, ys, texts, hovers, "#abdda4", "diamond", 16, inside=False))
 
     xs, ys, texts, hovers, colours, symbols = [], [], [], [], [], []
@@ -222,10 +251,15 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
         if fold_ranks:
             for st, (x, y) in zip(rank_markers[nid], _spread(len(rank_markers[nid]), x_of[nid], rank_top)):
                 group = [pl for pl in rank_groups[nid] if pl.status == st]
-                xs.append(x); ys.append(y); texts.append(str(len(group))); colours.append(AFFINITY_COLOURS[st])
+                xs.append(x)
+                ys.append(y)
+                texts.append(str(len(group)))
+                colours.append(AFFINITY_COLOURS[st])
                 symbols.append(AFFINITY_SYMBOLS[st])
-                hovers.append(f"<b>{how_many(len(group), 'rank')}</b> on GPUs of {where(nid)}: {esc(AFFINITY_MEANING[st])}"
-                              f"<br>ranks {esc(index_span(pl.rank.rank for pl in group))}")
+                hovers.append(
+                    f"<b>{how_many(len(group), 'rank')}</b> on GPUs of {where(nid)}: {esc(AFFINITY_MEANING[st])}"
+                    f"<br>ranks {esc(index_span(pl.rank.rank for pl in group))}"
+                )
                 for other in sorted({o for pl in group for o in pl.covers if o != nid}, key=str):
                     if other in x_of:
                         lx += [x, x_of[other], None]
@@ -233,14 +267,24 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
             continue
         for pl, (x, y) in zip(rank_groups[nid], _spread(len(rank_groups[nid]), x_of[nid], rank_top)):
             r = pl.rank
-            xs.append(x); ys.append(y); texts.append(str(r.rank)); colours.append(AFFINITY_COLOURS[pl.status])
+            xs.append(x)
+            ys.append(y)
+            texts.append(str(r.rank))
+            colours.append(AFFINITY_COLOURS[pl.status])
             symbols.append(AFFINITY_SYMBOLS[pl.status])
-            gpu = (f"GPU{snapshot.gpus[pl.gpu_pos].index}, {numa_text(pl.gpu_node)}" if pl.gpu_pos is not None
-                   else "a GPU not known")
-            who = ", ".join(x for x in (f"local {esc(r.local_rank)}" if r.local_rank is not None else "",
-                                        f"pid {esc(r.pid)}" if r.pid else "") if x)
-            affinity = (f"CPU affinity {esc(r.cpu_affinity)} → NUMA {', '.join(map(str, pl.covers)) or 'node not known'}"
-                        if r.cpu_affinity else "CPU affinity not known")
+            gpu = (
+                f"GPU{snapshot.gpus[pl.gpu_pos].index}, {numa_text(pl.gpu_node)}" if pl.gpu_pos is not None else "a GPU not known"
+            )
+            who = ", ".join(
+                x
+                for x in (f"local {esc(r.local_rank)}" if r.local_rank is not None else "", f"pid {esc(r.pid)}" if r.pid else "")
+                if x
+            )
+            affinity = (
+                f"CPU affinity {esc(r.cpu_affinity)} → NUMA {', '.join(map(str, pl.covers)) or 'node not known'}"
+                if r.cpu_affinity
+                else "CPU affinity not known"
+            )
             hovers.append(
                 f"<b>rank {r.rank}</b>" + (f" ({who})" if who else "") + f" on {gpu}"
                 f"<br>{affinity}"
@@ -251,18 +295,33 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
                     lx += [x, x_of[other], None]
                     ly += [y, -0.3, None]
     if lx:
-        traces.append(go.Scatter(x=lx, y=ly, mode="lines", name="affinity off the GPU's node",
-                                 line=dict(color=AFFINITY_COLOURS["remote"], dash="dash", width=1),
-                                 hoverinfo="skip"))
+        traces.append(
+            go.Scatter(
+                x=lx,
+                y=ly,
+                mode="lines",
+                name="affinity off the GPU's node",
+                line=dict(color=AFFINITY_COLOURS["remote"], dash="dash", width=1),
+                hoverinfo="skip",
+            )
+        )
     if xs:
         traces.append(scatter("ranks", xs, ys, texts, hovers, colours, symbols, 26 if fold_ranks else 20))
         traces[-1].showlegend = False  # the keys below name each status with its shape and colour
         for st in statuses:
             if AFFINITY_SYMBOLS[st] in symbols:  # a status drawn
-                traces.append(go.Scatter(
-                    x=[None], y=[None], mode="markers", hoverinfo="skip", name=f"rank: {st}",
-                    marker=dict(symbol=AFFINITY_SYMBOLS[st], size=12, color=AFFINITY_COLOURS[st],
-                                line=dict(color="#252525", width=1))))
+                traces.append(
+                    go.Scatter(
+                        x=[None],
+                        y=[None],
+                        mode="markers",
+                        hoverinfo="skip",
+                        name=f"rank: {st}",
+                        marker=dict(
+                            symbol=AFFINITY_SYMBOLS[st], size=12, color=AFFINITY_COLOURS[st], line=dict(color="#252525", width=1)
+                        ),
+                    )
+                )
 
     counts = {}
     for pl in places:
@@ -313,17 +372,20 @@ def numa_summary(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()) -> str
             nics += f" … ({len(ns)} NICs)"
         rks = _ranks_cell(rank_groups[nid])
         cpus = esc(format_cpulist(parse_cpulist(node.cpus))) if node else "not known"
-        rows.append(f"<tr><td><b>{'not known' if nid is None else esc(nid)}</b></td><td>{cpus}</td><td>{gpus}</td><td>{nics}</td><td>{rks}</td></tr>")
+        rows.append(
+            f"<tr><td><b>{'not known' if nid is None else esc(nid)}</b></td><td>{cpus}</td><td>{gpus}</td><td>{nics}</td><td>{rks}</td></tr>"
+        )
     return (
         '<table class="ncclnb-numa" style="border-collapse:collapse">'
-        "<tr><th>NUMA</th><th>CPUs</th><th>GPUs</th><th>NICs</th><th>ranks (by GPU)</th></tr>"
-        + "".join(rows) + "</table>"
+        "<tr><th>NUMA</th><th>CPUs</th><th>GPUs</th><th>NICs</th><th>ranks (by GPU)</th></tr>" + "".join(rows) + "</table>"
     )
 
 
 def _rank_span(pl: RankPlacement) -> str:
-    return (f'<span style="color:{AFFINITY_COLOURS[pl.status]}" '
-            f'title="{esc_attr(AFFINITY_MEANING[pl.status])}">{AFFINITY_MARKS[pl.status]}{pl.rank.rank}</span>')
+    return (
+        f'<span style="color:{AFFINITY_COLOURS[pl.status]}" '
+        f'title="{esc_attr(AFFINITY_MEANING[pl.status])}">{AFFINITY_MARKS[pl.status]}{pl.rank.rank}</span>'
+    )
 
 
 def _ranks_cell(places: list) -> str:
@@ -332,8 +394,9 @@ def _ranks_cell(places: list) -> str:
     tally: dict[str, int] = {}
     for pl in places:
         tally[pl.status] = tally.get(pl.status, 0) + 1
-    counts = ", ".join(f'<span style="color:{AFFINITY_COLOURS[st]}">{AFFINITY_MARKS[st]} {n} {st}</span>'
-                       for st, n in tally.items())
+    counts = ", ".join(
+        f'<span style="color:{AFFINITY_COLOURS[st]}">{AFFINITY_MARKS[st]} {n} {st}</span>' for st, n in tally.items()
+    )
     odd = [pl for pl in places if pl.status != "local"]
     shown = ", ".join(_rank_span(pl) for pl in odd[:16])
     return f"{len(places)} ranks: {counts}" + (f"; not local: {shown}" + (" …" if len(odd) > 16 else "") if odd else "")

@@ -6,12 +6,13 @@ found unmatched are marked.
 The builder only draws :class:`ncclnb.doctor.pairing.Pairing` facts: which
 send or receive has no partner is the doctor's verdict (the same match that
 gives its ``p2p_pairing`` findings), never re-judged here."""
+
 from __future__ import annotations
 
 from ..model.words import how_many
 from ._common import esc, shorten, step_colorscale
 
-MAX_RANKS = 64       # ranks drawn on each axis (those in unpaired ops first)
+MAX_RANKS = 64  # ranks drawn on each axis (those in unpaired ops first)
 TEXT_LIMIT = 24
 
 KINDS = ("none", "paired", "unpaired_recv", "unpaired_send", "mismatch", "blind", "self")
@@ -33,8 +34,7 @@ KIND_LABELS = {
     "blind": "one side not recorded (not compared)",
     "self": "the rank itself",
 }
-ORIGIN_TEXT = {"flight recorder": "recorded by the flight recorder",
-               "plan": "planned (ncclnb guard: p2p plan lines)"}
+ORIGIN_TEXT = {"flight recorder": "recorded by the flight recorder", "plan": "planned (ncclnb guard: p2p plan lines)"}
 
 
 def _kind(cell) -> str:
@@ -64,9 +64,11 @@ def cell_hover(pairing, src: int, dst: int, cell) -> str:
         return f"rank {src} itself"
     if cell is None:
         return f"<b>rank {src} → rank {dst}</b>: no send, no receive"
-    lines = [f"<b>rank {src} → rank {dst}</b>",
-             f"{how_many(len(cell.sends), 'send')} on rank {src}: {_list(cell.sends)}",
-             f"{how_many(len(cell.recvs), 'receive')} on rank {dst}: {_list(cell.recvs)}"]
+    lines = [
+        f"<b>rank {src} → rank {dst}</b>",
+        f"{how_many(len(cell.sends), 'send')} on rank {src}: {_list(cell.sends)}",
+        f"{how_many(len(cell.recvs), 'receive')} on rank {dst}: {_list(cell.recvs)}",
+    ]
     for op in [u for u in pairing.unpaired if u.src == src and u.dst == dst][:4]:
         what = "no receive on rank %d" % dst if op.kind == "send" else "no send on rank %d" % src
         lines.append(f"<b>unpaired {esc(op.kind)}</b>: {esc(shorten(op.text, 120))} ({what})")
@@ -112,17 +114,40 @@ def pairing_figure(pairing, max_ranks: int = MAX_RANKS):
     scale = step_colorscale(KIND_COLOURS[kind] for kind in KINDS)
     labels = [f"rank {r}" for r in ranks]
     heat = go.Heatmap(
-        z=z, x=labels, y=labels, zmin=-0.5, zmax=k - 0.5, colorscale=scale, xgap=2, ygap=2, showscale=False,
-        text=text, texttemplate="%{text}" if len(ranks) <= TEXT_LIMIT else None, textfont=dict(size=11),
-        hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", name="pairs")
+        z=z,
+        x=labels,
+        y=labels,
+        zmin=-0.5,
+        zmax=k - 0.5,
+        colorscale=scale,
+        xgap=2,
+        ygap=2,
+        showscale=False,
+        text=text,
+        texttemplate="%{text}" if len(ranks) <= TEXT_LIMIT else None,
+        textfont=dict(size=11),
+        hovertext=hover,
+        hovertemplate="%{hovertext}<extra></extra>",
+        name="pairs",
+    )
     present = [kd for kd in KINDS if kd not in ("none", "self") and any(KINDS.index(kd) in row for row in z)]
-    keys = [go.Scatter(x=[None], y=[None], mode="markers", name=KIND_LABELS[kd], hoverinfo="skip",
-                       marker=dict(symbol="square", size=12, color=KIND_COLOURS[kd],
-                                   line=dict(color="#636363", width=1))) for kd in present]
+    keys = [
+        go.Scatter(
+            x=[None],
+            y=[None],
+            mode="markers",
+            name=KIND_LABELS[kd],
+            hoverinfo="skip",
+            marker=dict(symbol="square", size=12, color=KIND_COLOURS[kd], line=dict(color="#636363", width=1)),
+        )
+        for kd in present
+    ]
     fig = go.Figure([heat] + keys)
     n = len(pairing.unpaired)
-    title = (f"Send/recv pairing · {esc(ORIGIN_TEXT.get(pairing.origin, pairing.origin))} · "
-             f"{len(pairing.ranks)} ranks · cell: sends/receives · {n} unpaired op{'s' if n != 1 else ''}")
+    title = (
+        f"Send/recv pairing · {esc(ORIGIN_TEXT.get(pairing.origin, pairing.origin))} · "
+        f"{len(pairing.ranks)} ranks · cell: sends/receives · {n} unpaired op{'s' if n != 1 else ''}"
+    )
     if len(ranks) < len(pairing.ranks):
         title += f" · showing {len(ranks)} of {len(pairing.ranks)} ranks (unpaired first)"
     top = next((f for f in pairing.findings if f.severity == "error"), None)
@@ -134,10 +159,11 @@ def pairing_figure(pairing, max_ranks: int = MAX_RANKS):
         yaxis=dict(autorange="reversed", title=dict(text="sender")),
         height=max(300, 170 + 36 * len(ranks)),
         margin=dict(l=100, r=20, t=130, b=20),
-        showlegend=True, plot_bgcolor="white", clickmode="event",
+        showlegend=True,
+        plot_bgcolor="white",
+        clickmode="event",
         legend=dict(title=dict(text="cell"), itemclick=False, itemdoubleclick=False),
-        meta=dict(ranks=ranks, origin=pairing.origin,
-                  unpaired=[[u.src, u.dst, u.kind] for u in pairing.unpaired[:256]]),
+        meta=dict(ranks=ranks, origin=pairing.origin, unpaired=[[u.src, u.dst, u.kind] for u in pairing.unpaired[:256]]),
     )
     return fig
 
@@ -146,8 +172,10 @@ def pairing_summary_html(pairing) -> str:
     """The doctor's unpaired ops, one line each (escaped)."""
     if not pairing.unpaired:
         return "<p>Every send has its receive.</p>"
-    items = "".join(f"<li>{esc(shorten(u.text, 160))}: no {'receive' if u.kind == 'send' else 'send'} "
-                    f"on the other side</li>" for u in pairing.unpaired[:12])
+    items = "".join(
+        f"<li>{esc(shorten(u.text, 160))}: no {'receive' if u.kind == 'send' else 'send'} on the other side</li>"
+        for u in pairing.unpaired[:12]
+    )
     more = f"<li>… {len(pairing.unpaired) - 12} more</li>" if len(pairing.unpaired) > 12 else ""
     return f"<ul>{items}{more}</ul>"
 
@@ -172,6 +200,13 @@ def show_pairing(source):
     box = w.VBox([slot.widget, detail])
     box.add_class("ncclnb-pairing")
     n = len(facts.unpaired)
-    return with_text_form(View(box, fig, "<h4>Send/recv pairing</h4>" + pairing_summary_html(facts),
-                               f"ncclnb send/recv pairing: {len(facts.ranks)} ranks, {n} unpaired op{'s' if n != 1 else ''}"),
-                          "show_pairing", facts)
+    return with_text_form(
+        View(
+            box,
+            fig,
+            "<h4>Send/recv pairing</h4>" + pairing_summary_html(facts),
+            f"ncclnb send/recv pairing: {len(facts.ranks)} ranks, {n} unpaired op{'s' if n != 1 else ''}",
+        ),
+        "show_pairing",
+        facts,
+    )

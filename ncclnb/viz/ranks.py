@@ -1,6 +1,7 @@
 """The rank map: nodes x local slots, each cell a global rank with its GPU
 and pid; anomalies coloured and explained. Large jobs are paginated with the
 anomalous nodes first, so 1024 nodes x 8 never becomes an unreadable wall."""
+
 from __future__ import annotations
 
 from bisect import bisect_left
@@ -14,8 +15,15 @@ from ._common import esc, shorten, step_colorscale
 
 # Cell kinds, worst first: a cell takes the colour of its worst problem.
 KINDS = (
-    "out_of_range", "duplicate", "shared_gpu", "wrong_device", "world_size",
-    "device_unset", "missing", "ok", "empty",
+    "out_of_range",
+    "duplicate",
+    "shared_gpu",
+    "wrong_device",
+    "world_size",
+    "device_unset",
+    "missing",
+    "ok",
+    "empty",
 )
 KIND_COLOURS = {
     "out_of_range": "#d73027",
@@ -57,6 +65,8 @@ def kind_count(kind: str, n: int) -> str:
     """``kind_count("out_of_range", 3)`` -> "3 ranks at or above the world size"."""
     noun, rest = _COUNTED[kind]
     return how_many(n, noun) + rest
+
+
 PAGE_SIZE = 32  # nodes per page
 SLOT_LIMIT = 64  # slot columns drawn one by one; more (thousands of ranks on a node): blocks of slots
 MISSING_LIMIT = 1 << 20  # missing ranks listed one by one; more are only counted
@@ -75,14 +85,15 @@ class Cell:
 @dataclass
 class RankMap:
     """Pure analysis of a rank table, shared by the figure and the widget."""
+
     hosts: list[str]
     slots: int
     world_size: Optional[int]
     cells: dict[tuple[int, int], Cell]
-    unplaced: list[Cell]                       # anomalies with no free cell
+    unplaced: list[Cell]  # anomalies with no free cell
     counts: Counter
     anomalous_nodes: list[int]
-    layout_note: str = ""                      # escaped: WORLD_SIZE vs nodes x ranks per node
+    layout_note: str = ""  # escaped: WORLD_SIZE vs nodes x ranks per node
 
     _node_index: Optional[dict] = field(default=None, repr=False, compare=False)
 
@@ -151,8 +162,10 @@ def analyse_ranks(report: ClusterReport) -> RankMap:
         kinds = []
         if world is not None and not 0 <= e.rank < world:
             kinds.append("out_of_range")
-            cell.problems.append(f"rank {e.rank} is outside 0..{world - 1} (WORLD_SIZE {world}): NCCL says "
-                                 f"'Invalid rank requested : {e.rank}/{world}'")
+            cell.problems.append(
+                f"rank {e.rank} is outside 0..{world - 1} (WORLD_SIZE {world}): NCCL says "
+                f"'Invalid rank requested : {e.rank}/{world}'"
+            )
         if rank_counts[e.rank] > 1:
             kinds.append("duplicate")
             cell.problems.append(f"rank {e.rank} is used by {rank_counts[e.rank]} processes")
@@ -162,8 +175,10 @@ def analyse_ranks(report: ClusterReport) -> RankMap:
             cell.problems.append(f"{per_host_devices[e.host][dev]} ranks on this host use the same GPU ({esc(shorten(dev, 24))})")
         if e.cuda_index is not None and e.local_rank is not None and e.cuda_index != e.local_rank:
             kinds.append("wrong_device")
-            cell.problems.append(f"uses cuda:{e.cuda_index} but LOCAL_RANK is {e.local_rank}: "
-                                 f"torch.cuda.set_device(LOCAL_RANK) was not called, or called with the global rank")
+            cell.problems.append(
+                f"uses cuda:{e.cuda_index} but LOCAL_RANK is {e.local_rank}: "
+                f"torch.cuda.set_device(LOCAL_RANK) was not called, or called with the global rank"
+            )
         if e.world_size is not None and world is not None and e.world_size != world:
             kinds.append("world_size")
             cell.problems.append(f"this rank saw WORLD_SIZE={e.world_size}, most saw {world}")
@@ -190,8 +205,13 @@ def analyse_ranks(report: ClusterReport) -> RankMap:
         for r in range(world):
             if r in present:
                 continue
-            cell = Cell(-1, -1, missing_rank=r, kind="missing",
-                        problems=[f"rank {r} of WORLD_SIZE {world} never reported: it did not start or did not join"])
+            cell = Cell(
+                -1,
+                -1,
+                missing_rank=r,
+                kind="missing",
+                problems=[f"rank {r} of WORLD_SIZE {world} never reported: it did not start or did not join"],
+            )
             counts["missing"] += 1
             if per_node:
                 ni, slot = divmod(r, per_node)
@@ -207,8 +227,10 @@ def analyse_ranks(report: ClusterReport) -> RankMap:
         if len(per_node_seen) == 1:
             per = per_node_seen.pop()
             if per * len(by_host) != world:
-                note = (f"WORLD_SIZE is {world} but {len(by_host)} nodes × {per} ranks per node = "
-                        f"{per * len(by_host)} processes started")
+                note = (
+                    f"WORLD_SIZE is {world} but {len(by_host)} nodes × {per} ranks per node = "
+                    f"{per * len(by_host)} processes started"
+                )
     return RankMap(hosts, slots, world, cells, unplaced, counts, anomalous, note)
 
 
@@ -222,9 +244,11 @@ def cell_hover(rm: RankMap, cell: Cell) -> str:
         gpu = f"cuda:{e.cuda_index}" if e.cuda_index is not None else "device not set"
         if e.gpu_uuid:
             gpu += f" ({esc(shorten(e.gpu_uuid, 20))})"
-        head = (f"<b>rank {e.rank}</b> on {host}<br>local rank {esc(_q(e.local_rank))} · {gpu}"
-                f" · {f'pid {esc(e.pid)}' if e.pid else 'pid not known'}"
-                f"<br>WORLD_SIZE {esc(_q(e.world_size))} · NODE_RANK {esc(_q(e.node_rank))}")
+        head = (
+            f"<b>rank {e.rank}</b> on {host}<br>local rank {esc(_q(e.local_rank))} · {gpu}"
+            f" · {f'pid {esc(e.pid)}' if e.pid else 'pid not known'}"
+            f"<br>WORLD_SIZE {esc(_q(e.world_size))} · NODE_RANK {esc(_q(e.node_rank))}"
+        )
     body = "<br>".join("⚠ " + p for p in cell.problems) if cell.problems else "ok"
     return f"{head}<br><i>{esc(KIND_LABELS[cell.kind])}</i><br>{body}"
 
@@ -262,8 +286,10 @@ def _block_summary(rm: RankMap, node: int, a: int, b: int, cells: list[Cell]):
     counts = ", ".join(esc(kind_count(k, tally[k])) for k in KINDS if tally.get(k))
     first = next((c for c in cells if c.kind == kind), cells[0])
     example = f"<br>e.g. {esc(first.problems[0][:160]) if first.problems else 'ok'}" if bad else ""
-    hover = (f"<b>{host}, slots {a}–{b - 1}</b>: {how_many(len(cells), 'rank')}{f', {bad} anomalous' if bad else ''}"
-             f"<br>{counts}{example}<br><i>click for the list</i>")
+    hover = (
+        f"<b>{host}, slots {a}–{b - 1}</b>: {how_many(len(cells), 'rank')}{f', {bad} anomalous' if bad else ''}"
+        f"<br>{counts}{example}<br><i>click for the list</i>"
+    )
     return kind, (f"{bad}⚠" if bad else ""), hover
 
 
@@ -272,8 +298,7 @@ def slot_block_html(rm: RankMap, node: int, a: int, b: int, limit: int = 20) -> 
     ``limit``, worst first), for the detail pane of a block."""
     cells = _block_cells(rm, node, a, b)
     bad = sorted((c for c in cells if c.kind != "ok"), key=lambda c: (KINDS.index(c.kind), c.slot))
-    head = (f"<b>{esc(shorten(rm.hosts[node], 48))}, slots {a}–{b - 1}</b>: {how_many(len(cells), 'rank')}, "
-            f"{len(bad)} anomalous")
+    head = f"<b>{esc(shorten(rm.hosts[node], 48))}, slots {a}–{b - 1}</b>: {how_many(len(cells), 'rank')}, {len(bad)} anomalous"
     if not bad:
         return head
     items = "".join(f"<li>{cell_hover(rm, c).replace('<br>', ' · ')}</li>" for c in bad[:limit])
@@ -281,8 +306,13 @@ def slot_block_html(rm: RankMap, node: int, a: int, b: int, limit: int = 20) -> 
     return head + f"<ul class='ncclnb-rank-anomalies'>{items}{more}</ul>"
 
 
-def rank_map_figure(report: ClusterReport, page: int = 0, page_size: int = PAGE_SIZE,
-                    only_anomalous: bool = False, rank_map: Optional[RankMap] = None):
+def rank_map_figure(
+    report: ClusterReport,
+    page: int = 0,
+    page_size: int = PAGE_SIZE,
+    only_anomalous: bool = False,
+    rank_map: Optional[RankMap] = None,
+):
     """Pure: a plotly Figure, nodes (rows) x local slots (columns).
 
     Each cell shows the global rank and its GPU; colour says its worst
@@ -299,7 +329,7 @@ def rank_map_figure(report: ClusterReport, page: int = 0, page_size: int = PAGE_
     order = rm.node_order(only_anomalous)
     pages = max(1, -(-len(order) // page_size))
     page = min(max(0, page), pages - 1)
-    shown = order[page * page_size:(page + 1) * page_size]
+    shown = order[page * page_size : (page + 1) * page_size]
     slots = max(1, rm.slots)
     blocks = slot_blocks(slots) if slots > SLOT_LIMIT else None
     z, text, hover, ylabels = [], [], [], []
@@ -312,12 +342,16 @@ def rank_map_figure(report: ClusterReport, page: int = 0, page_size: int = PAGE_
             for a, b in blocks:
                 lo, hi = bisect_left(starts, a), bisect_left(starts, b)
                 kind, cell_text, cell_hover_text = _block_summary(rm, ni, a, b, cells[lo:hi])
-                zr.append(KINDS.index(kind)); tr.append(cell_text); hr.append(cell_hover_text)
+                zr.append(KINDS.index(kind))
+                tr.append(cell_text)
+                hr.append(cell_hover_text)
         else:
             for s in range(slots):
                 cell = rm.cells.get((ni, s))
                 if cell is None:
-                    zr.append(KINDS.index("empty")); tr.append(""); hr.append(f"{esc(shorten(rm.hosts[ni], 48))}, slot {s}: no rank")
+                    zr.append(KINDS.index("empty"))
+                    tr.append("")
+                    hr.append(f"{esc(shorten(rm.hosts[ni], 48))}, slot {s}: no rank")
                     continue
                 zr.append(KINDS.index(cell.kind))
                 if cell.entry is None:
@@ -327,34 +361,60 @@ def rank_map_figure(report: ClusterReport, page: int = 0, page_size: int = PAGE_
                     sign = " ⚠" if cell.kind != "ok" else ""  # an anomaly is a sign as well as a colour
                     tr.append(f"{e.rank}{sign}<br>{'cuda:' + str(e.cuda_index) if e.cuda_index is not None else '—'}")
                 hr.append(cell_hover(rm, cell))
-        z.append(zr); text.append(tr); hover.append(hr)
+        z.append(zr)
+        text.append(tr)
+        hover.append(hr)
         mark = " ⚠" if ni in bad_nodes else ""
         ylabels.append(f"{ni}: {esc(shorten(rm.hosts[ni], 28))}{mark}")
     k = len(KINDS)
     scale = step_colorscale(KIND_COLOURS[kind] for kind in KINDS)
-    columns = ([f"slots {a}–{b - 1}" for a, b in blocks] if blocks is not None
-               else [f"slot {s}" for s in range(slots)])
+    columns = [f"slots {a}–{b - 1}" for a, b in blocks] if blocks is not None else [f"slot {s}" for s in range(slots)]
     heat = go.Heatmap(
-        z=z, x=columns, y=list(range(len(shown))),
-        zmin=-0.5, zmax=k - 0.5, colorscale=scale, xgap=2, ygap=2,
-        text=text, texttemplate="%{text}" if len(columns) <= 16 else None, textfont=dict(size=10),
-        hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", name="ranks",
+        z=z,
+        x=columns,
+        y=list(range(len(shown))),
+        zmin=-0.5,
+        zmax=k - 0.5,
+        colorscale=scale,
+        xgap=2,
+        ygap=2,
+        text=text,
+        texttemplate="%{text}" if len(columns) <= 16 else None,
+        textfont=dict(size=10),
+        hovertext=hover,
+        hovertemplate="%{hovertext}<extra></extra>",
+        name="ranks",
         showscale=False,
     )
     # a legend of the kinds present, instead of a colour bar of all nine
-    present = [kd for kd in KINDS if rm.counts.get(kd) or (kd == "empty" and any(v == KINDS.index("empty") for row in z for v in row))]
-    keys = [go.Scatter(x=[None], y=[None], mode="markers", name=KIND_LABELS[kd], hoverinfo="skip",
-                       marker=dict(symbol="square", size=12, color=KIND_COLOURS[kd], line=dict(color="#636363", width=1)))
-            for kd in present]
+    present = [
+        kd for kd in KINDS if rm.counts.get(kd) or (kd == "empty" and any(v == KINDS.index("empty") for row in z for v in row))
+    ]
+    keys = [
+        go.Scatter(
+            x=[None],
+            y=[None],
+            mode="markers",
+            name=KIND_LABELS[kd],
+            hoverinfo="skip",
+            marker=dict(symbol="square", size=12, color=KIND_COLOURS[kd], line=dict(color="#636363", width=1)),
+        )
+        for kd in present
+    ]
     fig = go.Figure([heat] + keys)
     bad = len(rm.anomalous_nodes)
     counts = ", ".join(kind_count(kd, n) for kd, n in sorted(rm.counts.items(), key=lambda kv: KINDS.index(kv[0])) if kd != "ok")
     world = "not known" if rm.world_size is None else rm.world_size
-    title = (f"Rank map · {len(rm.hosts)} nodes × {slots} slots, WORLD_SIZE {world} · "
-             f"{how_many(bad, 'node')} with anomalies{' (first)' if bad and not only_anomalous else ''}"
-             + (f" · page {page + 1}/{pages}" if pages > 1 else "")
-             + (f" · blocks of {blocks[0][1] - blocks[0][0]} slots (worst kind shown; click for the ranks)"
-                if blocks is not None else ""))
+    title = (
+        f"Rank map · {len(rm.hosts)} nodes × {slots} slots, WORLD_SIZE {world} · "
+        f"{how_many(bad, 'node')} with anomalies{' (first)' if bad and not only_anomalous else ''}"
+        + (f" · page {page + 1}/{pages}" if pages > 1 else "")
+        + (
+            f" · blocks of {blocks[0][1] - blocks[0][0]} slots (worst kind shown; click for the ranks)"
+            if blocks is not None
+            else ""
+        )
+    )
     if rm.layout_note or counts:
         sub = "; ".join(x for x in (rm.layout_note, esc(counts)) if x)
         title += f"<br><span style='font-size:12px'>{sub}</span>"
@@ -386,17 +446,25 @@ def rank_summary_html(rm: RankMap, limit: int = 20) -> str:
         return "<p>No rank table in this report.</p>"
     bad = [c for c in rm.cells.values() if c.kind != "ok"] + rm.unplaced
     bad.sort(key=lambda c: (KINDS.index(c.kind), c.node, c.slot))
-    head = (f"<p><b>{len(rm.hosts)} nodes</b>, WORLD_SIZE {esc(_q(rm.world_size))}, "
-            f"{sum(v for k, v in rm.counts.items() if k not in ('missing',))} ranks reported; ")
+    head = (
+        f"<p><b>{len(rm.hosts)} nodes</b>, WORLD_SIZE {esc(_q(rm.world_size))}, "
+        f"{sum(v for k, v in rm.counts.items() if k not in ('missing',))} ranks reported; "
+    )
     if rm.layout_note:
         head = f"<p><b>⚠ {rm.layout_note}</b></p>" + head
     if not bad:
         return head + "no anomaly.</p>"
-    head += ", ".join(
-        f'<span style="background:{KIND_COLOURS[k]};padding:0 4px">{esc(kind_count(k, v))}</span>'
-        for k, v in sorted(rm.counts.items(), key=lambda kv: KINDS.index(kv[0])) if k != "ok"
-    ) + "</p>"
+    head += (
+        ", ".join(
+            f'<span style="background:{KIND_COLOURS[k]};padding:0 4px">{esc(kind_count(k, v))}</span>'
+            for k, v in sorted(rm.counts.items(), key=lambda kv: KINDS.index(kv[0]))
+            if k != "ok"
+        )
+        + "</p>"
+    )
     items = "".join(f"<li>{cell_hover(rm, c).replace('<br>', ' · ')}</li>" for c in bad[:limit])
     more = f"<li>… and {len(bad) - limit} more.</li>" if len(bad) > limit else ""
-    return (head + f"<details><summary>{len(bad)} anomalous rank{'s' if len(bad) != 1 else ''}</summary>"
-            f"<ul class='ncclnb-rank-anomalies'>{items}{more}</ul></details>")
+    return (
+        head + f"<details><summary>{len(bad)} anomalous rank{'s' if len(bad) != 1 else ''}</summary>"
+        f"<ul class='ncclnb-rank-anomalies'>{items}{more}</ul></details>"
+    )

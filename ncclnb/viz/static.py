@@ -21,6 +21,7 @@ entities) becomes ``<tspan>``; other tags are dropped. Styling uses
 presentation attributes only (no ``<style>``, no ids), so a sanitiser that
 keeps SVG keeps the picture.
 """
+
 from __future__ import annotations
 
 import html
@@ -30,18 +31,18 @@ from typing import Any, Iterable, Optional
 
 from ._common import esc, esc_attr
 
-DEFAULT_WIDTH = 820        # px, when the layout gives none (plotly's own default is the container's width)
-DEFAULT_HEIGHT = 450       # px, plotly's default
-TITLE_BUDGET = 1_500       # per-cell / per-marker <title> tooltips in one figure; past that, none
-TITLE_CHARS = 600          # characters of one tooltip
-MAX_CELLS = 12_000         # heatmap cells drawn one by one; more: every k-th row and column
-MAX_POINTS = 5_000         # scatter points drawn; more: every k-th
-MAX_BYTES = 3_000_000      # past this the SVG is replaced by a note
+DEFAULT_WIDTH = 820  # px, when the layout gives none (plotly's own default is the container's width)
+DEFAULT_HEIGHT = 450  # px, plotly's default
+TITLE_BUDGET = 1_500  # per-cell / per-marker <title> tooltips in one figure; past that, none
+TITLE_CHARS = 600  # characters of one tooltip
+MAX_CELLS = 12_000  # heatmap cells drawn one by one; more: every k-th row and column
+MAX_POINTS = 5_000  # scatter points drawn; more: every k-th
+MAX_BYTES = 3_000_000  # past this the SVG is replaced by a note
 FONT = "'Open Sans', Verdana, Arial, sans-serif"
-CHAR_W = 0.6               # average glyph width / font size (Verdana-like, a little generous)
-LINE_H = 1.3               # line height / font size
+CHAR_W = 0.6  # average glyph width / font size (Verdana-like, a little generous)
+LINE_H = 1.3  # line height / font size
 SUPPORTED = ("heatmap", "scatter", "scattergl", "bar")
-_SCALE_STEPS = 32          # rects in a continuous colour bar
+_SCALE_STEPS = 32  # rects in a continuous colour bar
 
 
 class _Unsupported(Exception):
@@ -49,6 +50,7 @@ class _Unsupported(Exception):
 
 
 # --- entry points ---------------------------------------------------------------
+
 
 def figure_svg(fig: Any) -> str:
     """``fig`` (a plotly Figure, or its ``to_plotly_json()`` dict) as one
@@ -72,9 +74,11 @@ def note_svg(reason: str) -> str:
     """The one-line SVG that stands in for a figure that has no static copy."""
     text = f"This figure is interactive-only: {reason}. Run the notebook to see it."
     w = int(len(text) * 12 * CHAR_W) + 20
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="ncclnb-figure ncclnb-figure-note" width="{w}" '
-            f'height="24" viewBox="0 0 {w} 24" font-family="{esc_attr(FONT)}" style="max-width:100%;height:auto">'
-            f'<text x="4" y="16" font-size="12" font-style="italic" fill="#636363">{esc(_clean(text))}</text></svg>')
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="ncclnb-figure ncclnb-figure-note" width="{w}" '
+        f'height="24" viewBox="0 0 {w} 24" font-family="{esc_attr(FONT)}" style="max-width:100%;height:auto">'
+        f'<text x="4" y="16" font-size="12" font-style="italic" fill="#636363">{esc(_clean(text))}</text></svg>'
+    )
 
 
 def _as_dict(fig: Any) -> dict:
@@ -142,10 +146,20 @@ def _matrix(v) -> list[list]:
 # --- colours ----------------------------------------------------------------------
 
 _NAMED = {
-    "white": (255, 255, 255), "black": (0, 0, 0), "red": (255, 0, 0), "green": (0, 128, 0),
-    "blue": (0, 0, 255), "grey": (128, 128, 128), "gray": (128, 128, 128), "orange": (255, 165, 0),
-    "yellow": (255, 255, 0), "purple": (128, 0, 128), "lightgrey": (211, 211, 211),
-    "lightgray": (211, 211, 211), "darkgrey": (169, 169, 169), "darkgray": (169, 169, 169),
+    "white": (255, 255, 255),
+    "black": (0, 0, 0),
+    "red": (255, 0, 0),
+    "green": (0, 128, 0),
+    "blue": (0, 0, 255),
+    "grey": (128, 128, 128),
+    "gray": (128, 128, 128),
+    "orange": (255, 165, 0),
+    "yellow": (255, 255, 0),
+    "purple": (128, 0, 128),
+    "lightgrey": (211, 211, 211),
+    "lightgray": (211, 211, 211),
+    "darkgrey": (169, 169, 169),
+    "darkgray": (169, 169, 169),
 }
 _SAFE_COLOUR = re.compile(r"^(?:[a-zA-Z]{1,30}|hsla?\([0-9.,%\s]{1,40}\))$")  # a CSS name or hsl(); never url()
 
@@ -200,9 +214,11 @@ def _colour(value: object, default: str = "#444444") -> str:
 
 def _luminance(colour: str) -> float:
     rgb = _rgb(colour) or (255, 255, 255, 1)
+
     def ch(v):
         v = v / 255
         return v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4
+
     return 0.2126 * ch(rgb[0]) + 0.7152 * ch(rgb[1]) + 0.0722 * ch(rgb[2])
 
 
@@ -261,7 +277,7 @@ def _runs(text: object) -> list[list[tuple[str, dict]]]:
     pos = 0
     for m in _TAG.finditer(s):
         if m.start() > pos:
-            lines[-1].append((html.unescape(s[pos:m.start()]), stack[-1][1]))
+            lines[-1].append((html.unescape(s[pos : m.start()]), stack[-1][1]))
         pos = m.end()
         closing, name, attrs = m.group(1), m.group(2).lower(), m.group(3)
         if name == "br":
@@ -324,8 +340,17 @@ def _height(lines, size: float) -> float:
     return sum(max([size] + [st.get("size", size) for _, st in line]) * LINE_H for line in lines)
 
 
-def _text(lines, x: float, y: float, size: float, anchor: str = "start", valign: str = "middle",
-          colour: str = "#2a3f5f", extra: str = "", rotate: Optional[float] = None) -> str:
+def _text(
+    lines,
+    x: float,
+    y: float,
+    size: float,
+    anchor: str = "start",
+    valign: str = "middle",
+    colour: str = "#2a3f5f",
+    extra: str = "",
+    rotate: Optional[float] = None,
+) -> str:
     """``<text>`` of rich-text lines; (x, y) is the anchor point, ``valign``
     one of top / middle / bottom of the block."""
     lines = [line for line in lines] or [[]]
@@ -353,8 +378,11 @@ def _text(lines, x: float, y: float, size: float, anchor: str = "start", valign:
             runs.append(f"<tspan{attrs}>{esc(t)}</tspan>" if attrs else esc(t))
         parts.append(f'<tspan x="{_f(x)}" y="{_f(base)}">{"".join(runs) or " "}</tspan>')
     transform = f' transform="rotate({_f(rotate)} {_f(x)} {_f(y)})"' if rotate else ""
-    return (f'<text font-size="{_f(size)}" text-anchor="{anchor}" fill="{esc_attr(colour)}"{transform}{extra}>'
-            + "".join(parts) + "</text>")
+    return (
+        f'<text font-size="{_f(size)}" text-anchor="{anchor}" fill="{esc_attr(colour)}"{transform}{extra}>'
+        + "".join(parts)
+        + "</text>"
+    )
 
 
 def _title_el(text: str) -> str:
@@ -387,6 +415,7 @@ def _template(tpl: str, fields: dict) -> str:
 
 # --- axes -------------------------------------------------------------------------
 
+
 def _nice_ticks(lo: float, hi: float, count: int = 6) -> list[float]:
     if hi < lo:
         lo, hi = hi, lo
@@ -418,7 +447,7 @@ class _Axis:
         self._cat_index: dict = {}
         self.numbers: list[float] = []
         self.lo = self.hi = None  # data extent, in axis units
-        self.a = self.b = 0.0     # range: a maps to the left / bottom, b to the right / top
+        self.a = self.b = 0.0  # range: a maps to the left / bottom, b to the right / top
 
     @property
     def categorical(self) -> bool:
@@ -501,6 +530,7 @@ class _Axis:
 
 # --- the figure ---------------------------------------------------------------------
 
+
 class _Figure:
     def __init__(self, fig: dict):
         self.layout = fig["layout"]
@@ -513,7 +543,13 @@ class _Figure:
         self.tlayout = template.get("layout", {}) if isinstance(template, dict) else {}
         self.tdata = template.get("data", {}) if isinstance(template, dict) else {}
         self.colorway = _list(self.layout.get("colorway") or self.tlayout.get("colorway")) or [
-            "#636efa", "#EF553B", "#00cc96", "#ab63fa", "#FFA15A", "#19d3f3"]
+            "#636efa",
+            "#EF553B",
+            "#00cc96",
+            "#ab63fa",
+            "#FFA15A",
+            "#19d3f3",
+        ]
         self.font_colour = _colour(_get(self.layout, "font", "color") or _get(self.tlayout, "font", "color"), "#2a3f5f")
         self.font_size = _num(_get(self.layout, "font", "size")) or 12
         self.titles_left = TITLE_BUDGET
@@ -758,9 +794,12 @@ class _Figure:
                     if hovertemplate:
                         tip = plain(_template(hovertemplate, fields))
                     else:
-                        tip = plain(fields.get("hovertext") or fields.get("text") or
-                                    f"{fields.get('x')}, {fields.get('y')}: {fields.get('z')}")
-                rect = (f'<rect x="{_f(left)}" y="{_f(top)}" width="{_f(w)}" height="{_f(h)}" fill="{fill}"')
+                        tip = plain(
+                            fields.get("hovertext")
+                            or fields.get("text")
+                            or f"{fields.get('x')}, {fields.get('y')}: {fields.get('z')}"
+                        )
+                rect = f'<rect x="{_f(left)}" y="{_f(top)}" width="{_f(w)}" height="{_f(h)}" fill="{fill}"'
                 out.append(rect + (f">{_title_el(tip)}</rect>" if tip else "/>"))
                 if cell_tpl:
                     fields = fields or _cell_fields(xs, ys, z, text, hover, i, j)
@@ -769,8 +808,18 @@ class _Figure:
                         size = _fit(lines, tsize, w - 2, h - 2)
                         if size:
                             colour = _colour(tcolour, "") if tcolour and tcolour != "auto" else _contrast_text(fill)
-                            out.append(_text(lines, left + w / 2, top + h / 2, size, "middle", "middle", colour,
-                                             extra=' pointer-events="none"'))
+                            out.append(
+                                _text(
+                                    lines,
+                                    left + w / 2,
+                                    top + h / 2,
+                                    size,
+                                    "middle",
+                                    "middle",
+                                    colour,
+                                    extra=' pointer-events="none"',
+                                )
+                            )
         out.append("</g>")
         return "".join(out)
 
@@ -782,8 +831,7 @@ class _Figure:
             cats = list(range(len(vals)))
         colour = _get(t, "marker", "color")
         colours = _list(colour) if isinstance(colour, (list, tuple)) else None
-        base = _colour(colour if not colours else None, self.colorway[k % len(self.colorway)]) \
-            if not colours else None
+        base = _colour(colour if not colours else None, self.colorway[k % len(self.colorway)]) if not colours else None
         hover = _list(t.get("hovertext")) or _list(t.get("text"))
         titles = self._take_titles(len(vals))
         width = 0.8 / max(1, nbars)
@@ -802,10 +850,15 @@ class _Figure:
                 xa, xb = self.px(p - width / 2), self.px(p + width / 2)
                 ya, yb = self.py(0), self.py(n)
             fill = _colour(colours[i % len(colours)], "#636efa") if colours else base
-            tip = plain(hover[i]) if titles and i < len(hover) and hover[i] is not None else (
-                f"{c}: {_fmt_num(n)}" if titles else "")
-            out.append(f'<rect x="{_f(min(xa, xb))}" y="{_f(min(ya, yb))}" width="{_f(abs(xb - xa))}" '
-                       f'height="{_f(abs(yb - ya))}" fill="{fill}">{_title_el(tip)}</rect>')
+            tip = (
+                plain(hover[i])
+                if titles and i < len(hover) and hover[i] is not None
+                else (f"{c}: {_fmt_num(n)}" if titles else "")
+            )
+            out.append(
+                f'<rect x="{_f(min(xa, xb))}" y="{_f(min(ya, yb))}" width="{_f(abs(xb - xa))}" '
+                f'height="{_f(abs(yb - ya))}" fill="{fill}">{_title_el(tip)}</rect>'
+            )
         out.append("</g>")
         return "".join(out)
 
@@ -824,7 +877,8 @@ class _Figure:
             dash = _dash(_get(t, "line", "dash"), lw)
             segments, cur = [], []
             for i in range(n):
-                px = self.x.pos(xs[i]); py = self.y.pos(ys[i])
+                px = self.x.pos(xs[i])
+                py = self.y.pos(ys[i])
                 if px is None or py is None:
                     if len(cur) > 1:
                         segments.append(cur)
@@ -834,7 +888,7 @@ class _Figure:
             if len(cur) > 1:
                 segments.append(cur)
             if segments:
-                d = "".join("M" + "L".join(seg) for seg in segments[: MAX_POINTS])
+                d = "".join("M" + "L".join(seg) for seg in segments[:MAX_POINTS])
                 out.append(f'<path d="{d}" fill="none" stroke="{lc}" stroke-width="{_f(lw)}"{dash}/>')
         stride = max(1, math.ceil(n / MAX_POINTS))
         if stride > 1:
@@ -857,10 +911,19 @@ class _Figure:
             if "markers" in mode:
                 fill = _colour(_pick(marker.get("color"), i) or default, default)
                 tip = plain(hovers[i]) if titles and i < len(hovers) and hovers[i] is not None else ""
-                out.append(_marker(_pick(marker.get("symbol"), i) or "circle", cx, cy, size, fill,
-                                   _colour(_get(marker, "line", "color"), "#444444"),
-                                   _num(_get(marker, "line", "width")) or 0.0, tip,
-                                   _num(marker.get("opacity")) or 1.0))
+                out.append(
+                    _marker(
+                        _pick(marker.get("symbol"), i) or "circle",
+                        cx,
+                        cy,
+                        size,
+                        fill,
+                        _colour(_get(marker, "line", "color"), "#444444"),
+                        _num(_get(marker, "line", "width")) or 0.0,
+                        tip,
+                        _num(marker.get("opacity")) or 1.0,
+                    )
+                )
             if texts and i < len(texts) and texts[i] not in (None, ""):
                 lines = _runs(texts[i])
                 colour = _colour(_pick(tcol, i), self.font_colour) if tcol else self.font_colour
@@ -879,8 +942,11 @@ class _Figure:
                 else:
                     anchor = "start" if tpos.endswith("right") else ("end" if tpos.endswith("left") else "middle")
                     dx = half + 2 if anchor == "start" else (-half - 2 if anchor == "end" else 0)
-                    fit = tsize if anchor != "middle" or "markers" not in mode else (
-                        _fit(lines, tsize, max(size * 1.6, 14), size * 1.6) or tsize)
+                    fit = (
+                        tsize
+                        if anchor != "middle" or "markers" not in mode
+                        else (_fit(lines, tsize, max(size * 1.6, 14), size * 1.6) or tsize)
+                    )
                     el = _text(lines, cx + dx, cy, fit, anchor, "middle", colour, extra=' pointer-events="none"')
                 out.append(el)
         out.append("</g>")
@@ -920,15 +986,18 @@ class _Figure:
         opacity = _num(s.get("opacity"))
         op = f' opacity="{_f(opacity)}"' if opacity is not None and opacity < 1 else ""
         if kind == "line":
-            return (f'<line x1="{_f(x0)}" y1="{_f(y0)}" x2="{_f(x1)}" y2="{_f(y1)}" stroke="{stroke}" '
-                    f'stroke-width="{_f(lw)}"{dash}{op}/>')
+            return (
+                f'<line x1="{_f(x0)}" y1="{_f(y0)}" x2="{_f(x1)}" y2="{_f(y1)}" stroke="{stroke}" '
+                f'stroke-width="{_f(lw)}"{dash}{op}/>'
+            )
         fill = _colour(s.get("fillcolor"), "none") if s.get("fillcolor") else "none"
         fo = ""  # a translucent fillcolor is kept as rgba() by _colour
-        geom = (f'x="{_f(min(x0, x1))}" y="{_f(min(y0, y1))}" width="{_f(abs(x1 - x0))}" '
-                f'height="{_f(abs(y1 - y0))}"')
+        geom = f'x="{_f(min(x0, x1))}" y="{_f(min(y0, y1))}" width="{_f(abs(x1 - x0))}" height="{_f(abs(y1 - y0))}"'
         if kind == "circle":
-            return (f'<ellipse cx="{_f((x0 + x1) / 2)}" cy="{_f((y0 + y1) / 2)}" rx="{_f(abs(x1 - x0) / 2)}" '
-                    f'ry="{_f(abs(y1 - y0) / 2)}" fill="{fill}"{fo} stroke="{stroke}" stroke-width="{_f(lw)}"{dash}{op}/>')
+            return (
+                f'<ellipse cx="{_f((x0 + x1) / 2)}" cy="{_f((y0 + y1) / 2)}" rx="{_f(abs(x1 - x0) / 2)}" '
+                f'ry="{_f(abs(y1 - y0) / 2)}" fill="{fill}"{fo} stroke="{stroke}" stroke-width="{_f(lw)}"{dash}{op}/>'
+            )
         if kind != "rect":
             return ""
         return f'<rect {geom} fill="{fill}"{fo} stroke="{stroke}" stroke-width="{_f(lw)}"{dash}{op}/>'
@@ -944,8 +1013,10 @@ class _Figure:
             ax, ay = _num(a.get("ax")), _num(a.get("ay"))
             ax = -10.0 if ax is None else ax
             ay = -30.0 if ay is None else ay
-            out += (f'<line x1="{_f(x)}" y1="{_f(y)}" x2="{_f(x + ax)}" y2="{_f(y + ay)}" '
-                    f'stroke="{_colour(a.get("arrowcolor"), "#444444")}" stroke-width="1"/>')
+            out += (
+                f'<line x1="{_f(x)}" y1="{_f(y)}" x2="{_f(x + ax)}" y2="{_f(y + ay)}" '
+                f'stroke="{_colour(a.get("arrowcolor"), "#444444")}" stroke-width="1"/>'
+            )
             x, y = x + ax, y + ay
         xa = {"left": "start", "right": "end"}.get(a.get("xanchor"), "middle")
         ya = {"top": "top", "bottom": "bottom"}.get(a.get("yanchor"), "middle")
@@ -969,8 +1040,7 @@ class _Figure:
                 else:
                     out.append(_text(lines, x, base + 4, size, "end", "middle", self.font_colour, rotate=-45))
             else:
-                out.append(_text(lines, x, base, size, "middle", "bottom" if self.xside == "top" else "top",
-                                 self.font_colour))
+                out.append(_text(lines, x, base, size, "middle", "bottom" if self.xside == "top" else "top", self.font_colour))
         size = self.ytick_size
         for p, lines in self.yticks:
             y = self.py(p)
@@ -980,17 +1050,29 @@ class _Figure:
             xlab_h = 0 if not self.xticks else (max(_height(r, self.xtick_size) for _, r in self.xticks) + 6)
             if self.xside == "top":
                 y = self.top - xlab_h - 6
-                out.append(_text(_runs(self.xtitle), self.left + self.pw / 2, y, self.font_size, "middle", "bottom",
-                                 self.font_colour))
+                out.append(
+                    _text(_runs(self.xtitle), self.left + self.pw / 2, y, self.font_size, "middle", "bottom", self.font_colour)
+                )
             else:
                 y = self.top + self.ph + xlab_h + 6
-                out.append(_text(_runs(self.xtitle), self.left + self.pw / 2, y, self.font_size, "middle", "top",
-                                 self.font_colour))
+                out.append(
+                    _text(_runs(self.xtitle), self.left + self.pw / 2, y, self.font_size, "middle", "top", self.font_colour)
+                )
         if self.ytitle:
             ylab_w = max([_width(r, self.ytick_size) for _, r in self.yticks] + [0]) + 8
             x = self.left - ylab_w - 8
-            out.append(_text(_runs(self.ytitle), x, self.top + self.ph / 2, self.font_size, "middle", "bottom",
-                             self.font_colour, rotate=-90))
+            out.append(
+                _text(
+                    _runs(self.ytitle),
+                    x,
+                    self.top + self.ph / 2,
+                    self.font_size,
+                    "middle",
+                    "bottom",
+                    self.font_colour,
+                    rotate=-90,
+                )
+            )
         return "".join(out)
 
     def _grid(self) -> str:
@@ -999,14 +1081,18 @@ class _Figure:
             for p, _ in self.xticks:
                 x = self.px(p)
                 if self.left <= x <= self.left + self.pw:
-                    out.append(f'<line x1="{_f(x)}" y1="{_f(self.top)}" x2="{_f(x)}" y2="{_f(self.top + self.ph)}" '
-                                  f'stroke="#ebebeb" stroke-width="1"/>')
+                    out.append(
+                        f'<line x1="{_f(x)}" y1="{_f(self.top)}" x2="{_f(x)}" y2="{_f(self.top + self.ph)}" '
+                        f'stroke="#ebebeb" stroke-width="1"/>'
+                    )
         if not self.y.categorical and self.yticks:
             for p, _ in self.yticks:
                 y = self.py(p)
                 if self.top <= y <= self.top + self.ph:
-                    out.append(f'<line x1="{_f(self.left)}" y1="{_f(y)}" x2="{_f(self.left + self.pw)}" y2="{_f(y)}" '
-                                  f'stroke="#ebebeb" stroke-width="1"/>')
+                    out.append(
+                        f'<line x1="{_f(self.left)}" y1="{_f(y)}" x2="{_f(self.left + self.pw)}" y2="{_f(y)}" '
+                        f'stroke="#ebebeb" stroke-width="1"/>'
+                    )
         return "".join(out)
 
     def _colorbar_ticks(self, trace: dict, scale: _Scale) -> list[tuple[float, str]]:
@@ -1037,8 +1123,9 @@ class _Figure:
             # one swatch per class: a discrete scale reads better as a list than as a bar
             for v, label in ticks:
                 fill = scale.colour(v)
-                out.append(f'<rect x="{_f(x0)}" y="{_f(y)}" width="14" height="14" fill="{fill}" '
-                           f'stroke="#636363" stroke-width="0.5"/>')
+                out.append(
+                    f'<rect x="{_f(x0)}" y="{_f(y)}" width="14" height="14" fill="{fill}" stroke="#636363" stroke-width="0.5"/>'
+                )
                 out.append(_text(_runs(label), x0 + 20, y + 7, 11, "start", "middle", self.font_colour))
                 y += 19
         else:
@@ -1046,8 +1133,9 @@ class _Figure:
             step = h / _SCALE_STEPS
             for s in range(_SCALE_STEPS):
                 t = 1 - (s + 0.5) / _SCALE_STEPS
-                out.append(f'<rect x="{_f(x0)}" y="{_f(y + s * step)}" width="14" height="{_f(step + 0.6)}" '
-                           f'fill="{scale.at(t)}"/>')
+                out.append(
+                    f'<rect x="{_f(x0)}" y="{_f(y + s * step)}" width="14" height="{_f(step + 0.6)}" fill="{scale.at(t)}"/>'
+                )
             span = scale.zmax - scale.zmin or 1
             for v, label in ticks:
                 t = (v - scale.zmin) / span
@@ -1074,13 +1162,23 @@ class _Figure:
                 lc = _colour(_get(t, "line", "color") or default, default)
                 lw = _num(_get(t, "line", "width"))
                 lw = 2.0 if lw is None else lw
-                out += (f'<line x1="{_f(x)}" y1="{_f(y)}" x2="{_f(x + 24)}" y2="{_f(y)}" stroke="{lc}" '
-                        f'stroke-width="{_f(max(lw, 1.5))}"{_dash(_get(t, "line", "dash"), lw)}/>')
+                out += (
+                    f'<line x1="{_f(x)}" y1="{_f(y)}" x2="{_f(x + 24)}" y2="{_f(y)}" stroke="{lc}" '
+                    f'stroke-width="{_f(max(lw, 1.5))}"{_dash(_get(t, "line", "dash"), lw)}/>'
+                )
             if "markers" in mode:
                 size = min(12.0, _num(_pick(marker.get("size"), 0)) or 8.0)
-                out += _marker(_pick(marker.get("symbol"), 0) or "circle", x + 12, y, size,
-                               _colour(colour or default, default), _colour(_get(marker, "line", "color"), "#444444"),
-                               _num(_get(marker, "line", "width")) or 0.0, "", 1.0)
+                out += _marker(
+                    _pick(marker.get("symbol"), 0) or "circle",
+                    x + 12,
+                    y,
+                    size,
+                    _colour(colour or default, default),
+                    _colour(_get(marker, "line", "color"), "#444444"),
+                    _num(_get(marker, "line", "width")) or 0.0,
+                    "",
+                    1.0,
+                )
         return out + _text(_runs(t.get("name")), x + 30, y, 12, "start", "middle", self.font_colour)
 
     def _legend(self, x0: float) -> str:
@@ -1116,10 +1214,13 @@ class _Figure:
         L = self.layout
         paper = _colour(L.get("paper_bgcolor") or "white", "#ffffff")
         plot_bg = _colour(L.get("plot_bgcolor") or self.tlayout.get("plot_bgcolor") or "#E5ECF6", "#ffffff")
-        title_text = plain(_get(L, "title", "text", default="") if isinstance(L.get("title"), dict) else L.get("title") or "",
-                           200)
-        body = [f'<rect x="0" y="0" width="{_f(self.W)}" height="{_f(self.H)}" fill="{paper}"/>',
-                f'<rect x="{_f(self.left)}" y="{_f(self.top)}" width="{_f(self.pw)}" height="{_f(self.ph)}" fill="{plot_bg}"/>']
+        title_text = plain(
+            _get(L, "title", "text", default="") if isinstance(L.get("title"), dict) else L.get("title") or "", 200
+        )
+        body = [
+            f'<rect x="0" y="0" width="{_f(self.W)}" height="{_f(self.H)}" fill="{paper}"/>',
+            f'<rect x="{_f(self.left)}" y="{_f(self.top)}" width="{_f(self.pw)}" height="{_f(self.ph)}" fill="{plot_bg}"/>',
+        ]
         shapes = [s for s in _list(L.get("shapes")) if isinstance(s, dict)]
         body.append(self._grid())
         body += [self._shape(s) for s in shapes if s.get("layer") == "below"]
@@ -1131,7 +1232,9 @@ class _Figure:
             if kind == "heatmap":
                 clip_parts.append(self._heatmap(t))
             elif kind == "bar":
-                clip_parts.append(self._bar(t, bar_k if L.get("barmode") != "overlay" else 0, nbars if L.get("barmode") != "overlay" else 1))
+                clip_parts.append(
+                    self._bar(t, bar_k if L.get("barmode") != "overlay" else 0, nbars if L.get("barmode") != "overlay" else 1)
+                )
                 bar_k += 1
         for k, t in enumerate(self.traces):
             if t.get("type", "scatter") in ("scatter", "scattergl"):
@@ -1150,12 +1253,13 @@ class _Figure:
         body.append(cb)
         body.append(self._legend(self.left + self.pw + 16 + (cb_w + 8 if cb else 0)))
         if self.notes:
-            body.append(_text([[(n, {"italic": True})] for n in self.notes[:3]], 8, self.H - 4, 10, "start", "bottom",
-                              "#636363"))
-        head = (f'<svg xmlns="http://www.w3.org/2000/svg" class="ncclnb-figure" width="{_f(self.W)}" '
-                f'height="{_f(self.H)}" viewBox="0 0 {_f(self.W)} {_f(self.H)}" font-family="{esc_attr(FONT)}" '
-                f'font-size="{_f(self.font_size)}" role="img" aria-label="{esc_attr(title_text or "figure")}" '
-                f'style="max-width:100%;height:auto">')
+            body.append(_text([[(n, {"italic": True})] for n in self.notes[:3]], 8, self.H - 4, 10, "start", "bottom", "#636363"))
+        head = (
+            f'<svg xmlns="http://www.w3.org/2000/svg" class="ncclnb-figure" width="{_f(self.W)}" '
+            f'height="{_f(self.H)}" viewBox="0 0 {_f(self.W)} {_f(self.H)}" font-family="{esc_attr(FONT)}" '
+            f'font-size="{_f(self.font_size)}" role="img" aria-label="{esc_attr(title_text or "figure")}" '
+            f'style="max-width:100%;height:auto">'
+        )
         return head + _title_el(title_text) + "".join(body) + "</svg>"
 
 
@@ -1165,6 +1269,7 @@ def cb_discrete(ticks, scale: _Scale) -> bool:
 
 
 # --- drawing primitives -------------------------------------------------------------
+
 
 def _step(nums: list[float]) -> float:
     if len(nums) < 2:
@@ -1196,8 +1301,14 @@ def _cell_fields(xs, ys, z, text, hover, i, j) -> dict:
             return m[a][b]
         except (IndexError, TypeError):
             return None
-    return {"x": xs[j] if j < len(xs) else j, "y": ys[i] if i < len(ys) else i, "z": at(z, i, j),
-            "text": at(text, i, j), "hovertext": at(hover, i, j)}
+
+    return {
+        "x": xs[j] if j < len(xs) else j,
+        "y": ys[i] if i < len(ys) else i,
+        "z": at(z, i, j),
+        "text": at(text, i, j),
+        "hovertext": at(hover, i, j),
+    }
 
 
 def _fit(lines, size: float, width: float, height: float) -> Optional[float]:
@@ -1218,19 +1329,23 @@ def _pick(value, i):
 
 def _dash(dash, width: float) -> str:
     w = max(1.0, width)
-    pattern = {"dash": (3 * w, 2 * w), "dot": (w, 2 * w), "dashdot": (3 * w, 2 * w, w, 2 * w),
-               "longdash": (5 * w, 2 * w)}.get(str(dash or "solid"))
+    pattern = {"dash": (3 * w, 2 * w), "dot": (w, 2 * w), "dashdot": (3 * w, 2 * w, w, 2 * w), "longdash": (5 * w, 2 * w)}.get(
+        str(dash or "solid")
+    )
     return f' stroke-dasharray="{",".join(_f(p) for p in pattern)}"' if pattern else ""
 
 
-def _marker(symbol: object, cx: float, cy: float, size: float, fill: str, stroke: str, sw: float, tip: str,
-            opacity: float) -> str:
+def _marker(
+    symbol: object, cx: float, cy: float, size: float, fill: str, stroke: str, sw: float, tip: str, opacity: float
+) -> str:
     sym = str(symbol)
     open_ = sym.endswith("-open")
     sym = sym.replace("-open", "")
     r = size / 2
-    paint = f'fill="{"none" if open_ else fill}" stroke="{fill if open_ else stroke}" ' \
-            f'stroke-width="{_f(max(sw, 1.0) if open_ else sw)}"'
+    paint = (
+        f'fill="{"none" if open_ else fill}" stroke="{fill if open_ else stroke}" '
+        f'stroke-width="{_f(max(sw, 1.0) if open_ else sw)}"'
+    )
     if opacity < 1:
         paint += f' opacity="{_f(opacity)}"'
     inner = _title_el(tip)
@@ -1239,8 +1354,9 @@ def _marker(symbol: object, cx: float, cy: float, size: float, fill: str, stroke
         d = f"M{_f(cx - r)},{_f(cy - r)}L{_f(cx + r)},{_f(cy + r)}M{_f(cx - r)},{_f(cy + r)}L{_f(cx + r)},{_f(cy - r)}"
         w = max(size / 4, 1.5)
         op = f' opacity="{_f(opacity)}"' if opacity < 1 else ""
-        under = (f'<path d="{d}" fill="none" stroke="{stroke}" stroke-width="{_f(w + 2 * sw)}"{op}/>'
-                 if sw > 0 and not open_ else "")
+        under = (
+            f'<path d="{d}" fill="none" stroke="{stroke}" stroke-width="{_f(w + 2 * sw)}"{op}/>' if sw > 0 and not open_ else ""
+        )
         el = f'<path d="{d}" fill="none" stroke="{fill}" stroke-width="{_f(w)}"{op}'
         return under + el + (end + "path>" if inner else end)
     if sym == "square":

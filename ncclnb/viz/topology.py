@@ -1,4 +1,5 @@
 """The topology view: GPU x (GPU + NIC) matrix coloured by link class."""
+
 from __future__ import annotations
 
 from bisect import bisect_right
@@ -56,9 +57,9 @@ def _primary_p2p(statuses: dict[str, str]) -> Optional[tuple[str, str]]:
 # GPUs instead of GPU pairs: 72 GPUs + 8 NICs (an NVL72 domain) is 5,760 cells
 # and about 1.5 MB of static HTML; 500 GPUs drawn cell by cell were 69 MB.
 DETAIL_CELLS = 7_200
-MAX_BLOCKS = 48      # block rows (and GPU block columns) of the aggregated view
-BOARD = 8            # a block holds a multiple of 8 GPUs, so an 8-GPU board stays whole
-NIC_BLOCKS = 16      # NIC columns of the aggregated view
+MAX_BLOCKS = 48  # block rows (and GPU block columns) of the aggregated view
+BOARD = 8  # a block holds a multiple of 8 GPUs, so an 8-GPU board stays whole
+NIC_BLOCKS = 16  # NIC columns of the aggregated view
 
 
 def _cell(snapshot: NodeSnapshot, i: int, j: int) -> str:
@@ -98,13 +99,15 @@ def topology_matrix(snapshot: NodeSnapshot, rows=None, cols=None):
     c0, c1 = _span(cols, n)
     nics = snapshot.links.nic_names
     columns = [f"GPU{snapshot.gpus[j].index}" for j in range(c0, c1)] + [f"NIC{k}" for k in range(len(nics))]
-    labels = [[_cell(snapshot, i, j) for j in range(c0, c1)] + [_nic_cell(snapshot, i, k) for k in range(len(nics))]
-              for i in range(r0, r1)]
+    labels = [
+        [_cell(snapshot, i, j) for j in range(c0, c1)] + [_nic_cell(snapshot, i, k) for k in range(len(nics))]
+        for i in range(r0, r1)
+    ]
     return columns, labels
 
 
 def topology_mode(snapshot: NodeSnapshot, rows=None, cols=None) -> str:
-    """"cells" when the view draws every GPU pair, "blocks" when it folds them."""
+    """ "cells" when the view draws every GPU pair, "blocks" when it folds them."""
     n = len(snapshot.gpus)
     r0, r1 = _span(rows, n)
     c0, c1 = _span(cols, n)
@@ -124,10 +127,19 @@ def _keys(z, p2p_cells: list, marked: bool) -> list:
     import plotly.graph_objects as go
 
     drawn = {v for row in z for v in row if v is not None}
-    keys = [go.Scatter(x=[None], y=[None], mode="markers", hoverinfo="skip", name=LINK_NAMES.get(cls, cls),
-                       legendgroup="links",
-                       marker=dict(symbol="square", size=12, color=LINK_COLOURS[cls], line=dict(color="#636363", width=1)))
-            for k, cls in enumerate(LINK_ORDER) if k in drawn]
+    keys = [
+        go.Scatter(
+            x=[None],
+            y=[None],
+            mode="markers",
+            hoverinfo="skip",
+            name=LINK_NAMES.get(cls, cls),
+            legendgroup="links",
+            marker=dict(symbol="square", size=12, color=LINK_COLOURS[cls], line=dict(color="#636363", width=1)),
+        )
+        for k, cls in enumerate(LINK_ORDER)
+        if k in drawn
+    ]
     if p2p_cells:
         xs, ys = ([x for x, _ in p2p_cells], [y for _, y in p2p_cells]) if marked else ([None], [None])
         keys.append(go.Scatter(x=xs, y=ys, mode="markers", hoverinfo="skip", name=P2P_NAME, marker=P2P_MARK))
@@ -147,8 +159,14 @@ def _used_text(snapshot: NodeSnapshot, in_use, limit: int = 16) -> str:
     return f"GPUs in use: {names}" + (f" … ({len(in_use)} GPUs)" if len(in_use) > limit else "")
 
 
-def topology_figure(snapshot: NodeSnapshot, highlight: Optional[Iterable[int]] = None, ranks=(),
-                    rows=None, cols=None, aggregate: Optional[bool] = None):
+def topology_figure(
+    snapshot: NodeSnapshot,
+    highlight: Optional[Iterable[int]] = None,
+    ranks=(),
+    rows=None,
+    cols=None,
+    aggregate: Optional[bool] = None,
+):
     """Pure: a plotly Figure of the node's GPU x GPU and GPU x NIC links.
 
     Cells are coloured by link class (NV# > PIX > PXB > PHB > NODE > SYS,
@@ -189,10 +207,13 @@ def _cell_figure(snapshot: NodeSnapshot, in_use, rows: tuple[int, int], cols: tu
     show_text = len(columns) <= TEXT_LIMIT
     # big matrices: a shorter hover (the colour bar names each class) keeps the JSON small
     needed = set(range(r0, r1)) | set(range(c0, c1))
-    row_desc = {p: gpu_hover(snapshot, p) if show_text else
-                f"<b>GPU{snapshot.gpus[p].index}</b> {bus_text(snapshot.gpus[p].pci_bus_id)} · "
-                f"{numa_text(snapshot.gpus[p].numa_node)}"
-                for p in needed}
+    row_desc = {
+        p: gpu_hover(snapshot, p)
+        if show_text
+        else f"<b>GPU{snapshot.gpus[p].index}</b> {bus_text(snapshot.gpus[p].pci_bus_id)} · "
+        f"{numa_text(snapshot.gpus[p].numa_node)}"
+        for p in needed
+    }
     nic_desc = [_nic_hover(snapshot, nic_names[k], k) for k in range(len(nic_names))]
     z, text, hover = [], [], []
     bad_p2p: list = []
@@ -227,10 +248,20 @@ def _cell_figure(snapshot: NodeSnapshot, in_use, rows: tuple[int, int], cols: tu
     k = len(LINK_ORDER)
     row_names = [f"GPU{snapshot.gpus[p].index}" for p in range(r0, r1)]
     heat = go.Heatmap(
-        z=z, x=columns, y=row_names, zmin=-0.5, zmax=k - 0.5, colorscale=_scale(),
-        text=text, texttemplate="%{text}" if show_text else None,
-        hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
-        xgap=1, ygap=1, name="links", showscale=False,
+        z=z,
+        x=columns,
+        y=row_names,
+        zmin=-0.5,
+        zmax=k - 0.5,
+        colorscale=_scale(),
+        text=text,
+        texttemplate="%{text}" if show_text else None,
+        hovertext=hover,
+        hovertemplate="%{hovertext}<extra></extra>",
+        xgap=1,
+        ygap=1,
+        name="links",
+        showscale=False,
     )
     fig = go.Figure([heat] + _keys(z, bad_p2p, marked=not show_text))
 
@@ -239,30 +270,74 @@ def _cell_figure(snapshot: NodeSnapshot, in_use, rows: tuple[int, int], cols: tu
         return f"<b>{label} ●</b>" if p in in_use_set and in_use is not None else label
 
     row_ticks = [tick(p) for p in range(r0, r1)]
-    col_ticks = [tick(p) for p in range(c0, c1)] + [f"{c}<br>{esc(shorten(nic_names[k2], 14))}"
-                                                   for k2, c in enumerate(columns[ncols_gpu:])]
+    col_ticks = [tick(p) for p in range(c0, c1)] + [
+        f"{c}<br>{esc(shorten(nic_names[k2], 14))}" for k2, c in enumerate(columns[ncols_gpu:])
+    ]
     shapes = []
     if in_use is not None:
         # dim what the job does not use, so the GPUs in use stand out
         for p in range(r0, r1):
             if p not in in_use_set:
                 y = p - r0
-                shapes.append(dict(type="rect", xref="x", yref="y", x0=-0.5, x1=len(columns) - 0.5,
-                                   y0=y - 0.5, y1=y + 0.5, fillcolor="white", opacity=0.6, line_width=0, layer="above"))
+                shapes.append(
+                    dict(
+                        type="rect",
+                        xref="x",
+                        yref="y",
+                        x0=-0.5,
+                        x1=len(columns) - 0.5,
+                        y0=y - 0.5,
+                        y1=y + 0.5,
+                        fillcolor="white",
+                        opacity=0.6,
+                        line_width=0,
+                        layer="above",
+                    )
+                )
         for p in range(c0, c1):
             if p not in in_use_set:
                 x = p - c0
-                shapes.append(dict(type="rect", xref="x", yref="y", x0=x - 0.5, x1=x + 0.5,
-                                   y0=-0.5, y1=(r1 - r0) - 0.5, fillcolor="white", opacity=0.6, line_width=0,
-                                   layer="above"))
+                shapes.append(
+                    dict(
+                        type="rect",
+                        xref="x",
+                        yref="y",
+                        x0=x - 0.5,
+                        x1=x + 0.5,
+                        y0=-0.5,
+                        y1=(r1 - r0) - 0.5,
+                        fillcolor="white",
+                        opacity=0.6,
+                        line_width=0,
+                        layer="above",
+                    )
+                )
     if nic_names:
-        shapes.append(dict(type="line", xref="x", yref="y", x0=ncols_gpu - 0.5, x1=ncols_gpu - 0.5, y0=-0.5,
-                           y1=(r1 - r0) - 0.5, line=dict(color="black", width=2)))
-    where = "" if whole else (f" · zoomed: GPU{_idx(snapshot, r0)}–{_idx(snapshot, r1 - 1)} ↔ "
-                              + (f"GPU{_idx(snapshot, c0)}–{_idx(snapshot, c1 - 1)}" if c1 > c0 else "NICs"))
-    title = (f"Topology of {esc(shorten(snapshot.hostname, 100))}<br>"
-             f"<span style='font-size:12px'>{n} GPUs, {len(nic_names)} NICs{where} · "
-             f"{_used_text(snapshot, in_use)}</span>")
+        shapes.append(
+            dict(
+                type="line",
+                xref="x",
+                yref="y",
+                x0=ncols_gpu - 0.5,
+                x1=ncols_gpu - 0.5,
+                y0=-0.5,
+                y1=(r1 - r0) - 0.5,
+                line=dict(color="black", width=2),
+            )
+        )
+    where = (
+        ""
+        if whole
+        else (
+            f" · zoomed: GPU{_idx(snapshot, r0)}–{_idx(snapshot, r1 - 1)} ↔ "
+            + (f"GPU{_idx(snapshot, c0)}–{_idx(snapshot, c1 - 1)}" if c1 > c0 else "NICs")
+        )
+    )
+    title = (
+        f"Topology of {esc(shorten(snapshot.hostname, 100))}<br>"
+        f"<span style='font-size:12px'>{n} GPUs, {len(nic_names)} NICs{where} · "
+        f"{_used_text(snapshot, in_use)}</span>"
+    )
     cell_px = 44 if show_text else max(8, min(22, 900 // max(1, len(columns))))
     fig.update_layout(
         title=dict(text=title, font=dict(size=14)),
@@ -325,7 +400,7 @@ def block_counts(matrix, rows: tuple[int, int], col_blocks: list[tuple[int, int]
         for b, (c0, c1) in enumerate(col_blocks):
             if c0 >= width:
                 break
-            seg = Counter(row[c0:min(c1, width)])
+            seg = Counter(row[c0 : min(c1, width)])
             if skip_diagonal and c0 <= i < min(c1, width):
                 seg[row[i]] -= 1
             totals[b].update(_classes(seg))
@@ -346,7 +421,7 @@ def _p2p_block_counts(snapshot: NodeSnapshot, rows, col_blocks):
         for b, (c0, c1) in enumerate(col_blocks):
             if c0 >= len(row):
                 break
-            for v in row[c0:min(c1, len(row))]:
+            for v in row[c0 : min(c1, len(row))]:
                 if isinstance(v, str) and v.strip().upper() not in ("OK", "X"):
                     bad[b] += 1
     return cap, bad
@@ -441,10 +516,21 @@ def _block_figure(snapshot: NodeSnapshot, in_use, rows: tuple[int, int], cols: t
 
     k = len(LINK_ORDER)
     heat = go.Heatmap(
-        z=z, x=x_names, y=y_names, zmin=-0.5, zmax=k - 0.5, colorscale=_scale(),
-        text=text, texttemplate="%{text}" if show_text else None, textfont=dict(size=9),
-        hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
-        xgap=1, ygap=1, name="link blocks", showscale=False,
+        z=z,
+        x=x_names,
+        y=y_names,
+        zmin=-0.5,
+        zmax=k - 0.5,
+        colorscale=_scale(),
+        text=text,
+        texttemplate="%{text}" if show_text else None,
+        textfont=dict(size=9),
+        hovertext=hover,
+        hovertemplate="%{hovertext}<extra></extra>",
+        xgap=1,
+        ygap=1,
+        name="link blocks",
+        showscale=False,
     )
     fig = go.Figure([heat] + _keys(z, bad_p2p, marked=True))
 
@@ -455,27 +541,65 @@ def _block_figure(snapshot: NodeSnapshot, in_use, rows: tuple[int, int], cols: t
         return f"<b>{esc(label)} ●{used}</b>"
 
     row_ticks = [tick(bl, nm) for bl, nm in zip(row_blocks, y_names)]
-    col_ticks = [tick(bl, nm) for bl, nm in zip(col_blocks, x_names)] + [esc(nm) for nm in x_names[len(col_blocks):]]
+    col_ticks = [tick(bl, nm) for bl, nm in zip(col_blocks, x_names)] + [esc(nm) for nm in x_names[len(col_blocks) :]]
     shapes = []
     if in_use is not None:
         for y, bl in enumerate(row_blocks):
             if not used_per_block.get(bl):
-                shapes.append(dict(type="rect", xref="x", yref="y", x0=-0.5, x1=len(x_names) - 0.5, y0=y - 0.5,
-                                   y1=y + 0.5, fillcolor="white", opacity=0.6, line_width=0, layer="above"))
+                shapes.append(
+                    dict(
+                        type="rect",
+                        xref="x",
+                        yref="y",
+                        x0=-0.5,
+                        x1=len(x_names) - 0.5,
+                        y0=y - 0.5,
+                        y1=y + 0.5,
+                        fillcolor="white",
+                        opacity=0.6,
+                        line_width=0,
+                        layer="above",
+                    )
+                )
         for x, bl in enumerate(col_blocks):
             if not used_per_block.get(bl):
-                shapes.append(dict(type="rect", xref="x", yref="y", x0=x - 0.5, x1=x + 0.5, y0=-0.5,
-                                   y1=len(y_names) - 0.5, fillcolor="white", opacity=0.6, line_width=0, layer="above"))
+                shapes.append(
+                    dict(
+                        type="rect",
+                        xref="x",
+                        yref="y",
+                        x0=x - 0.5,
+                        x1=x + 0.5,
+                        y0=-0.5,
+                        y1=len(y_names) - 0.5,
+                        fillcolor="white",
+                        opacity=0.6,
+                        line_width=0,
+                        layer="above",
+                    )
+                )
     if nic_blocks:
-        shapes.append(dict(type="line", xref="x", yref="y", x0=len(col_blocks) - 0.5, x1=len(col_blocks) - 0.5,
-                           y0=-0.5, y1=len(y_names) - 0.5, line=dict(color="black", width=2)))
+        shapes.append(
+            dict(
+                type="line",
+                xref="x",
+                yref="y",
+                x0=len(col_blocks) - 0.5,
+                x1=len(col_blocks) - 0.5,
+                y0=-0.5,
+                y1=len(y_names) - 0.5,
+                line=dict(color="black", width=2),
+            )
+        )
     whole = rows == (0, n) and cols == (0, n)
     size = row_blocks[0][1] - row_blocks[0][0] if row_blocks else 0
     where = "" if whole else (f" · zoomed: {esc(name(*rows))} ↔ " + (esc(name(*cols)) if cols[1] > cols[0] else "NICs"))
-    title = (f"Topology of {esc(shorten(snapshot.hostname, 100))}<br>"
-             f"<span style='font-size:12px'>{n} GPUs, {len(nic_names)} NICs{where} · blocks of {size} GPUs, "
-             f"coloured by their most common link class (▲ the worst); click a block to zoom in · "
-             f"{_used_text(snapshot, in_use)}</span>")
+    title = (
+        f"Topology of {esc(shorten(snapshot.hostname, 100))}<br>"
+        f"<span style='font-size:12px'>{n} GPUs, {len(nic_names)} NICs{where} · blocks of {size} GPUs, "
+        f"coloured by their most common link class (▲ the worst); click a block to zoom in · "
+        f"{_used_text(snapshot, in_use)}</span>"
+    )
     cell_px = 44 if show_text else max(12, min(22, 900 // max(1, len(x_names))))
     fig.update_layout(
         title=dict(text=title, font=dict(size=14)),
@@ -488,9 +612,15 @@ def _block_figure(snapshot: NodeSnapshot, in_use, rows: tuple[int, int], cols: t
         clickmode="event",
         showlegend=True,
         legend=_legend_layout(),
-        meta=dict(mode="blocks", rows=list(rows), cols=list(cols), nics=len(nic_names),
-                  row_blocks=[list(bl) for bl in row_blocks], col_blocks=[list(bl) for bl in col_blocks],
-                  nic_blocks=[list(bl) for bl in nic_blocks]),
+        meta=dict(
+            mode="blocks",
+            rows=list(rows),
+            cols=list(cols),
+            nics=len(nic_names),
+            row_blocks=[list(bl) for bl in row_blocks],
+            col_blocks=[list(bl) for bl in col_blocks],
+            nic_blocks=[list(bl) for bl in nic_blocks],
+        ),
     )
     return fig
 
@@ -504,8 +634,13 @@ def _unique(names: list[str]) -> list[str]:
     return out
 
 
-def block_details(snapshot: NodeSnapshot, rows: tuple[int, int], cols: Optional[tuple[int, int]] = None,
-                  nics: Optional[tuple[int, int]] = None, examples: int = 6) -> str:
+def block_details(
+    snapshot: NodeSnapshot,
+    rows: tuple[int, int],
+    cols: Optional[tuple[int, int]] = None,
+    nics: Optional[tuple[int, int]] = None,
+    examples: int = 6,
+) -> str:
     """Escaped HTML about one block of the aggregated view: its GPUs, the
     count of each link class and a few pairs of the worst class. ``cols``
     is a GPU block, ``nics`` a NIC block (one of them)."""
@@ -513,7 +648,7 @@ def block_details(snapshot: NodeSnapshot, rows: tuple[int, int], cols: Optional[
     if nics is not None:
         counts = block_counts(snapshot.links.gpu_nic, rows, [nics], skip_diagonal=False)[0]
         total = (b - a) * (nics[1] - nics[0])
-        other = ", ".join(snapshot.links.nic_names[nics[0]:nics[1]])
+        other = ", ".join(snapshot.links.nic_names[nics[0] : nics[1]])
         cell = _nic_cell
         others = range(nics[0], nics[1])
         head = f"<b>{esc(_block_name(snapshot, a, b))} ↔ NICs {esc(shorten(other, 80))}</b>"
@@ -523,8 +658,10 @@ def block_details(snapshot: NodeSnapshot, rows: tuple[int, int], cols: Optional[
         total = (b - a) * (c1 - c0) - max(0, min(b, c1) - max(a, c0))
         cell = _cell
         others = range(c0, c1)
-        head = (f"<b>{esc(_block_name(snapshot, a, b))} ({esc(_numa_of_block(snapshot, a, b))}) ↔ "
-                f"{esc(_block_name(snapshot, c0, c1))} ({esc(_numa_of_block(snapshot, c0, c1))})</b>")
+        head = (
+            f"<b>{esc(_block_name(snapshot, a, b))} ({esc(_numa_of_block(snapshot, a, b))}) ↔ "
+            f"{esc(_block_name(snapshot, c0, c1))} ({esc(_numa_of_block(snapshot, c0, c1))})</b>"
+        )
     parts = [head, esc(_counts_text(counts, total))]
     worst = _worst(counts)
     if worst:
@@ -541,8 +678,9 @@ def block_details(snapshot: NodeSnapshot, rows: tuple[int, int], cols: Optional[
             if len(found) >= examples:
                 break
         parts.append(f"worst class <b>{esc(worst)}</b> = {esc(LINK_MEANING[worst])}, e.g. " + "; ".join(found))
-    parts.append("<small>the view now shows these GPUs one by one where they fit; check by hand: "
-                 "<code>nvidia-smi topo -m</code></small>")
+    parts.append(
+        "<small>the view now shows these GPUs one by one where they fit; check by hand: <code>nvidia-smi topo -m</code></small>"
+    )
     return "<br>".join(parts)
 
 

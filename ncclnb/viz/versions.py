@@ -1,5 +1,6 @@
 """The version matrix: nodes x components, cells differing from the majority
 highlighted, as a pandas Styler so it reads well without a kernel too."""
+
 from __future__ import annotations
 
 import os
@@ -14,16 +15,19 @@ MISSING = "—"
 DIFFERS = "background-color:#f8d7da;color:#842029;font-weight:bold"
 NO_MAJORITY = "background-color:#fff3cd;color:#664d03"
 GROUP_OVER = 16  # more nodes than this: one row per distinct configuration
-ENV_LIMIT = 12   # at most this many NCCL_* columns, the most varied first
-ROW_LIMIT = 48   # rows (configurations) drawn; the most common first, the rest counted in the caption
+ENV_LIMIT = 12  # at most this many NCCL_* columns, the most varied first
+ROW_LIMIT = 48  # rows (configurations) drawn; the most common first, the rest counted in the caption
 
 
 def _libs(libs) -> str:
-    return "; ".join(
-        f"{os.path.basename(lib.path)}{' ' + lib.version if lib.version and lib.version not in lib.path else ''}"
-        + (f" ({lib.source})" if lib.source else "")
-        for lib in libs
-    ) or MISSING
+    return (
+        "; ".join(
+            f"{os.path.basename(lib.path)}{' ' + lib.version if lib.version and lib.version not in lib.path else ''}"
+            + (f" ({lib.source})" if lib.source else "")
+            for lib in libs
+        )
+        or MISSING
+    )
 
 
 def version_row(snapshot: NodeSnapshot) -> dict[str, str]:
@@ -137,24 +141,38 @@ def version_table(report_or_snapshots, group: object = "auto", only_differing: b
 
     n_nodes = sum(weights)
     n_diff = len({c for (_, c) in marks if c in cols})
-    caption = (f"Versions on {how_many(n_nodes, 'node')}"
-               + (f" ({len(weights)} distinct configurations)" if len(weights) != n_nodes else "")
-               + (f" · {how_many(n_diff, 'component')} differ (red: not the majority; amber: no majority)"
-                  if n_diff else " · all the same")
-               + (f" · {hidden_rows} more configurations ({hidden_nodes} nodes) not shown, the least common; "
-                  f"ncclnb.viz.versions.version_frame() has them all" if hidden_rows else ""))
+    caption = (
+        f"Versions on {how_many(n_nodes, 'node')}"
+        + (f" ({len(weights)} distinct configurations)" if len(weights) != n_nodes else "")
+        + (
+            f" · {how_many(n_diff, 'component')} differ (red: not the majority; amber: no majority)"
+            if n_diff
+            else " · all the same"
+        )
+        + (
+            f" · {hidden_rows} more configurations ({hidden_nodes} nodes) not shown, the least common; "
+            f"ncclnb.viz.versions.version_frame() has them all"
+            if hidden_rows
+            else ""
+        )
+    )
     styler = (
         frame.style.format(escape="html")
         .format_index(escape="html", axis=0)
         .format_index(escape="html", axis=1)
         .apply(paint, axis=None)
         .set_caption(esc(caption))
-        .set_table_styles([
-            {"selector": "", "props": "border-collapse:collapse;font-size:12px;font-family:monospace"},
-            {"selector": "caption", "props": "caption-side:top;text-align:left;font-weight:bold;padding:4px 0;font-family:sans-serif"},
-            {"selector": "th, td", "props": "border:1px solid #d9d9d9;padding:2px 6px;text-align:left;white-space:nowrap"},
-            {"selector": "thead th", "props": "background:#f0f0f0"},
-        ])
+        .set_table_styles(
+            [
+                {"selector": "", "props": "border-collapse:collapse;font-size:12px;font-family:monospace"},
+                {
+                    "selector": "caption",
+                    "props": "caption-side:top;text-align:left;font-weight:bold;padding:4px 0;font-family:sans-serif",
+                },
+                {"selector": "th, td", "props": "border:1px solid #d9d9d9;padding:2px 6px;text-align:left;white-space:nowrap"},
+                {"selector": "thead th", "props": "background:#f0f0f0"},
+            ]
+        )
     )
     return styler
 

@@ -7,6 +7,7 @@ place); its output also carries ``text/html``: the view's summary and its
 figure as an inline SVG drawn by :mod:`ncclnb.viz.static` (no script, no
 plotly.js), so GitHub's notebook renderer, nbconvert's HTML offline and any
 reader without a kernel see the view, whatever order cells ran in."""
+
 from __future__ import annotations
 
 import os
@@ -55,8 +56,14 @@ def figure_html(fig, mode: Optional[str] = None) -> str:
     if mode == "plotly":
         import plotly.io as pio
 
-        return pio.to_html(fig, include_plotlyjs=_plotlyjs_mode(), full_html=False, default_width="100%",
-                           config={"displaylogo": False, "responsive": True}, validate=False)
+        return pio.to_html(
+            fig,
+            include_plotlyjs=_plotlyjs_mode(),
+            full_html=False,
+            default_width="100%",
+            config={"displaylogo": False, "responsive": True},
+            validate=False,
+        )
     from .static import figure_svg
 
     return f'<div class="ncclnb-static-figure">{figure_svg(fig)}</div>'
@@ -122,11 +129,13 @@ class View:
 
 # --- plumbing -------------------------------------------------------------
 
+
 def with_text_form(view: View, name: str, *args, **kwargs) -> View:
     """``view`` whose full text form is the one the magics print for the
     view ``name`` of ``args``: made only when a text-only frontend shows the
     view, and imported from the magics then (as the model's own text forms
     import the layers that write them), so the text is not written twice."""
+
     def text_form() -> str:
         from ..magics import view_text
 
@@ -172,9 +181,9 @@ def defer_iri_grammar() -> bool:
         return real().is_valid_syntax(term, value)
 
     def attribute(attr):
-        if attr.startswith("__"):   # what the import system asks of any module (__path__, ...): not the grammar
+        if attr.startswith("__"):  # what the import system asks of any module (__path__, ...): not the grammar
             raise AttributeError(attr)
-        return getattr(real(), attr)   # anything else of it: the real module
+        return getattr(real(), attr)  # anything else of it: the real module
 
     vars(stand_in).update(is_valid_syntax=is_valid_syntax, __getattr__=attribute)
     sys.modules[name] = stand_in
@@ -226,8 +235,7 @@ class _FigureSlot:
             self._show(fig)
             return
         with self.fw.batch_update():
-            same = len(self.fw.data) == len(fig.data) and all(
-                a.type == b.type for a, b in zip(self.fw.data, fig.data))
+            same = len(self.fw.data) == len(fig.data) and all(a.type == b.type for a, b in zip(self.fw.data, fig.data))
             if same:
                 for old, new in zip(self.fw.data, fig.data):
                     old.update(new.to_plotly_json(), overwrite=True)
@@ -257,16 +265,19 @@ def _show_hover_on_click(detail):
     """A click handler that shows the clicked element's hover text (escaped
     by the figure builder) in the ``detail`` pane: a heatmap's cell, or the
     clicked point or bar of any other trace."""
+
     def on_click(trace, points, _state):
         hit = _clicked(points)
         if hit is None or trace.hovertext is None:
             return
         x, y, k = hit
         try:
-            detail.value = (trace.hovertext[list(trace.y).index(y)][list(trace.x).index(x)]
-                            if trace.type == "heatmap" else trace.hovertext[k])
+            detail.value = (
+                trace.hovertext[list(trace.y).index(y)][list(trace.x).index(x)] if trace.type == "heatmap" else trace.hovertext[k]
+            )
         except (ValueError, IndexError, TypeError):
             return
+
     return on_click
 
 
@@ -283,9 +294,14 @@ def _host_picker(snaps: Sequence[NodeSnapshot], value: str):
     if len(names) <= PICKER_OPTIONS:
         picker = w.Dropdown(options=names, value=value, description="host")
     else:
-        picker = w.Combobox(options=names[:PICKER_OPTIONS], value=value, description="host",
-                            placeholder=f"one of {len(names)} hostnames", ensure_option=False,
-                            continuous_update=False)
+        picker = w.Combobox(
+            options=names[:PICKER_OPTIONS],
+            value=value,
+            description="host",
+            placeholder=f"one of {len(names)} hostnames",
+            ensure_option=False,
+            continuous_update=False,
+        )
     picker.add_class("ncclnb-host")
     return picker
 
@@ -299,6 +315,7 @@ def _snapshot_of(target, host):
 
 
 # --- topology ---------------------------------------------------------------
+
 
 def _parse_gpu_list(text: str, snap: NodeSnapshot) -> Optional[list[int]]:
     tokens = [t.strip() for t in text.replace(" ", ",").split(",") if t.strip()]
@@ -325,13 +342,18 @@ def show_topology(target, host: Optional[str] = None, highlight: Optional[Iterab
     target = resolve(target)
     snaps = snapshots_of(target)
     ranks = ranks_of(target)
-    state: dict[str, Any] = {"snap": pick_snapshot(target, host), "highlight": None if highlight is None else list(highlight),
-             "rows": None, "cols": None}
+    state: dict[str, Any] = {
+        "snap": pick_snapshot(target, host),
+        "highlight": None if highlight is None else list(highlight),
+        "rows": None,
+        "cols": None,
+    }
     fig = topology_figure(state["snap"], state["highlight"], ranks)
     state["meta"] = dict(fig.layout.meta or {})
     detail = _detail_pane()
-    back = w.Button(description="whole node", tooltip="back to the blocks of the whole node",
-                    layout=w.Layout(width="110px", display="none"))
+    back = w.Button(
+        description="whole node", tooltip="back to the blocks of the whole node", layout=w.Layout(width="110px", display="none")
+    )
     back.add_class("ncclnb-topology-back")
 
     def on_click(trace, points, _state):
@@ -368,9 +390,13 @@ def show_topology(target, host: Optional[str] = None, highlight: Optional[Iterab
         used = state["highlight"] if state["highlight"] is not None else gpus_in_use(snap, ranks)
         return "" if used is None else ",".join(str(snap.gpus[p].index) for p in used)
 
-    gpus = w.Text(value=in_use_text(state["snap"]), description="GPUs in use",
-                  placeholder="e.g. 0,1 (empty: all)", continuous_update=False,
-                  style={"description_width": "initial"})
+    gpus = w.Text(
+        value=in_use_text(state["snap"]),
+        description="GPUs in use",
+        placeholder="e.g. 0,1 (empty: all)",
+        continuous_update=False,
+        style={"description_width": "initial"},
+    )
     gpus.add_class("ncclnb-gpus")
 
     def redraw(keep_detail: bool = False):
@@ -413,12 +439,21 @@ def show_topology(target, host: Optional[str] = None, highlight: Optional[Iterab
     box = w.VBox([w.HBox(controls), slot.widget, detail])
     box.add_class("ncclnb-topology")
     snap = state["snap"]
-    return with_text_form(View(box, fig, f"<h4>Topology of {esc(snap.hostname)}</h4>",
-                               f"ncclnb topology view: {snap.hostname}, {len(snap.gpus)} GPUs"),
-                          "show_topology", target, host=snap.hostname)
+    return with_text_form(
+        View(
+            box,
+            fig,
+            f"<h4>Topology of {esc(snap.hostname)}</h4>",
+            f"ncclnb topology view: {snap.hostname}, {len(snap.gpus)} GPUs",
+        ),
+        "show_topology",
+        target,
+        host=snap.hostname,
+    )
 
 
 # --- NUMA -------------------------------------------------------------------
+
 
 def show_numa(target, host: Optional[str] = None) -> View:
     """NUMA placement of one host (CPUs, GPUs, NICs, ranks' CPU affinity),
@@ -451,11 +486,21 @@ def show_numa(target, host: Optional[str] = None) -> View:
     box = w.VBox(children)
     box.add_class("ncclnb-numa")
     snap = state["snap"]
-    return with_text_form(View(box, fig, f"<h4>NUMA placement on {esc(snap.hostname)}</h4>" + numa_summary(snap, ranks),
-                               f"ncclnb NUMA view: {snap.hostname}"), "show_numa", target, host=snap.hostname)
+    return with_text_form(
+        View(
+            box,
+            fig,
+            f"<h4>NUMA placement on {esc(snap.hostname)}</h4>" + numa_summary(snap, ranks),
+            f"ncclnb NUMA view: {snap.hostname}",
+        ),
+        "show_numa",
+        target,
+        host=snap.hostname,
+    )
 
 
 # --- ranks --------------------------------------------------------------------
+
 
 def show_ranks(target, page_size: int = 32) -> View:
     """The rank map of a ClusterReport (nodes x local slots) as a live
@@ -480,7 +525,7 @@ def show_ranks(target, page_size: int = 32) -> View:
         if hit is None:
             return
         x, y, _ = hit
-        nodes = rm.node_order(state["only"])[state["page"] * page_size:(state["page"] + 1) * page_size]
+        nodes = rm.node_order(state["only"])[state["page"] * page_size : (state["page"] + 1) * page_size]
         if blocks:
             try:
                 ni, (a, b) = nodes[int(y)], blocks[list(trace.x).index(x)]
@@ -497,8 +542,14 @@ def show_ranks(target, page_size: int = 32) -> View:
 
     slot = _FigureSlot(fig, on_click)
     pages = max(1, -(-len(rm.hosts) // page_size))
-    pager = w.BoundedIntText(value=1, min=1, max=pages, description=f"page (of {pages})",
-                             style={"description_width": "initial"}, layout=w.Layout(width="180px"))
+    pager = w.BoundedIntText(
+        value=1,
+        min=1,
+        max=pages,
+        description=f"page (of {pages})",
+        style={"description_width": "initial"},
+        layout=w.Layout(width="180px"),
+    )
     only = w.Checkbox(value=False, description="only nodes with anomalies", indent=False)
 
     def redraw(_change=None):
@@ -514,11 +565,15 @@ def show_ranks(target, page_size: int = 32) -> View:
     summary = rank_summary_html(rm)
     box = w.VBox([w.HTML(summary), w.HBox([pager, only]), slot.widget, detail])
     box.add_class("ncclnb-ranks")
-    return with_text_form(View(box, fig, "<h4>Rank map</h4>" + summary,
-                               f"ncclnb rank map: {len(rm.hosts)} nodes, WORLD_SIZE {rm.world_size}"), "show_ranks", target)
+    return with_text_form(
+        View(box, fig, "<h4>Rank map</h4>" + summary, f"ncclnb rank map: {len(rm.hosts)} nodes, WORLD_SIZE {rm.world_size}"),
+        "show_ranks",
+        target,
+    )
 
 
 # --- versions -----------------------------------------------------------------
+
 
 def show_versions(target) -> View:
     """Version matrix (nodes x components) with differing cells highlighted;
@@ -539,11 +594,11 @@ def show_versions(target) -> View:
     box = w.VBox([only, table])
     box.add_class("ncclnb-versions")
     n = len(snapshots_of(target))
-    return with_text_form(View(box, None, html, f"ncclnb version matrix: {how_many(n, 'node')}"),
-                          "show_versions", target)
+    return with_text_form(View(box, None, html, f"ncclnb version matrix: {how_many(n, 'node')}"), "show_versions", target)
 
 
 # --- diagnosis ----------------------------------------------------------------
+
 
 def show_diagnosis(diagnosis: Union[Diagnosis, Sequence[Finding]], title: str = "Findings") -> View:
     """A Diagnosis (or a list of findings, e.g. from ``ncclnb.check``) as
@@ -559,8 +614,7 @@ def show_diagnosis(diagnosis: Union[Diagnosis, Sequence[Finding]], title: str = 
         html, n = findings_html(findings, title), len(findings)
     box = w.VBox([w.HTML(html)], layout=w.Layout(max_height="640px", overflow="auto"))
     box.add_class("ncclnb-diagnosis-view")
-    return with_text_form(View(box, None, html, f"ncclnb diagnosis: {how_many(n, 'finding')}"),
-                          "show_diagnosis", diagnosis)
+    return with_text_form(View(box, None, html, f"ncclnb diagnosis: {how_many(n, 'finding')}"), "show_diagnosis", diagnosis)
 
 
 def run_checks(target) -> tuple[list[Finding], Optional[str]]:
@@ -586,6 +640,7 @@ def report_findings(report: ClusterReport) -> tuple[list[Finding], Optional[str]
 
 
 # --- dashboard ----------------------------------------------------------------
+
 
 def dashboard(snapshot_or_report, diagnosis: Optional[Diagnosis] = None) -> View:
     """Tabs of every view: findings (checks, and the diagnosis if given),
@@ -620,5 +675,9 @@ def dashboard(snapshot_or_report, diagnosis: Optional[Diagnosis] = None) -> View
         tabs.set_title(i, name)
     tabs.add_class("ncclnb-dashboard")
     label = snapshots_of(target)[0].hostname if isinstance(target, NodeSnapshot) else f"{len(target.snapshots)} nodes"
-    return with_text_form(View(tabs, None, f"<h3>ncclnb dashboard: {esc(label)}</h3>",
-                               f"ncclnb dashboard: {label}", parts=[v for _, v in parts]), "dashboard", target, diagnosis)
+    return with_text_form(
+        View(tabs, None, f"<h3>ncclnb dashboard: {esc(label)}</h3>", f"ncclnb dashboard: {label}", parts=[v for _, v in parts]),
+        "dashboard",
+        target,
+        diagnosis,
+    )

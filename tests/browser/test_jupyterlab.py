@@ -7,6 +7,7 @@ every cell, and checks that each view rendered, that clicking and hovering
 update it, and that the planted <script>/<img onerror> never ran and shows as
 text. Screenshots go to artifacts/screenshots/.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -28,8 +29,14 @@ NOTEBOOK = REPO / "notebooks" / "views.ipynb"
 GUIDED = [REPO / "notebooks" / "00_start_here.ipynb", REPO / "notebooks" / "01_world_size_and_rendezvous.ipynb"]
 SHOTS = REPO / "artifacts" / "screenshots"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
 
@@ -80,8 +87,7 @@ def _stop(proc: subprocess.Popen, base: str, token: str) -> None:
     except psutil.Error:
         children = []
     try:
-        req = urllib.request.Request(f"{base}/api/shutdown", method="POST",
-                                     headers={"Authorization": f"token {token}"})
+        req = urllib.request.Request(f"{base}/api/shutdown", method="POST", headers={"Authorization": f"token {token}"})
         urllib.request.urlopen(req, timeout=5).close()
         proc.wait(timeout=15)
     except Exception:
@@ -113,17 +119,31 @@ def lab(tmp_path_factory):
         (tmp / name).mkdir()
     # Temp user dirs; sys.prefix/share/jupyter (the widget and plotly lab
     # extensions, the python3 kernel) stays on the data path.
-    env.update(JUPYTER_CONFIG_DIR=str(tmp / "config"), JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
-               JUPYTER_DATA_DIR=str(tmp / "data"), JUPYTERLAB_SETTINGS_DIR=str(tmp / "settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"), IPYTHONDIR=str(tmp / "ipython"),
-               JUPYTER_PLATFORM_DIRS="1")
+    env.update(
+        JUPYTER_CONFIG_DIR=str(tmp / "config"),
+        JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
+        JUPYTER_DATA_DIR=str(tmp / "data"),
+        JUPYTERLAB_SETTINGS_DIR=str(tmp / "settings"),
+        JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"),
+        IPYTHONDIR=str(tmp / "ipython"),
+        JUPYTER_PLATFORM_DIRS="1",
+    )
     env.pop("JUPYTER_PATH", None)
     _write_settings(tmp / "settings")
     port, token = _free_port(), os.urandom(12).hex()
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-           f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-           f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
-           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        "--LabApp.expose_app_in_browser=True",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
     if os.geteuid() == 0:
         cmd.append("--allow-root")
     log = open(tmp / "lab.log", "wb")
@@ -180,9 +200,9 @@ def _cell_box(page, scope, row, col):
     info = scope.locator(".js-plotly-plot").first.evaluate(
         """gd => { const r = gd.querySelector('.nsewdrag').getBoundingClientRect();
                    return {x: r.x, y: r.y, w: r.width, h: r.height,
-                           rows: gd.data[0].z.length, cols: gd.data[0].z[0].length}; }""")
-    return (info["x"] + info["w"] * (col + 0.5) / info["cols"],
-            info["y"] + info["h"] * (row + 0.5) / info["rows"])
+                           rows: gd.data[0].z.length, cols: gd.data[0].z[0].length}; }"""
+    )
+    return (info["x"] + info["w"] * (col + 0.5) / info["cols"], info["y"] + info["h"] * (row + 0.5) / info["rows"])
 
 
 def _click_and_wait_detail(page, scope, row, col, needle):
@@ -218,8 +238,8 @@ def test_views_render_and_respond_in_jupyterlab(lab):
         page.wait_for_function(JS_ALL_RAN, timeout=240_000, polling=500)
 
         errors = page.eval_on_selector_all(
-            ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']",
-            "els => els.map(e => e.textContent)")
+            ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']", "els => els.map(e => e.textContent)"
+        )
         tracebacks = [e for e in errors if "Traceback" in e or "Error" in e]
         assert not tracebacks, "cells failed:\n" + "\n---\n".join(t[-1500:] for t in tracebacks)
 
@@ -243,7 +263,9 @@ def test_views_render_and_respond_in_jupyterlab(lab):
         topo.locator(".ncclnb-gpus input").press("Enter")
         page.wait_for_function(
             "el => el.querySelector('.gtitle').textContent.includes('GPUs in use: GPU2, GPU3')",
-            arg=topo.element_handle(), timeout=20_000)
+            arg=topo.element_handle(),
+            timeout=20_000,
+        )
         assert topo.locator(".gtitle").first.text_content() != title_before
         page.mouse.move(5, 5)  # no hover label over the picture
         topo.screenshot(path=str(SHOTS / "topology-gpus-2-3.png"))
@@ -262,13 +284,15 @@ def test_views_render_and_respond_in_jupyterlab(lab):
         versions = page.locator(".jp-OutputArea-output .ncclnb-versions").first
         versions.scroll_into_view_if_needed()
         red = versions.evaluate(
-            "el => [...el.querySelectorAll('td')].filter(td => ['rgb(248, 215, 218)', 'rgb(255, 243, 205)'].includes(getComputedStyle(td).backgroundColor)).length")
+            "el => [...el.querySelectorAll('td')].filter(td => ['rgb(248, 215, 218)', 'rgb(255, 243, 205)'].includes(getComputedStyle(td).backgroundColor)).length"
+        )
         assert red >= 1, "no version cell is highlighted as differing"
         cols_all = versions.locator("thead th").count()
         versions.screenshot(path=str(SHOTS / "versions.png"))
         versions.locator("input[type=checkbox]").check()
-        page.wait_for_function("([el, n]) => el.querySelectorAll('thead th').length < n",
-                               arg=[versions.element_handle(), cols_all], timeout=20_000)
+        page.wait_for_function(
+            "([el, n]) => el.querySelectorAll('thead th').length < n", arg=[versions.element_handle(), cols_all], timeout=20_000
+        )
 
         diag = page.locator(".jp-OutputArea-output .ncclnb-diagnosis-view").first
         diag.scroll_into_view_if_needed()
@@ -310,8 +334,8 @@ def _open_and_run_all(page, base, token, name, seconds):
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
     page.wait_for_function(JS_ALL_RAN, timeout=seconds * 1000, polling=1000)
     errors = page.eval_on_selector_all(
-        ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']",
-        "els => els.map(e => e.textContent)")
+        ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']", "els => els.map(e => e.textContent)"
+    )
     tracebacks = [e for e in errors if "Traceback" in e]
     # cells tagged raises-exception fail on purpose; any other traceback is a bug
     allowed = page.evaluate("""() => window.jupyterapp.shell.currentWidget.content.widgets
@@ -319,10 +343,13 @@ def _open_and_run_all(page, base, token, name, seconds):
     assert len(tracebacks) <= allowed, "cells failed:\n" + "\n---\n".join(t[-1500:] for t in tracebacks)
 
 
-@pytest.mark.parametrize("name, view, seconds", [
-    ("00_start_here.ipynb", "ncclnb-dashboard", 150),
-    ("01_world_size_and_rendezvous.ipynb", "ncclnb-ranks", 240),
-])
+@pytest.mark.parametrize(
+    "name, view, seconds",
+    [
+        ("00_start_here.ipynb", "ncclnb-dashboard", 150),
+        ("01_world_size_and_rendezvous.ipynb", "ncclnb-ranks", 240),
+    ],
+)
 def test_guided_notebook_runs_and_its_views_draw(lab, name, view, seconds):
     """Run all of a guided notebook (its live reproductions included) and
     check that its live view drew a non-empty plotly SVG."""
@@ -361,8 +388,9 @@ def test_static_fallback_renders_offline_after_nbconvert(tmp_path):
     env_backup = os.environ.get("IPYTHONDIR")
     os.environ["IPYTHONDIR"] = str(tmp_path / "ipython")
     try:
-        NotebookClient(nb, timeout=180, kernel_name="python3", store_widget_state=False,
-                       resources={"metadata": {"path": str(tmp_path)}}).execute()
+        NotebookClient(
+            nb, timeout=180, kernel_name="python3", store_widget_state=False, resources={"metadata": {"path": str(tmp_path)}}
+        ).execute()
     finally:
         if env_backup is None:
             os.environ.pop("IPYTHONDIR", None)
@@ -380,11 +408,12 @@ def test_static_fallback_renders_offline_after_nbconvert(tmp_path):
             context = browser.new_context(offline=True, viewport={"width": 1200, "height": 900})
             page = context.new_page()
             page.goto(page_file.as_uri())
-            page.wait_for_function("() => document.querySelectorAll('svg.ncclnb-figure').length >= 6",
-                                   timeout=60_000)
+            page.wait_for_function("() => document.querySelectorAll('svg.ncclnb-figure').length >= 6", timeout=60_000)
             # drawn, not just present: every figure has its cells or markers and a size on the page
-            assert page.evaluate("() => [...document.querySelectorAll('svg.ncclnb-figure')].every("
-                                 "s => s.getBoundingClientRect().height > 100 && s.querySelector('rect, circle'))")
+            assert page.evaluate(
+                "() => [...document.querySelectorAll('svg.ncclnb-figure')].every("
+                "s => s.getBoundingClientRect().height > 100 && s.querySelector('rect, circle'))"
+            )
             assert page.evaluate("() => window.__pwned") is None
             assert page.evaluate("() => document.querySelectorAll('img[src=\"x\"]').length") == 0
             assert page.locator("table", has_text="NCCL (torch)").count() >= 1
@@ -448,8 +477,10 @@ def test_job_map_and_link_results_draw_in_jupyterlab(lab):
         links = page.locator(".jp-OutputArea-output .ncclnb-links").first
         links.scroll_into_view_if_needed()
         assert links.locator(".scatterlayer .trace").count() >= 2  # all_reduce and all_gather lines
-        red = links.evaluate("el => [...el.querySelectorAll('.barlayer .point path')]"
-                             ".filter(p => getComputedStyle(p).fill === 'rgb(215, 48, 39)').length")
+        red = links.evaluate(
+            "el => [...el.querySelectorAll('.barlayer .point path')]"
+            ".filter(p => getComputedStyle(p).fill === 'rgb(215, 48, 39)').length"
+        )
         assert red == 1, red
         links.screenshot(path=str(SHOTS / "links.png"))
         assert page.evaluate("() => window.__pwned") is None

@@ -1,6 +1,7 @@
 """Machines for the checks' tests: the bundled recorded machines
 (``ncclnb.recorded.load``), and helpers that derive a variant with
 ``dataclasses.replace`` (a setting, a limit, a version) from one."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -40,8 +41,15 @@ def job(snaps, per_node: int, world_size=None, set_device=True, **overrides) -> 
     for n, s in enumerate(snaps):
         for local in range(per_node):
             r = n * per_node + local
-            e = RankEntry(rank=r, host=s.hostname, local_rank=local, world_size=world, node_rank=n,
-                          pid=1000 + r, cuda_index=local if set_device else None)
+            e = RankEntry(
+                rank=r,
+                host=s.hostname,
+                local_rank=local,
+                world_size=world,
+                node_rank=n,
+                pid=1000 + r,
+                cuda_index=local if set_device else None,
+            )
             if f"r{r}" in overrides:
                 e = dataclasses.replace(e, **overrides[f"r{r}"])
             ranks.append(e)

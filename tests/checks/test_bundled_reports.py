@@ -1,4 +1,5 @@
 """The bundled cluster reports are what build_reports.py makes of the bundled snapshots."""
+
 import pytest
 
 from ncclnb.recorded import build_reports, load

@@ -1,5 +1,6 @@
 """Each check: a passing and a failing case, starting from the bundled
 recorded machines and deriving the failing variant with dataclasses.replace."""
+
 import dataclasses
 
 import pytest
@@ -20,6 +21,7 @@ def only(target, rule):
 
 
 # --- versions ----------------------------------------------------------------
+
 
 def test_driver_too_old():
     seed001 = machine("seed001-10x-pcie")  # recorded driver 470.63.01
@@ -73,6 +75,7 @@ def test_versions_differ():
 
 # --- rank table --------------------------------------------------------------
 
+
 def test_rank_out_of_range_seed000():
     seed000 = load("seed000-2node-a10g")
     found = only(seed000, "rank_out_of_range")
@@ -87,8 +90,7 @@ def test_rank_table_gaps():
     missing = dataclasses.replace(healthy, ranks=tuple(r for r in healthy.ranks if r.rank != 5))
     f = only(missing, "rank_table_gaps")
     assert len(f) == 1 and f[0].ranks == (5,)
-    dup = dataclasses.replace(healthy, ranks=tuple(
-        dataclasses.replace(r, rank=8) if r.rank == 9 else r for r in healthy.ranks))
+    dup = dataclasses.replace(healthy, ranks=tuple(dataclasses.replace(r, rank=8) if r.rank == 9 else r for r in healthy.ranks))
     titles = [x.title for x in only(dup, "rank_table_gaps")]
     assert any("more than once" in t for t in titles) and any("never started" in t for t in titles)
 
@@ -98,8 +100,9 @@ def test_world_size_vs_nodes():
     assert any("2 nodes x 4 ranks per node = 8" in f.title for f in found)
     assert only(load("two-node-h100"), "world_size_vs_nodes") == []
     h = load("two-node-h100")
-    mixed = dataclasses.replace(h, ranks=tuple(
-        dataclasses.replace(r, world_size=8) if r.host == "h100-node1" else r for r in h.ranks))
+    mixed = dataclasses.replace(
+        h, ranks=tuple(dataclasses.replace(r, world_size=8) if r.host == "h100-node1" else r for r in h.ranks)
+    )
     f = only(mixed, "world_size_vs_nodes")
     assert any("different WORLD_SIZE" in x.title for x in f)
 
@@ -133,11 +136,11 @@ def test_local_rank_device_and_barrier_guess():
 def test_local_rank_table():
     h = load("two-node-h100")
     assert only(h, "local_rank_table") == []
-    twice = job(h.snapshots, per_node=8, r1={"local_rank": 0})     # RANK 0 and 1 both LOCAL_RANK 0
+    twice = job(h.snapshots, per_node=8, r1={"local_rank": 0})  # RANK 0 and 1 both LOCAL_RANK 0
     f = only(twice, "local_rank_table")
     assert [x.severity for x in f] == ["error"] and f[0].ranks == (0, 1) and f[0].category == "device_mapping"
     assert "LOCAL_RANK 0 held by RANK 0-1" in f[0].evidence[0].text
-    beyond = job(h.snapshots, per_node=8, r9={"local_rank": 12})   # node 1's second rank says LOCAL_RANK 12
+    beyond = job(h.snapshots, per_node=8, r9={"local_rank": 12})  # node 1's second rank says LOCAL_RANK 12
     f = only(beyond, "local_rank_table")
     assert [x.severity for x in f] == ["warning"] and f[0].ranks == (9,)
     # a partial table (ranks missing) cannot tell how many ranks a node has: no warning for the range
@@ -154,6 +157,7 @@ def test_cuda_visible_devices_invalid():
 
 
 # --- topology ----------------------------------------------------------------
+
 
 def test_gpu_set_numa_seed001():
     seed001 = machine("seed001-10x-pcie")
@@ -192,17 +196,32 @@ def test_iommu_with_pcie_p2p():
 
 # --- network -----------------------------------------------------------------
 
+
 def _with_netdevs(snap, eth_state="up"):
     # interfaces as in the recorded g6e NCCL log (bootstrap on eth0), plus loopback and docker0
-    nics = (Nic(name="lo", kind="loopback", state="unknown"), Nic(name="eth0", kind="ethernet", state=eth_state,
-            speed_mbps=100000), Nic(name="docker0", kind="virtual", state="down"))
+    nics = (
+        Nic(name="lo", kind="loopback", state="unknown"),
+        Nic(name="eth0", kind="ethernet", state=eth_state, speed_mbps=100000),
+        Nic(name="docker0", kind="virtual", state="down"),
+    )
     return dataclasses.replace(snap, nics=nics)
 
 
-@pytest.mark.parametrize("value,severity", [
-    ("eth0", None), ("eth", None), ("^docker0,lo", None), ("ens34", "error"), ("=eth", "error"),
-    ("lo", "error"), ("docker0", "error"), ("eth0,lo", "warning"), ("eth0,ens34", "info"), ("^eth", "error"),
-])
+@pytest.mark.parametrize(
+    "value,severity",
+    [
+        ("eth0", None),
+        ("eth", None),
+        ("^docker0,lo", None),
+        ("ens34", "error"),
+        ("=eth", "error"),
+        ("lo", "error"),
+        ("docker0", "error"),
+        ("eth0,lo", "warning"),
+        ("eth0,ens34", "info"),
+        ("^eth", "error"),
+    ],
+)
 def test_socket_ifname(value, severity):
     g6e = _with_netdevs(machine("aws-g6e-12xlarge"))
     found = only(with_env(g6e, NCCL_SOCKET_IFNAME=value), "socket_ifname")
@@ -224,6 +243,7 @@ def test_ib_disabled():
 
 # --- resources ---------------------------------------------------------------
 
+
 def test_shm_too_small():
     h100 = machine("hgx-h100")
     f = only(with_host(h100, shm_total_bytes=64 * MIB), "shm_too_small")
@@ -237,8 +257,7 @@ def test_shm_too_small():
 def test_nofile_low():
     h = load("two-node-h100")
     seed000_env = {"NCCL_NSOCKS_PERTHREAD": "4", "NCCL_SOCKET_NTHREADS": "4"}  # seed 000's exports
-    low = [with_env(with_host(s, rlimit_nofile_soft=1024, rlimit_nofile_hard=1048576), **seed000_env)
-           for s in h.snapshots]
+    low = [with_env(with_host(s, rlimit_nofile_soft=1024, rlimit_nofile_hard=1048576), **seed000_env) for s in h.snapshots]
     f = only(dataclasses.replace(h, snapshots=tuple(low)), "nofile_low")
     assert len(f) == 2 and "1024" in f[0].title and "1048576" in f[0].fix
     high = [with_host(s, rlimit_nofile_soft=1048576) for s in low]
@@ -258,12 +277,14 @@ def test_memlock_low_with_ib():
 
 # --- environment ---------------------------------------------------------------
 
+
 def test_nccl_env_differs():
     h = load("two-node-h100")
     assert only(h, "nccl_env_differs") == []
     a, b = h.snapshots
-    rep = dataclasses.replace(h, snapshots=(with_env(a, NCCL_P2P_DISABLE="1", NCCL_SOCKET_IFNAME="eth0"),
-                                             with_env(b, NCCL_SOCKET_IFNAME="ens5")))
+    rep = dataclasses.replace(
+        h, snapshots=(with_env(a, NCCL_P2P_DISABLE="1", NCCL_SOCKET_IFNAME="eth0"), with_env(b, NCCL_SOCKET_IFNAME="ens5"))
+    )
     f = only(rep, "nccl_env_differs")
     assert {x.severity for x in f} == {"warning", "info"}
     warn = [x for x in f if x.severity == "warning"][0]

@@ -1,4 +1,5 @@
 """`ncclnb check`: text and --json output, --only, --list, exit codes."""
+
 import json
 
 import pytest
@@ -52,9 +53,14 @@ def test_list(capsys):
     assert len(ids) == len(set(ids)) >= 19
 
 
-@pytest.mark.parametrize("argv", [
-    ["check"], ["check", "no-such-machine"], ["check", "hgx-h100", "--only", "nope"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check"],
+        ["check", "no-such-machine"],
+        ["check", "hgx-h100", "--only", "nope"],
+    ],
+)
 def test_bad_input_exits_2_with_one_line(argv, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err

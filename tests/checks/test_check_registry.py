@@ -1,5 +1,6 @@
 """The registry and check()'s guarantees: unique ids, known categories,
 ordering, --only, and that no input and no broken check can make it raise."""
+
 import dataclasses
 
 import pytest
@@ -82,21 +83,32 @@ def test_iterable_of_snapshots_is_a_cluster():
 
 ODD_SNAPSHOTS = [
     NodeSnapshot(host=Host(hostname="empty")),
-    NodeSnapshot(host=Host(hostname="nones", shm_total_bytes=None, rlimit_nofile_soft=None), gpus=(Gpu(index=0),),
-                 env={"CUDA_VISIBLE_DEVICES": "", "NCCL_SOCKET_IFNAME": "", "NCCL_P2P_DISABLE": "yes"}),
+    NodeSnapshot(
+        host=Host(hostname="nones", shm_total_bytes=None, rlimit_nofile_soft=None),
+        gpus=(Gpu(index=0),),
+        env={"CUDA_VISIBLE_DEVICES": "", "NCCL_SOCKET_IFNAME": "", "NCCL_P2P_DISABLE": "yes"},
+    ),
     # matrix sizes that do not match the GPU count, NIC names without a matrix
-    NodeSnapshot(host=Host(hostname="ragged", iommu="on", shm_total_bytes=1, rlimit_nofile_soft=3,
-                           rlimit_memlock_soft=0),
-                 gpus=tuple(Gpu(index=i, numa_node=i) for i in range(3)),
-                 links=Links(gpu_gpu=(("X", "NV4"), ("SYS",)), gpu_nic=(("SYS", "PIX", "bogus"),),
-                             nic_names=("mlx5_0",)),
-                 nics=(Nic(name="mlx5_0", kind="infiniband"), Nic(name="lo", kind="loopback")),
-                 env={"CUDA_VISIBLE_DEVICES": "2,0,GPU-zz,1", "NCCL_SOCKET_IFNAME": "^=,,:",
-                      "NCCL_IB_DISABLE": "1", "WORLD_SIZE": "-3", "NCCL_NSOCKS_PERTHREAD": "x",
-                      "LD_PRELOAD": "libnccl.so.2"},
-                 versions=Versions(driver="garbage", torch_cuda="12", nccl_torch="?", nccl_pip={"nvidia-nccl-cu": ""})),
-    NodeSnapshot(host=Host(hostname="weird-versions"), gpus=(Gpu(index=5, cuda_index=-1),),
-                 versions=Versions(driver="1", torch_cuda="99.9", cuda_driver="x")),
+    NodeSnapshot(
+        host=Host(hostname="ragged", iommu="on", shm_total_bytes=1, rlimit_nofile_soft=3, rlimit_memlock_soft=0),
+        gpus=tuple(Gpu(index=i, numa_node=i) for i in range(3)),
+        links=Links(gpu_gpu=(("X", "NV4"), ("SYS",)), gpu_nic=(("SYS", "PIX", "bogus"),), nic_names=("mlx5_0",)),
+        nics=(Nic(name="mlx5_0", kind="infiniband"), Nic(name="lo", kind="loopback")),
+        env={
+            "CUDA_VISIBLE_DEVICES": "2,0,GPU-zz,1",
+            "NCCL_SOCKET_IFNAME": "^=,,:",
+            "NCCL_IB_DISABLE": "1",
+            "WORLD_SIZE": "-3",
+            "NCCL_NSOCKS_PERTHREAD": "x",
+            "LD_PRELOAD": "libnccl.so.2",
+        },
+        versions=Versions(driver="garbage", torch_cuda="12", nccl_torch="?", nccl_pip={"nvidia-nccl-cu": ""}),
+    ),
+    NodeSnapshot(
+        host=Host(hostname="weird-versions"),
+        gpus=(Gpu(index=5, cuda_index=-1),),
+        versions=Versions(driver="1", torch_cuda="99.9", cuda_driver="x"),
+    ),
 ]
 
 
@@ -107,8 +119,12 @@ def test_odd_snapshots_never_crash_a_check(snap):
 
 
 def test_odd_reports_never_crash_a_check():
-    ranks = (RankEntry(rank=-1, host="ghost", world_size=0), RankEntry(rank=3, host="empty", local_rank=7, cuda_index=9),
-             RankEntry(rank=3, host="empty"), RankEntry(rank=10**9, host="nones", world_size=10**9))
+    ranks = (
+        RankEntry(rank=-1, host="ghost", world_size=0),
+        RankEntry(rank=3, host="empty", local_rank=7, cuda_index=9),
+        RankEntry(rank=3, host="empty"),
+        RankEntry(rank=10**9, host="nones", world_size=10**9),
+    )
     report = ClusterReport(snapshots=tuple(ODD_SNAPSHOTS), ranks=ranks)
     found = check(report)
     assert not [f for f in found if f.category == "unknown"], [f.evidence for f in found if f.category == "unknown"]

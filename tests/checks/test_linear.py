@@ -13,6 +13,7 @@ The full sizes (a 20,000-GPU node with a partial link matrix, that node
 with a 20,000-rank table, a 50,000-rank report) run in a child process
 under a memory limit and a generous deadline that only catches a hang.
 """
+
 from __future__ import annotations
 
 import functools
@@ -34,7 +35,7 @@ sys.path.insert(0, str(REPO / "bench"))
 from large_inputs import huge_node, huge_report, many_ranks_report  # noqa: E402
 
 SMALL, FACTOR = 400, 4
-LINEAR_SLACK = 1.5   # n log n sorting and fixed costs stay well under 1.5 x 4; n^2 is 16
+LINEAR_SLACK = 1.5  # n log n sorting and fixed costs stay well under 1.5 x 4; n^2 is 16
 STEPS_PER_ITEM = 1_000  # the linear checks take under 150 steps per GPU or rank
 
 
@@ -55,12 +56,14 @@ def test_every_check_is_linear_in_gpus_and_ranks(check_id):
     for name in small:
         w_small = work(lambda: check(small[name], only=[check_id]), budget=STEPS_PER_ITEM * SMALL)
         assert w_small <= STEPS_PER_ITEM * SMALL, (
-            f"{check_id} on the {name}: more than {STEPS_PER_ITEM} steps per GPU or rank at n={SMALL}")
+            f"{check_id} on the {name}: more than {STEPS_PER_ITEM} steps per GPU or rank at n={SMALL}"
+        )
         ceiling = LINEAR_SLACK * FACTOR * w_small + 20_000
         w_large = work(lambda: check(large[name], only=[check_id]), budget=ceiling)
         assert w_large <= ceiling, (
             f"{check_id} on the {name}: {w_small} steps at n={SMALL}, more than {w_large} at n={SMALL * FACTOR} "
-            f"(x{w_large / max(1, w_small):.1f} for x{FACTOR} the input: not linear)")
+            f"(x{w_large / max(1, w_small):.1f} for x{FACTOR} the input: not linear)"
+        )
 
 
 def test_linked_pairs_reads_only_the_cells_the_matrix_has():

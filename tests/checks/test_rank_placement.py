@@ -1,5 +1,6 @@
 """rank_affinity_numa and rank_nic_far on recorded machines: each planted
 rank must hit (naming the rank and its host), its neighbours must not."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -10,7 +11,7 @@ from ncclnb.model import Nic, RankEntry
 
 from checks_machines import job, machine, renamed, rules, with_env
 
-H100 = machine("hgx-h100")       # NUMA 0: CPUs 0-51,104-155 (GPU0-3); NUMA 1: 52-103,156-207 (GPU4-7)
+H100 = machine("hgx-h100")  # NUMA 0: CPUs 0-51,104-155 (GPU0-3); NUMA 1: 52-103,156-207 (GPU4-7)
 NUMA0, NUMA1 = "0-51,104-155", "52-103,156-207"
 
 
@@ -27,10 +28,13 @@ def _pinned(snaps, per_node, **overrides):
 
 def test_rank_affinity_numa_off_partly_and_unpinned():
     a, b = renamed(H100, "node-a"), renamed(H100, "node-b")
-    report = _pinned([a, b], 8,
-                     r3={"cpu_affinity": NUMA1},            # GPU3 is on NUMA 0: pinned to the other socket
-                     r13={"cpu_affinity": "40-60"},         # GPU5 (NUMA 1) pinned across both
-                     r6={"cpu_affinity": "0-207"})          # not pinned at all: the default, not flagged
+    report = _pinned(
+        [a, b],
+        8,
+        r3={"cpu_affinity": NUMA1},  # GPU3 is on NUMA 0: pinned to the other socket
+        r13={"cpu_affinity": "40-60"},  # GPU5 (NUMA 1) pinned across both
+        r6={"cpu_affinity": "0-207"},
+    )  # not pinned at all: the default, not flagged
     found = rules(check(report, only="rank_affinity_numa"))
     off = rules(found, severity="warning")
     assert len(off) == 1 and off[0].ranks == (3,) and off[0].hosts == ("node-a",)
@@ -48,14 +52,13 @@ def test_rank_affinity_numa_does_not_hit_a_bound_job():
 def test_rank_affinity_numa_by_bus_id_and_by_the_ranks_own_numa():
     """A rank that knows only its bus id (no CUDA index, sysfs form) is placed on the snapshot's GPU;
     a rank on a node whose snapshot has no bus ids still has its own NUMA reading."""
-    l40s = machine("l40s-2socket")                    # GPU2 at CA:00.0 on NUMA 1 (odd CPUs)
+    l40s = machine("l40s-2socket")  # GPU2 at CA:00.0 on NUMA 1 (odd CPUs)
     on_gpu2 = RankEntry(rank=0, host=l40s.hostname, world_size=1, bus_id="0000:ca:00.0", cpu_affinity="0,2,4")
     found = rules(check(dataclasses.replace(job([l40s], 0), ranks=(on_gpu2,)), "rank_affinity_numa"))
     assert [f.ranks for f in found] == [(0,)] and "GPU2 (NUMA 1" in found[0].evidence[0].text
     fine = dataclasses.replace(on_gpu2, cpu_affinity="1,3,5")
     assert rules(check(dataclasses.replace(job([l40s], 0), ranks=(fine,))), "rank_affinity_numa") == []
-    own = RankEntry(rank=0, host=H100.hostname, world_size=1, bus_id="00000000:1B:00.0", numa_node=1,
-                    cpu_affinity="0-3")
+    own = RankEntry(rank=0, host=H100.hostname, world_size=1, bus_id="00000000:1B:00.0", numa_node=1, cpu_affinity="0-3")
     found = rules(check(dataclasses.replace(job([H100], 0), ranks=(own,))), "rank_affinity_numa")
     assert [f.ranks for f in found] == [(0,)]
     # no device known at all: its numa_node is its CPUs', nothing to compare with
@@ -63,7 +66,7 @@ def test_rank_affinity_numa_by_bus_id_and_by_the_ranks_own_numa():
     assert rules(check(dataclasses.replace(job([H100], 0), ranks=(cpu_only,))), "rank_affinity_numa") == []
 
 
-DGX = machine("dgx-a100")   # GPU0/1: PXB to mlx5_0, mlx5_1, SYS to the other ten HCAs
+DGX = machine("dgx-a100")  # GPU0/1: PXB to mlx5_0, mlx5_1, SYS to the other ten HCAs
 
 
 def test_rank_nic_far_hca_forced_across_sockets():
@@ -80,7 +83,7 @@ def test_rank_nic_far_hca_forced_across_sockets():
 
 
 def test_rank_nic_far_not_judged_where_it_cannot_be():
-    l40s = machine("l40s-2socket")   # both HCAs on NUMA 1: GPU0's NIC is SYS, but no nearer one exists
+    l40s = machine("l40s-2socket")  # both HCAs on NUMA 1: GPU0's NIC is SYS, but no nearer one exists
     assert rules(check(job([l40s], 2, r0={"nic": "mlx5_0"}, r1={"nic": "mlx5_1"})), "rank_nic_far") == []
     # a socket interface on a node where NCCL's IB transport picks the HCA per GPU
     assert rules(check(job([DGX], 8, r0={"nic": "eth0"})), "rank_nic_far") == []
@@ -88,12 +91,17 @@ def test_rank_nic_far_not_judged_where_it_cannot_be():
 
 def test_rank_nic_far_by_numa_without_a_matrix():
     """Two socket interfaces, one per socket (no GPU x NIC matrix): a rank on GPU5 (NUMA 1) sending over eth0."""
-    snap = dataclasses.replace(H100, nics=(Nic("eth0", kind="ethernet", state="up", numa_node=0),
-                                           Nic("eth1", kind="ethernet", state="up", numa_node=1),
-                                           Nic("lo", kind="loopback")))
+    snap = dataclasses.replace(
+        H100,
+        nics=(
+            Nic("eth0", kind="ethernet", state="up", numa_node=0),
+            Nic("eth1", kind="ethernet", state="up", numa_node=1),
+            Nic("lo", kind="loopback"),
+        ),
+    )
     one = job([snap], 8, r5={"nic": "eth0"}, r1={"nic": "eth0"}, r6={"nic": "eth1"})
     found = rules(check(one), "rank_nic_far")
-    assert [f.ranks for f in found] == [(5,)] and found[0].severity == "info"   # one node: no inter-node traffic
+    assert [f.ranks for f in found] == [(5,)] and found[0].severity == "info"  # one node: no inter-node traffic
     assert "uses eth0 (NUMA 0); eth1 is on NUMA 1" in found[0].evidence[0].text
     ib_off = with_env(DGX, NCCL_IB_DISABLE="1")
-    assert rules(check(job([ib_off], 8, r0={"nic": "eth0"})), "rank_nic_far") == []   # eth0 not in this snapshot
+    assert rules(check(job([ib_off], 8, r0={"nic": "eth0"})), "rank_nic_far") == []  # eth0 not in this snapshot

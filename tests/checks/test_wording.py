@@ -1,6 +1,7 @@
 """Text a user reads speaks of the user's job: the numbers of the job being
 checked (never a bundled seed's), the GPUs actually flagged, and counts as a
 reader says them ("1 rank", "4 ranks"), never "rank(s)"."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,10 +26,12 @@ def _texts(findings):
 
 def _job(nodes: int, per_node: int, world: int) -> ClusterReport:
     snap = load("l40s-2socket")
-    snaps = tuple(dataclasses.replace(snap, host=dataclasses.replace(snap.host, hostname=f"job-node{n}"))
-                  for n in range(nodes))
-    ranks = tuple(RankEntry(rank=n * per_node + i, host=f"job-node{n}", local_rank=i, world_size=world, node_rank=n)
-                  for n in range(nodes) for i in range(per_node))
+    snaps = tuple(dataclasses.replace(snap, host=dataclasses.replace(snap.host, hostname=f"job-node{n}")) for n in range(nodes))
+    ranks = tuple(
+        RankEntry(rank=n * per_node + i, host=f"job-node{n}", local_rank=i, world_size=world, node_rank=n)
+        for n in range(nodes)
+        for i in range(per_node)
+    )
     return ClusterReport(snapshots=snaps, ranks=ranks, description="a user's job")
 
 
@@ -47,11 +50,9 @@ def test_all_gpus_of_the_node_only_when_all_are_flagged():
     (f,) = [x for x in check(machine("a30-nvlink-pairs")) if x.rule == "nic_far_from_gpu"]
     assert f.title == "GPU 0,1 (2 of the node's 4) have no NIC on their own socket"
     assert "all GPUs" not in f.title.lower()
-    (f,) = [x for x in check(with_env(machine("a30-nvlink-pairs"), CUDA_VISIBLE_DEVICES="0,1,2"))
-            if x.rule == "nic_far_from_gpu"]
+    (f,) = [x for x in check(with_env(machine("a30-nvlink-pairs"), CUDA_VISIBLE_DEVICES="0,1,2")) if x.rule == "nic_far_from_gpu"]
     assert f.title.startswith("GPU 0,1 (2 of the 3 in use, CUDA_VISIBLE_DEVICES=0,1,2)")
-    (f,) = [x for x in check(with_env(machine("a30-nvlink-pairs"), CUDA_VISIBLE_DEVICES="0,1"))
-            if x.rule == "nic_far_from_gpu"]
+    (f,) = [x for x in check(with_env(machine("a30-nvlink-pairs"), CUDA_VISIBLE_DEVICES="0,1")) if x.rule == "nic_far_from_gpu"]
     assert f.title.startswith("All 2 GPUs in use (CUDA_VISIBLE_DEVICES=0,1) have")
 
 

@@ -1,5 +1,6 @@
 """Every `--json` output carries a `schema` key ("ncclnb.<kind>/<n>", first),
 `show --list --json` lists the bundled machines, and `show -` reads stdin."""
+
 import argparse
 import json
 import re
@@ -54,9 +55,14 @@ def _json_commands(parser, path=()):
 
 def test_every_json_option_is_covered_here():
     """A verb that gains --json must add its case to JSON_OUTPUTS (and carry a schema)."""
-    covered = {tuple(w for w in args if not w.startswith("-") and w in {"show", "doctor", "check", "repro", "list",
-                                                                           "run", "collect", "ingest"})
-               for args, _ in JSON_OUTPUTS}
+    covered = {
+        tuple(
+            w
+            for w in args
+            if not w.startswith("-") and w in {"show", "doctor", "check", "repro", "list", "run", "collect", "ingest"}
+        )
+        for args, _ in JSON_OUTPUTS
+    }
     # repro run --json prints a ReproResult (ncclnb.repro/1): its own test runs a scenario
     missing = set(_json_commands(build_parser())) - covered - {("repro", "run")}
     assert not missing, missing
@@ -89,8 +95,9 @@ def test_show_stdin_round_trips_as_json(cli):
     assert cli("show", "-", "--json", input=raw.encode()).stdout == raw
 
 
-@pytest.mark.parametrize("content", [b"", b"not json", b"\x00\x01\x02" * 100, b"[1, 2]",
-                                     b'{"schema": "ncclnb.findings/1", "findings": []}'])
+@pytest.mark.parametrize(
+    "content", [b"", b"not json", b"\x00\x01\x02" * 100, b"[1, 2]", b'{"schema": "ncclnb.findings/1", "findings": []}']
+)
 def test_show_bad_stdin_is_one_line_exit_2(cli, content):
     proc = cli("show", "-", input=content)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr

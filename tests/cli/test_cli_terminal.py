@@ -1,6 +1,7 @@
 """Colour and width follow the terminal: colour only on a tty, NO_COLOR,
 FORCE_COLOR and TERM=dumb honoured (one function decides, for every verb);
 `--width` defaults to the terminal's width and refuses 0 or less."""
+
 import fcntl
 import io
 import os
@@ -36,20 +37,23 @@ def clean_env(monkeypatch):
     return monkeypatch
 
 
-@pytest.mark.parametrize("env,tty,want", [
-    ({}, True, True),
-    ({}, False, False),
-    ({"NO_COLOR": "1"}, True, False),
-    ({"NO_COLOR": "anything"}, True, False),
-    ({"NO_COLOR": ""}, True, True),            # no-color.org: set and non-empty
-    ({"FORCE_COLOR": "1"}, False, True),
-    ({"FORCE_COLOR": "0"}, False, False),
-    ({"FORCE_COLOR": ""}, False, False),
-    ({"TERM": "dumb"}, True, False),
-    ({"TERM": "xterm-256color"}, True, True),
-    ({"TERM": "dumb", "FORCE_COLOR": "1"}, False, True),
-    ({"NO_COLOR": "1", "FORCE_COLOR": "1"}, True, False),   # NO_COLOR wins
-])
+@pytest.mark.parametrize(
+    "env,tty,want",
+    [
+        ({}, True, True),
+        ({}, False, False),
+        ({"NO_COLOR": "1"}, True, False),
+        ({"NO_COLOR": "anything"}, True, False),
+        ({"NO_COLOR": ""}, True, True),  # no-color.org: set and non-empty
+        ({"FORCE_COLOR": "1"}, False, True),
+        ({"FORCE_COLOR": "0"}, False, False),
+        ({"FORCE_COLOR": ""}, False, False),
+        ({"TERM": "dumb"}, True, False),
+        ({"TERM": "xterm-256color"}, True, True),
+        ({"TERM": "dumb", "FORCE_COLOR": "1"}, False, True),
+        ({"NO_COLOR": "1", "FORCE_COLOR": "1"}, True, False),  # NO_COLOR wins
+    ],
+)
 def test_colour_decision(clean_env, env, tty, want):
     for name, value in env.items():
         clean_env.setenv(name, value)
@@ -59,12 +63,12 @@ def test_colour_decision(clean_env, env, tty, want):
 def test_a_named_output_file_is_never_coloured(clean_env):
     clean_env.setenv("FORCE_COLOR", "1")
     assert colour_wanted("report.txt", stream=_Stream(True)) is False
-    assert colour_wanted("-", stream=_Stream(True)) is True   # '-' is stdout
+    assert colour_wanted("-", stream=_Stream(True)) is True  # '-' is stdout
 
 
 def test_a_closed_or_odd_stream_is_not_coloured(clean_env):
     closed = open(os.devnull, "w")
-    closed.close()   # isatty() raises ValueError
+    closed.close()  # isatty() raises ValueError
     assert colour_wanted(stream=closed) is False
     assert colour_wanted(stream=object()) is False
 
@@ -77,6 +81,7 @@ def test_no_verb_decides_colour_by_itself():
 
 # ---- real processes: a pipe, and a pseudo-terminal -------------------------------------------------
 
+
 def _env(**extra):
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     for name in ("NO_COLOR", "FORCE_COLOR", "COLUMNS", "TERM"):
@@ -86,16 +91,18 @@ def _env(**extra):
 
 
 def run_piped(*args, **env):
-    return subprocess.run([sys.executable, "-m", "ncclnb", *args], capture_output=True, text=True,
-                          env=_env(**env), cwd=REPO, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "ncclnb", *args], capture_output=True, text=True, env=_env(**env), cwd=REPO, timeout=120
+    )
 
 
 def run_on_a_terminal(*args, columns=100, **env):
     """stdout a pseudo-terminal of ``columns`` columns; returns (exit status, what it showed)."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
-    proc = subprocess.Popen([sys.executable, "-m", "ncclnb", *args], stdout=slave, stderr=subprocess.PIPE,
-                            env=_env(**env), cwd=REPO)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ncclnb", *args], stdout=slave, stderr=subprocess.PIPE, env=_env(**env), cwd=REPO
+    )
     os.close(slave)
     chunks = []
     while True:
@@ -105,7 +112,7 @@ def run_on_a_terminal(*args, columns=100, **env):
             break
         try:
             data = os.read(master, 65536)
-        except OSError:   # EIO: the child closed the terminal
+        except OSError:  # EIO: the child closed the terminal
             break
         if not data:
             break
@@ -142,6 +149,7 @@ def test_json_is_never_coloured():
 
 
 # ---- --width -------------------------------------------------------------------------------------
+
 
 def test_show_width_follows_the_terminal():
     code, shown = run_on_a_terminal("show", "hgx-h100", columns=64)

@@ -1,6 +1,7 @@
 """Packaging: one version source, an SPDX licence with its LICENSE file, no
 extra that can pull torch, and the install commands (README, .ci/run) that
 put the pinned CPU torch first."""
+
 import importlib.metadata
 import re
 
@@ -12,7 +13,7 @@ import ncclnb
 
 try:
     import tomllib
-except ModuleNotFoundError:   # Python 3.10
+except ModuleNotFoundError:  # Python 3.10
     tomllib = pytest.importorskip("tomli")
 
 
@@ -41,7 +42,7 @@ def test_spdx_licence_and_its_file(project):
     assert meta["license"] == "Apache-2.0" and meta["license-files"] == ["LICENSE"]
     text = (REPO / "LICENSE").read_text()
     assert "Apache License" in text and "Version 2.0, January 2004" in text
-    assert "END OF TERMS AND CONDITIONS" in text   # the full text, not a notice
+    assert "END OF TERMS AND CONDITIONS" in text  # the full text, not a notice
     # a licence classifier beside an SPDX expression is refused by setuptools >= 77
     assert not [c for c in meta["classifiers"] if c.startswith("License ::")]
     requires = project["build-system"]["requires"]
@@ -51,7 +52,7 @@ def test_spdx_licence_and_its_file(project):
 def test_classifiers_and_no_invented_urls(project):
     meta = project["project"]
     assert "Programming Language :: Python :: 3" in meta["classifiers"]
-    assert "urls" not in meta   # no public home yet: none rather than an invented one
+    assert "urls" not in meta  # no public home yet: none rather than an invented one
 
 
 def test_no_dependency_or_extra_names_torch(project):

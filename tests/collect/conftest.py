@@ -1,4 +1,5 @@
 """Helpers for the live-collection tests: recorded trees and fake NVML."""
+
 from __future__ import annotations
 
 import sys

@@ -1,4 +1,5 @@
 """GPU facts through a fake NVML built from bundled recorded machines."""
+
 from __future__ import annotations
 
 import json
@@ -75,8 +76,7 @@ def test_cuda_visible_devices_uuid_forms_and_reordering(fakes):
 
 def test_mig_uuid_in_cuda_visible_devices_maps_to_its_gpu(fakes):
     recorded = load("l40s-2socket")
-    gpus = tuple(g.__class__(**{**g.__dict__, "mig_mode": "Enabled" if g.index == 2 else "Disabled"})
-                 for g in recorded.gpus)
+    gpus = tuple(g.__class__(**{**g.__dict__, "mig_mode": "Enabled" if g.index == 2 else "Disabled"}) for g in recorded.gpus)
     snap = NodeSnapshot(host=recorded.host, gpus=gpus, links=recorded.links)
     mig = "MIG-4f3c2b1a-0000-5000-8000-000000000002"
     facts = gpus_from(fakes(snap, mig_uuids={2: [mig]}), environ={"CUDA_VISIBLE_DEVICES": mig})
@@ -108,7 +108,9 @@ def test_lost_gpu_loses_only_its_own_facts(fakes):
 
 
 def test_unsupported_call_is_a_missing_reason_and_the_rest_stays(fakes):
-    facts = gpus_from(fakes(load("l40s-2socket"), unsupported={("nvmlDeviceGetComputeMode", 2), "nvmlSystemGetCudaDriverVersion"}))
+    facts = gpus_from(
+        fakes(load("l40s-2socket"), unsupported={("nvmlDeviceGetComputeMode", 2), "nvmlSystemGetCudaDriverVersion"})
+    )
     assert facts.gpus[2].compute_mode is None
     assert facts.missing["gpus[2].compute_mode"] == "not supported by this GPU"
     assert facts.gpus[1].compute_mode == "Default"
@@ -174,8 +176,13 @@ def test_hung_nvml_init_keeps_collect_alive(fakes, tree):
 
 def test_collect_with_fake_nvml_round_trips_through_json(fakes, tree):
     recorded = load("dgx-a100")
-    snap = collect(nvml=fakes(recorded), sysfs_root=tree("container-eth0"), run=no_commands,
-                   environ={"CUDA_VISIBLE_DEVICES": "0,1"}, probe_torch=False)
+    snap = collect(
+        nvml=fakes(recorded),
+        sysfs_root=tree("container-eth0"),
+        run=no_commands,
+        environ={"CUDA_VISIBLE_DEVICES": "0,1"},
+        probe_torch=False,
+    )
     assert snap.origin == "live" and len(snap.gpus) == 8
     assert [g.cuda_index for g in snap.gpus[:3]] == [0, 1, None]
     data = json.loads(json.dumps(snap.to_dict()))

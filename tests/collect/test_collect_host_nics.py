@@ -1,4 +1,5 @@
 """Host and NIC facts from recorded filesystem trees."""
+
 from __future__ import annotations
 
 import os
@@ -74,8 +75,11 @@ def test_host_facts_from_the_two_socket_tree(tree):
 
 
 def test_container_hints_and_docker_memlock(tree):
-    host, missing = read_host(root=tree("container-eth0"), procfs_root=tree("procfs-container"),
-                              environ={"KUBERNETES_SERVICE_HOST": "10.0.0.1", "SLURM_JOB_ID": "42"})
+    host, missing = read_host(
+        root=tree("container-eth0"),
+        procfs_root=tree("procfs-container"),
+        environ={"KUBERNETES_SERVICE_HOST": "10.0.0.1", "SLURM_JOB_ID": "42"},
+    )
     assert host.container[:3] == ("docker", "kubernetes", "slurm")
     assert "cgroup:/docker/3f2a9c1d7b6e" in host.container
     assert (host.rlimit_memlock_soft, host.rlimit_memlock_hard) == (65536, 65536)
@@ -84,8 +88,9 @@ def test_container_hints_and_docker_memlock(tree):
 
 
 def test_shm_size_from_the_given_path(tree, tmp_path):
-    host, missing = read_host(root=tree("container-eth0"), procfs_root=tree("procfs-container"),
-                              environ={}, shm_path=str(tmp_path))
+    host, missing = read_host(
+        root=tree("container-eth0"), procfs_root=tree("procfs-container"), environ={}, shm_path=str(tmp_path)
+    )
     st = os.statvfs(tmp_path)
     assert host.shm_total_bytes == st.f_blocks * st.f_frsize
     assert 0 <= host.shm_free_bytes <= host.shm_total_bytes
@@ -97,7 +102,8 @@ def test_unlimited_memlock_is_minus_one(tmp_path):
     (tmp_path / "self" / "limits").write_text(
         "Limit                     Soft Limit           Hard Limit           Units     \n"
         "Max open files            1024                 4096                 files     \n"
-        "Max locked memory         unlimited            unlimited            bytes     \n")
+        "Max locked memory         unlimited            unlimited            bytes     \n"
+    )
     host, missing = read_host(root=str(tmp_path), procfs_root=str(tmp_path), environ={}, hostname="h")
     assert (host.rlimit_memlock_soft, host.rlimit_memlock_hard) == (UNLIMITED, UNLIMITED)
     assert (host.rlimit_nofile_soft, host.rlimit_nofile_hard) == (1024, 4096)

@@ -1,4 +1,5 @@
 """The command runner (real processes) and environment redaction."""
+
 from __future__ import annotations
 
 import os
@@ -70,12 +71,28 @@ def test_passwords_inside_urls_are_redacted():
 
 def test_select_env_keeps_the_distributed_variables_only():
     environ = {
-        "NCCL_DEBUG": "INFO", "NCCL_SOCKET_IFNAME": "ens34", "TORCH_DISTRIBUTED_DEBUG": "DETAIL",
-        "CUDA_VISIBLE_DEVICES": "6,7,8,9", "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500",
-        "RANK": "7", "LOCAL_RANK": "3", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "4", "NODE_RANK": "1",
-        "GROUP_RANK": "1", "SLURM_PROCID": "7", "SLURM_LOCALID": "3", "SLURM_NTASKS": "8",
-        "SLURM_JOB_NODELIST": "node[01-02]", "OMPI_COMM_WORLD_RANK": "7", "OMPI_COMM_WORLD_LOCAL_RANK": "3",
-        "HOME": "/root", "PATH": "/usr/bin", "HF_TOKEN": "hf_abc", "NCCL_IB_HCA": "mlx5_0",
+        "NCCL_DEBUG": "INFO",
+        "NCCL_SOCKET_IFNAME": "ens34",
+        "TORCH_DISTRIBUTED_DEBUG": "DETAIL",
+        "CUDA_VISIBLE_DEVICES": "6,7,8,9",
+        "MASTER_ADDR": "10.0.0.1",
+        "MASTER_PORT": "29500",
+        "RANK": "7",
+        "LOCAL_RANK": "3",
+        "WORLD_SIZE": "4",
+        "LOCAL_WORLD_SIZE": "4",
+        "NODE_RANK": "1",
+        "GROUP_RANK": "1",
+        "SLURM_PROCID": "7",
+        "SLURM_LOCALID": "3",
+        "SLURM_NTASKS": "8",
+        "SLURM_JOB_NODELIST": "node[01-02]",
+        "OMPI_COMM_WORLD_RANK": "7",
+        "OMPI_COMM_WORLD_LOCAL_RANK": "3",
+        "HOME": "/root",
+        "PATH": "/usr/bin",
+        "HF_TOKEN": "hf_abc",
+        "NCCL_IB_HCA": "mlx5_0",
         "TORCH_HUB_TOKEN": "x",
     }
     env = select_env(environ)

@@ -1,4 +1,5 @@
 """Small pure pieces of collection: CPU lists, affinity masks, CUDA order."""
+
 from __future__ import annotations
 
 from hypothesis import given
@@ -37,6 +38,7 @@ def test_nvml_error_codes_become_reasons():
     class Err(Exception):
         def __init__(self, value):
             self.value = value
+
     assert reason_for(Err(15)).reason == "GPU is lost"
     assert reason_for(Err(4)).reason == "permission denied"
     assert reason_for(Err(3)).reason == "not supported by this GPU"

@@ -1,4 +1,5 @@
 """NCCL libraries, torch facts, and collect() on this real machine."""
+
 from __future__ import annotations
 
 import json
@@ -21,15 +22,19 @@ def ldconfig_listing(lines):
         if list(argv[:2]) == ["ldconfig", "-p"]:
             return CommandResult(0, "\n".join(["3 libs found in cache `/etc/ld.so.cache'", *lines]) + "\n", "")
         return CommandResult(None, error="not found")
+
     return fake_run
 
 
 def test_nccl_libraries_from_ldconfig_ld_library_path_and_usual_dirs(tree):
     root = tree("l40s-2socket")
-    run = ldconfig_listing(["\tlibnccl.so.2 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libnccl.so.2",
-                            "\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6"])
-    found, missing, _ = find_libraries(root=root, environ={"LD_LIBRARY_PATH": "/opt/custom/lib:"},
-                                       run=run, distributions={})
+    run = ldconfig_listing(
+        [
+            "\tlibnccl.so.2 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libnccl.so.2",
+            "\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6",
+        ]
+    )
+    found, missing, _ = find_libraries(root=root, environ={"LD_LIBRARY_PATH": "/opt/custom/lib:"}, run=run, distributions={})
     system = {(lib.path, lib.version, lib.source) for lib in found["nccl_system"]}
     assert system == {
         ("/usr/lib/x86_64-linux-gnu/libnccl.so.2.19.3", "2.19.3", "ldconfig"),  # symlink followed
@@ -74,8 +79,10 @@ def test_version_from_file_names():
 
 def test_torch_version_file_is_parsed_not_executed(tmp_path):
     path = tmp_path / "version.py"
-    path.write_text("from typing import Optional\n__version__ = '2.4.0+cu121'\ncuda: Optional[str] = '12.1'\n"
-                    "hip = None\nimport os; os.system('echo pwned')\nx = os.getcwd()\n")
+    path.write_text(
+        "from typing import Optional\n__version__ = '2.4.0+cu121'\ncuda: Optional[str] = '12.1'\n"
+        "hip = None\nimport os; os.system('echo pwned')\nx = os.getcwd()\n"
+    )
     assert read_version_file(str(path)) == {"__version__": "2.4.0+cu121", "cuda": "12.1", "hip": None}
 
 
@@ -152,17 +159,22 @@ def test_collect_on_this_machine_without_a_driver():
 
 
 def test_collect_redacts_secrets_from_the_environment(tree):
-    snap = collect(environ={"NCCL_DEBUG": "INFO", "HF_TOKEN": "hf_x", "TORCH_SECRET_KEY": "abc",
-                            "MASTER_ADDR": "http://u:pw@10.0.0.1"},
-                   sysfs_root=tree("container-eth0"), run=no_commands, probe_torch=False)
+    snap = collect(
+        environ={"NCCL_DEBUG": "INFO", "HF_TOKEN": "hf_x", "TORCH_SECRET_KEY": "abc", "MASTER_ADDR": "http://u:pw@10.0.0.1"},
+        sysfs_root=tree("container-eth0"),
+        run=no_commands,
+        probe_torch=False,
+    )
     assert snap.env == {"MASTER_ADDR": "http://u:<redacted>@10.0.0.1", "NCCL_DEBUG": "INFO", "TORCH_SECRET_KEY": "<redacted>"}
     assert "pw" not in json.dumps(snap.to_dict()).replace("<redacted>", "")
 
 
 def test_collect_subprocess_prints_json_without_heavy_imports():
-    code = ("import sys, json, ncclnb; s = ncclnb.collect(probe_torch=False); "
-            "print(json.dumps({'heavy': [m for m in ('torch', 'plotly', 'pandas', 'ipywidgets') if m in sys.modules], "
-            "'schema': s.to_dict()['schema']}))")
+    code = (
+        "import sys, json, ncclnb; s = ncclnb.collect(probe_torch=False); "
+        "print(json.dumps({'heavy': [m for m in ('torch', 'plotly', 'pandas', 'ipywidgets') if m in sys.modules], "
+        "'schema': s.to_dict()['schema']}))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     result = json.loads(out.stdout)
     assert result["heavy"] == [] and result["schema"].startswith("ncclnb.node/")
@@ -171,8 +183,10 @@ def test_collect_subprocess_prints_json_without_heavy_imports():
 def test_public_functions_stay_callable_after_their_packages_are_imported():
     # the functions ncclnb.collect / ncclnb.machines live in packages of other names
     # (collectors, recorded), so importing those packages cannot shadow them
-    code = ("import ncclnb, ncclnb.collectors.runner, ncclnb.recorded, json; "
-            "print(json.dumps([ncclnb.collect(probe_torch=False).to_dict()['origin'], "
-            "'hgx-h100' in ncclnb.machines()]))")
+    code = (
+        "import ncclnb, ncclnb.collectors.runner, ncclnb.recorded, json; "
+        "print(json.dumps([ncclnb.collect(probe_torch=False).to_dict()['origin'], "
+        "'hgx-h100' in ncclnb.machines()]))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(out.stdout) == ["live", True]

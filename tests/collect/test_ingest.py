@@ -1,4 +1,5 @@
 """ingest: sources of every kind, blocks in any order, merging, provenance."""
+
 from __future__ import annotations
 
 import subprocess
@@ -39,7 +40,12 @@ def test_two_files_merge_into_one_node():
     assert snap.hostname == "shockwave" and snap.origin == "ingest"
     gpu2 = snap.gpus[2]
     assert (gpu2.name, gpu2.pci_bus_id, gpu2.memory_total_mib, gpu2.numa_node, gpu2.cpu_affinity) == (
-        "NVIDIA L40S", "00000000:CA:00.0", 46068, 1, "1,3,5,7,9,11")
+        "NVIDIA L40S",
+        "00000000:CA:00.0",
+        46068,
+        1,
+        "1,3,5,7,9,11",
+    )
     assert snap.versions.driver == "580.119.02" and snap.versions.cuda_driver == "13.0"
     assert snap.sources["links"] == f"nvidia-smi topo -m ({L40S_TOPO})"
     assert snap.sources["gpus.pci_bus_id"] == f"nvidia-smi ({L40S_SMI})"
@@ -145,13 +151,15 @@ def test_p2p_capability_argument_when_the_text_has_none():
 
 
 def test_environment_values_that_look_secret_are_redacted():
-    text = fixture(A30_ENV).read_text() + "\n".join([
-        "NCCL_IB_HCA=mlx5_0",
-        "NCCL_API_TOKEN=abc123",
-        "MASTER_ADDR=https://alice:hunter2@head.example:29500",
-        "HF_TOKEN=should-not-be-kept",
-        "",
-    ])
+    text = fixture(A30_ENV).read_text() + "\n".join(
+        [
+            "NCCL_IB_HCA=mlx5_0",
+            "NCCL_API_TOKEN=abc123",
+            "MASTER_ADDR=https://alice:hunter2@head.example:29500",
+            "HF_TOKEN=should-not-be-kept",
+            "",
+        ]
+    )
     snap = ingest(text)
     assert snap.env["NCCL_IB_HCA"] == "mlx5_0"
     assert snap.env["NCCL_API_TOKEN"] == "<redacted>"
@@ -161,9 +169,11 @@ def test_environment_values_that_look_secret_are_redacted():
 
 
 def test_ingest_imports_nothing_heavy():
-    code = ("import sys, ncclnb; from ncclnb.collectors.ingest import ingest; "
-            f"ingest({SMALL_TOPO!r}); import ncclnb.recorded as m; m.load('aws-p4d'); "
-            "print([x for x in ('torch', 'pynvml', 'plotly', 'pandas', 'ipywidgets') if x in sys.modules])")
+    code = (
+        "import sys, ncclnb; from ncclnb.collectors.ingest import ingest; "
+        f"ingest({SMALL_TOPO!r}); import ncclnb.recorded as m; m.load('aws-p4d'); "
+        "print([x for x in ('torch', 'pynvml', 'plotly', 'pandas', 'ipywidgets') if x in sys.modules])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

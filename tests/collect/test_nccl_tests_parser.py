@@ -1,6 +1,7 @@
 """nccl-tests output -> a report with one LinkTest, and NCCL's channel lines
 -> the transport per peer, on the real public outputs bundled in
 ncclnb/recorded/links (and the 2x RTX 4090 capture the repro scenarios keep)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,7 +26,7 @@ def test_h100_nvls_run():
     [link] = report.links
     assert (link.backend, link.device, link.world_size, link.nodes, link.iterations) == ("nccl", "cuda", 8, 1, 2)
     assert [m.size_bytes for m in link.results] == [1 << s for s in range(27, 33)]
-    last = link.results[-1]   # the out-of-place columns of the 4 GiB row
+    last = link.results[-1]  # the out-of-place columns of the 4 GiB row
     assert (last.collective, last.time_us, last.algbw_gbps, last.busbw_gbps) == ("all_reduce", 15870.0, 270.63, 473.6)
     [node] = report.snapshots
     assert node.hostname == "node005" and [g.name for g in node.gpus] == ["NVIDIA H100 80GB HBM3"] * 8
@@ -56,7 +57,7 @@ def test_collective_from_the_command_or_the_ratio():
     base = _text("nccl_tests__hgx-a100-8x-sxm4-80gb-single-node__unidentified-repo-thanos.txt")
     table = "\n".join(line for line in base.splitlines() if not line.startswith("# source"))
     assert "_perf" not in table
-    assert parse_nccl_tests(table).links[0].results[0].collective == "all_reduce"   # busbw/algbw = 2(n-1)/n
+    assert parse_nccl_tests(table).links[0].results[0].collective == "all_reduce"  # busbw/algbw = 2(n-1)/n
     named = table.replace("# nThread", "$ ./build/reduce_scatter_perf -b 8 -e 4G -f 2 -g 8\n# nThread", 1)
     assert parse_nccl_tests(named).links[0].results[0].collective == "reduce_scatter"
     algo = "$ NCCL_ALGO=Ring ./build/all_reduce_perf -g 8\n" + table
@@ -89,15 +90,23 @@ def test_not_nccl_tests():
 def test_transports_of_real_logs():
     p4d = peer_transports(_text("nccl_info__aws-p4d-1node-4rank-p2p-cumem__gnosia93-training-on-eks.txt"))
     assert [(t.rank, t.peer, t.transport, t.channels) for t in p4d] == [
-        (0, 1, "P2P/CUMEM", 24), (1, 2, "P2P/CUMEM", 24), (2, 3, "P2P/CUMEM", 24), (3, 0, "P2P/CUMEM", 24)]
+        (0, 1, "P2P/CUMEM", 24),
+        (1, 2, "P2P/CUMEM", 24),
+        (2, 3, "P2P/CUMEM", 24),
+        (3, 0, "P2P/CUMEM", 24),
+    ]
     assert p4d[0].line == "Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read"
     efa = peer_transports(_text("nccl_info__aws-g6e.48xlarge-4node-1rank-each-efa__gnosia93-training-on-eks.txt"))
     assert {t.transport for t in efa} == {"NET/Libfabric"}
     assert {(t.rank, t.peer) for t in efa} >= {(0, 1), (0, 2), (0, 3), (1, 0), (2, 0), (3, 0)}
     # [send] and [receive] lines of one channel count once; older NCCL writes bus ids in the brackets
-    written = ("h:1:2 [0] NCCL INFO Channel 00/0 : 0[1b000] -> 1[3d000] [send] via NET/IB/0/GDRDMA\n"
-               "h:1:2 [0] NCCL INFO Channel 00/0 : 0[1b000] -> 1[3d000] [receive] via NET/IB/0/GDRDMA\n"
-               "h:1:2 [0] NCCL INFO Channel 01/0 : 0[1b000] -> 1[3d000] [send] via NET/IB/1/GDRDMA\n"
-               "h:1:2 [0] NCCL INFO Channel 00 : 0[0] -> 2[2] via P2P/IPC\n")
+    written = (
+        "h:1:2 [0] NCCL INFO Channel 00/0 : 0[1b000] -> 1[3d000] [send] via NET/IB/0/GDRDMA\n"
+        "h:1:2 [0] NCCL INFO Channel 00/0 : 0[1b000] -> 1[3d000] [receive] via NET/IB/0/GDRDMA\n"
+        "h:1:2 [0] NCCL INFO Channel 01/0 : 0[1b000] -> 1[3d000] [send] via NET/IB/1/GDRDMA\n"
+        "h:1:2 [0] NCCL INFO Channel 00 : 0[0] -> 2[2] via P2P/IPC\n"
+    )
     assert [(t.rank, t.peer, t.transport, t.channels) for t in peer_transports(written)] == [
-        (0, 1, "NET/IB", 2), (0, 2, "P2P/IPC", 1)]
+        (0, 1, "NET/IB", 2),
+        (0, 2, "P2P/IPC", 1),
+    ]

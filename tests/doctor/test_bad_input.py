@@ -1,4 +1,5 @@
 """Bad input: never a traceback; unreadable paths exit 2 with one line."""
+
 from __future__ import annotations
 
 import gzip

@@ -8,6 +8,7 @@ NCCL work: N, last enqueued NCCL work: N, ...``, 2.4 ``Exception ...
 detected by watchdog at work`` and the ``Received a dump signal`` line of a
 rank that did not time out, 2.5+ ``failure detected by watchdog at work
 sequence id: N PG status: last enqueued work: N, ...``)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,12 +24,15 @@ def _errors(diag):
     return [f for f in diag.findings if f.severity == "error"]
 
 
-@pytest.mark.parametrize("case, rule, culprits", [
-    ("torch24_rank_behind", "watchdog_rank_behind", (2,)),
-    ("torch25_rank_behind", "watchdog_rank_behind", (3,)),
-    ("torch22_silent_rank", "watchdog_rank_missing", (3,)),
-    ("torch21_silent_rank", "watchdog_rank_missing", (2,)),
-])
+@pytest.mark.parametrize(
+    "case, rule, culprits",
+    [
+        ("torch24_rank_behind", "watchdog_rank_behind", (2,)),
+        ("torch25_rank_behind", "watchdog_rank_behind", (3,)),
+        ("torch22_silent_rank", "watchdog_rank_missing", (3,)),
+        ("torch21_silent_rank", "watchdog_rank_missing", (2,)),
+    ],
+)
 def test_the_lagging_rank_is_blamed_in_every_watchdog_wording(case, rule, culprits):
     diag = diagnose(str(HERE / case))
     top = diag.findings[0]
@@ -54,18 +58,22 @@ def test_the_rank_that_failed_first_is_the_cause_and_the_timeouts_its_consequenc
 
 
 def _wd(rank, seq, done, pg="0"):
-    return (f"[rank{rank}]:[E ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught collective operation timeout: "
-            f"WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran for 600071 "
-            "milliseconds before timing out.\n"
-            f"[rank{rank}]:[E ProcessGroupNCCL.cpp:2268] [PG ID {pg} PG GUID {pg}(default_pg) Rank {rank}]  failure "
-            f"detected by watchdog at work sequence id: {seq} PG status: last enqueued work: {seq}, "
-            f"last completed work: {done}\n")
+    return (
+        f"[rank{rank}]:[E ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught collective operation timeout: "
+        f"WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran for 600071 "
+        "milliseconds before timing out.\n"
+        f"[rank{rank}]:[E ProcessGroupNCCL.cpp:2268] [PG ID {pg} PG GUID {pg}(default_pg) Rank {rank}]  failure "
+        f"detected by watchdog at work sequence id: {seq} PG status: last enqueued work: {seq}, "
+        f"last completed work: {done}\n"
+    )
 
 
 def _signal(rank, enq, done, pg="0"):
-    return (f"[rank{rank}]:[E ProcessGroupNCCL.cpp:1653] [PG ID {pg} PG GUID {pg}(default_pg) Rank {rank}] Received a "
-            f"dump signal due to a collective timeout from  rank 0 and we will try our best to dump the debug info. "
-            f"Last enqueued NCCL work: {enq}, last completed NCCL work: {done}.\n")
+    return (
+        f"[rank{rank}]:[E ProcessGroupNCCL.cpp:1653] [PG ID {pg} PG GUID {pg}(default_pg) Rank {rank}] Received a "
+        f"dump signal due to a collective timeout from  rank 0 and we will try our best to dump the debug info. "
+        f"Last enqueued NCCL work: {enq}, last completed NCCL work: {done}.\n"
+    )
 
 
 def test_two_ranks_the_one_that_never_enqueued_is_named():
@@ -120,7 +128,8 @@ def test_timeouts_blame_the_ranks_that_did_not_time_out(tmp_path):
     for r in (1, 2):
         (tmp_path / f"rank{r}.log").write_text(
             "RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 5000ms "
-            "for recv operation to complete\n")
+            "for recv operation to complete\n"
+        )
     (tmp_path / "rank0.log").write_text("saving checkpoint\n")
     f = next(f for f in diagnose(str(tmp_path)).findings if f.rule == "gloo_op_timeout")
     assert f.ranks == (0,) and "rank 0 did not time out" in f.title
@@ -130,6 +139,7 @@ def test_timeouts_blame_the_ranks_that_did_not_time_out(tmp_path):
 
 
 # ---- two processes claiming one rank -------------------------------------------------------------
+
 
 def test_two_processes_on_rank_0_the_port_in_use_is_a_consequence():
     # real gloo run (duplicate_rank with process 1 told RANK=0): the second rank 0 cannot bind the store's port
@@ -150,8 +160,10 @@ def test_framework_banners_of_two_nodes_both_started_as_node_0():
 
 
 def _comm(host, pid, rank, n):
-    return (f"{host}:{pid}:{pid + 9} [{rank % 4}] NCCL INFO comm 0x5{pid:07d} rank {rank} nRanks {n} nNodes 1 "
-            f"localRanks {n} localRank {rank % 4} MNNVL 0\n")
+    return (
+        f"{host}:{pid}:{pid + 9} [{rank % 4}] NCCL INFO comm 0x5{pid:07d} rank {rank} nRanks {n} nNodes 1 "
+        f"localRanks {n} localRank {rank % 4} MNNVL 0\n"
+    )
 
 
 def test_a_restart_that_numbers_every_rank_again_is_no_duplicate():
@@ -166,18 +178,22 @@ def test_a_restart_that_numbers_every_rank_again_is_no_duplicate():
 
 # ---- a line with no host -------------------------------------------------------------------------
 
+
 def test_a_hostless_version_line_does_not_borrow_the_host_before_it():
-    log = ("node-a:100:100 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
-           "node-b:200:200 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
-           "node-c:300:300 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
-           "node-a:100:110 [0] NCCL INFO Channel 00/02 : 0 1 2 3 failed to connect\n"
-           "[rank3]: NCCL version 2.18.1\n")
+    log = (
+        "node-a:100:100 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+        "node-b:200:200 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+        "node-c:300:300 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+        "node-a:100:110 [0] NCCL INFO Channel 00/02 : 0 1 2 3 failed to connect\n"
+        "[rank3]: NCCL version 2.18.1\n"
+    )
     f = next(f for f in diagnose(log).findings if f.category == "version_mismatch")
     assert f.hosts == () and f.ranks == (3,)
     assert "node-a" not in f.title + f.cause
 
 
 # ---- a desync with no majority --------------------------------------------------------------------
+
 
 def _factory():
     import importlib.util
@@ -250,16 +266,19 @@ def _logs_only(case: str, tmp_path, drop=()):
     return diagnose(str(tmp_path))
 
 
-@pytest.mark.parametrize("case, rule, category, culprits", [
-    ("alltoall_unpaired", "p2p_wait_beside_collective", "p2p_pairing", (2,)),
-    ("unseeded_split_desync", "traceback_desync", "collective_desync", (1,)),
-    ("slow_rank_checkpoint", "traceback_rank_missing", "slow_rank_timeout", (0,)),
-])
+@pytest.mark.parametrize(
+    "case, rule, category, culprits",
+    [
+        ("alltoall_unpaired", "p2p_wait_beside_collective", "p2p_pairing", (2,)),
+        ("unseeded_split_desync", "traceback_desync", "collective_desync", (1,)),
+        ("slow_rank_checkpoint", "traceback_rank_missing", "slow_rank_timeout", (0,)),
+    ],
+)
 def test_tracebacks_name_the_culprit_without_dumps(case, rule, category, culprits, tmp_path):
     diag = _logs_only(case, tmp_path)
     top = diag.findings[0]
     assert (top.rule, top.category, top.ranks) == (rule, category, culprits)
-    assert "gloo_op_timeout" not in {f.rule.split("~")[0] for f in diag.findings}   # folded into the card
+    assert "gloo_op_timeout" not in {f.rule.split("~")[0] for f in diag.findings}  # folded into the card
 
 
 def test_with_dumps_the_recorder_speaks_and_the_traceback_card_is_dropped():
@@ -281,8 +300,10 @@ def test_two_ranks_in_two_collectives_are_told_apart_by_the_batches_they_printed
     top = diag.findings[0]
     assert (top.rule, top.ranks) == ("traceback_desync", (1,))
     assert "rank 1 printed more batches" in top.title and "7 on rank 1, 6 on rank 0" in top.cause
-    assert [e.text for e in top.evidence[:2]] == ["rank 1: 49 training examples, 7 batches (split without a seed)",
-                                                  "rank 0: 48 training examples, 6 batches (split without a seed)"]
+    assert [e.text for e in top.evidence[:2]] == [
+        "rank 1: 49 training examples, 7 batches (split without a seed)",
+        "rank 0: 48 training examples, 6 batches (split without a seed)",
+    ]
     counts = next(f for f in diag.findings if f.rule == "rank_count")
     assert counts.ranks == () and "6 on rank 0, 7 on rank 1" in counts.title
 
@@ -303,7 +324,8 @@ def test_watchdog_desync_tie_is_broken_by_the_dataset_lengths_the_ranks_printed(
             f"[rank{r}]: dataset length {length}\n"
             f"[rank{r}]: [E ProcessGroupNCCL.cpp:475] [Rank {r}] Watchdog caught collective operation timeout: "
             f"WorkNCCL(SeqNum=812, OpType={op}, NumelIn=4096, NumelOut=4096, Timeout(ms)=1800000) ran for "
-            "1800612 milliseconds before timing out.\n")
+            "1800612 milliseconds before timing out.\n"
+        )
     top = diagnose(str(tmp_path)).findings[0]
     assert (top.rule, top.ranks) == ("watchdog_desync", (0,))
     assert "1008 on rank 0, 1000 on rank 1" in top.cause
@@ -325,6 +347,7 @@ def test_when_most_logs_show_no_timeout_the_silent_ranks_are_not_blamed(tmp_path
 # rank printed its plan ("ncclnb guard: p2p plan {...}"); rank 1 has nothing for rank 2 and skips the
 # send, rank 2 still receives from rank 1 and hangs in irecv().wait(); ranks 0, 1 and 3 went on to
 # the all_reduce and time out there waiting for rank 2.
+
 
 def _copy(tmp_path, case, keep):
     for p in (HERE / case).iterdir():

@@ -2,6 +2,7 @@
 but the time: the same Diagnosis (findings, ranks, evidence) with and
 without it, on the repository's fixture and recorded logs and on a generated
 log of many ranks; the memoised trigger test says what the plain one says."""
+
 from __future__ import annotations
 
 import random
@@ -47,8 +48,11 @@ def _many_ranks_log(seed: int) -> str:
         r = rng.randrange(64)
         h, d = divmod(r, 8)
         msg = msgs[rng.randrange(len(msgs))]
-        msg = re.sub(r"rank \d+ nRanks \d+ nNodes \d+ localRanks \d+ localRank \d+",
-                     f"rank {r} nRanks 64 nNodes 8 localRanks 8 localRank {d}", msg)
+        msg = re.sub(
+            r"rank \d+ nRanks \d+ nNodes \d+ localRanks \d+ localRank \d+",
+            f"rank {r} nRanks 64 nNodes 8 localRanks 8 localRank {d}",
+            msg,
+        )
         msg = re.sub(r"NCCL version \S+", "NCCL version 2.21.5+cuda12.4" if h != 5 else "NCCL version 2.18.1+cuda12.1", msg)
         prefix = f"host-{h}:{3000 + r}:{3000 + r + i % 3} [{d}]"
         if i % 997 == 0:
@@ -62,9 +66,11 @@ def _many_ranks_log(seed: int) -> str:
             lines.append(f"{prefix} NCCL INFO (RayWorker pid=77) hello from a ray actor")
             lines.append(f"{prefix} NCCL INFO ")
         if i == 3000:
-            lines.append(f"[rank{r}]:[E304 17:41:12.735149131 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught "
-                         "collective operation timeout: WorkNCCL(SeqNum=52, OpType=ALLREDUCE, NumelIn=10, NumelOut=10, "
-                         "Timeout(ms)=600000) ran for 600031 milliseconds before timing out.")
+            lines.append(
+                f"[rank{r}]:[E304 17:41:12.735149131 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught "
+                "collective operation timeout: WorkNCCL(SeqNum=52, OpType=ALLREDUCE, NumelIn=10, NumelOut=10, "
+                "Timeout(ms)=600000) ran for 600031 milliseconds before timing out."
+            )
             lines.append(f"{prefix} NCCL INFO [Service thread] Connection closed by localRank {d}")
             lines.append("NCCL INFO NCCL version 2.21.5+cuda12.4")
         if i == 4000:
@@ -152,7 +158,7 @@ def test_normalizer_gives_what_normalize_gives(text):
     norm = collapse.Normalizer()
     for host in ("host-1", "gpu-node-077", "x"):
         raw = text.replace("host-1", host, 1).encode()
-        for _ in range(2):   # the first line makes the template, the second uses it
+        for _ in range(2):  # the first line makes the template, the second uses it
             got, _ = norm(raw)
             assert got == normalize(raw.decode("utf-8", "replace"))
 
@@ -169,8 +175,12 @@ def test_memoised_trigger_test_says_what_the_plain_one_says():
     words = [t for t in TRIGGERS] + ["plain words", "NCCL INFO Channel 00", "]", "[0]", " H100", "Trees ["]
     for _ in range(3000):
         host = rng.choice(["node1", "Errorhost", "mlx5_host", "a.b-c", "9lead"])
-        line = f"{host}:{rng.randrange(99)}:{rng.randrange(99)} [{rng.randrange(8)}]" + \
-            rng.choice(["", " "]) + rng.choice(words) + rng.choice(["", " tail", "H100 x"])
+        line = (
+            f"{host}:{rng.randrange(99)}:{rng.randrange(99)} [{rng.randrange(8)}]"
+            + rng.choice(["", " "])
+            + rng.choice(words)
+            + rng.choice(["", " tail", "H100 x"])
+        )
         raw = line.encode()
         assert scan.has_trigger(raw) == scan._has_trigger(raw), line
         assert scan.has_trigger(raw) == any(t.encode() in raw for t in TRIGGERS), line
@@ -203,7 +213,7 @@ def test_parallel_scan_with_worker_skipping_same_as_plain(tmp_path, monkeypatch,
     monkeypatch.setattr(scan.ParallelScan, "__iter__", counting)
     parallel = diagnose(str(log)).to_dict()
     assert parallel == plain
-    assert found == sorted(found) and len(found) == len(set(found))   # file order, no line twice
+    assert found == sorted(found) and len(found) == len(set(found))  # file order, no line twice
     if match_cache is None:
         # the workers did drop lines: fewer came back than the file has candidates
         candidates = sum(1 for line in log.read_bytes().splitlines() if scan.has_trigger(line))
@@ -222,8 +232,12 @@ def _bulk_input(seed: int) -> bytes:
     text = _many_ranks_log(seed)
     rng = random.Random(seed)
     # non-NCCL lines between them: torch banners, wrapped continuations, lines with "]" early
-    extra = ["[rank3]:[E304 17:41:12.7 ProcessGroupNCCL.cpp:1] Watchdog caught collective operation timeout",
-             "    continued after a wrap: Error in the middle", "x] NCCL WARN a bracket first", "plain Error line"]
+    extra = [
+        "[rank3]:[E304 17:41:12.7 ProcessGroupNCCL.cpp:1] Watchdog caught collective operation timeout",
+        "    continued after a wrap: Error in the middle",
+        "x] NCCL WARN a bracket first",
+        "plain Error line",
+    ]
     lines = text.splitlines()
     for _ in range(200):
         lines.insert(rng.randrange(len(lines)), rng.choice(extra))
@@ -235,24 +249,24 @@ def _check_valid_skip(cands: list, out: list, inert: set) -> None:
     nos = [no for no, _ in out]
     assert nos == sorted(set(nos))
     by_no = dict(cands)
-    assert all(by_no.get(no) == raw for no, raw in out)   # only candidates, unchanged
+    assert all(by_no.get(no) == raw for no, raw in out)  # only candidates, unchanged
     kept, shown = set(nos), set()
     order = [no for no, _ in cands]
 
     def skippable(raw: bytes) -> bool:
         m = collapse.PREFIX.match(raw)
-        return m is not None and raw[m.end():] in inert and m.group(1) in shown
+        return m is not None and raw[m.end() :] in inert and m.group(1) in shown
 
     for i, (no, raw) in enumerate(cands):
         if no not in kept:
-            assert skippable(raw), raw          # a line left out was read before, and its host shown
+            assert skippable(raw), raw  # a line left out was read before, and its host shown
         else:
             if i and order[i - 1] not in kept and not skippable(raw):
                 raise AssertionError(f"line {no} kept without the line before it: {raw!r}")
             m = collapse.PREFIX.match(raw)
             if m is not None:
                 shown.add(m.group(1))
-    assert not cands or cands[-1][0] in kept   # the last line's state is the source's state at its end
+    assert not cands or cands[-1][0] in kept  # the last line's state is the source's state at its end
 
 
 @pytest.mark.parametrize("chunk", [None, 20_000, 65_536])
@@ -263,7 +277,7 @@ def test_bulk_skip_leaves_out_only_what_was_read_before(monkeypatch, chunk, seed
     monkeypatch.setattr(scan, "BULK_MIN", 0)
     data = _bulk_input(seed)
     cands = list(scan.LineScanner(io.BytesIO(data), chunk=chunk))
-    rests = [raw[m.end():] for _, raw in cands if (m := collapse.PREFIX.match(raw))]
+    rests = [raw[m.end() :] for _, raw in cands if (m := collapse.PREFIX.match(raw))]
     # most messages read before (as in a long log), not the warnings nor a few others
     rng = random.Random(seed)
     inert = {r for r in set(rests) if b"WARN" not in r and rng.random() < 0.9}
@@ -271,7 +285,7 @@ def test_bulk_skip_leaves_out_only_what_was_read_before(monkeypatch, chunk, seed
     out = list(s)
     assert s.lines_read == data.count(b"\n")
     _check_valid_skip(cands, out, inert)
-    assert len(out) < len(cands) / 2   # it did leave lines out
+    assert len(out) < len(cands) / 2  # it did leave lines out
     # with nothing inert, nothing is left out
     assert list(scan.LineScanner(io.BytesIO(data), chunk=chunk, skip=_Inert())) == cands
 
@@ -282,17 +296,17 @@ def test_bulk_skip_hands_over_every_line_once_the_cache_is_emptied(monkeypatch):
     monkeypatch.setattr(scan, "BULK_MIN", 0)
     data = _bulk_input(3)
     cands = list(scan.LineScanner(io.BytesIO(data), chunk=40_000))
-    rests = {raw[m.end():] for _, raw in cands if (m := collapse.PREFIX.match(raw))}
+    rests = {raw[m.end() :] for _, raw in cands if (m := collapse.PREFIX.match(raw))}
     inert = _Inert(rests)
     out = []
     for item in scan.LineScanner(io.BytesIO(data), chunk=40_000, skip=inert):
         out.append(item)
-        if len(out) == 50:   # the caller empties its cache: nothing it read is known any more
+        if len(out) == 50:  # the caller empties its cache: nothing it read is known any more
             inert.rests.clear()
             inert.generation += 1
     assert len(cands) > 200 and len(out) > 50
     at = [no for no, _ in cands].index(out[49][0])
-    assert out[50:] == cands[at + 1:]
+    assert out[50:] == cands[at + 1 :]
 
 
 def test_bulk_skip_leaves_the_path_on_mostly_new_messages(monkeypatch):
@@ -325,8 +339,12 @@ def test_bulk_path_only_where_candidates_are_many(monkeypatch):
     import io
 
     monkeypatch.setattr(scan, "BULK_MIN", 0)
-    sparse = b"".join(b"h%d:1:1 [0] NCCL INFO Channel %02d/24 : 3[3] -> 4[4] via P2P\n" % (i % 3, i % 24)
-                      if i % 100 else b"h1:1:1 [0] NCCL WARN Error %d\n" % (i % 7) for i in range(20_000))
+    sparse = b"".join(
+        b"h%d:1:1 [0] NCCL INFO Channel %02d/24 : 3[3] -> 4[4] via P2P\n" % (i % 3, i % 24)
+        if i % 100
+        else b"h1:1:1 [0] NCCL WARN Error %d\n" % (i % 7)
+        for i in range(20_000)
+    )
     dense = b"".join(b"h%d:1:1 [0] NCCL INFO NCCL version 2.%d.3\n" % (i % 3, i % 5) for i in range(20_000))
     data = sparse + dense
     calls = []

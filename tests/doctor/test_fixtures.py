@@ -1,4 +1,5 @@
 """Every signature's fixture: lines marked hit must produce that signature, lines marked miss must not."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """Flight recorder dump analysis: real gloo dumps (fixtures made by
 fr/make_dumps.py with torch 2.13) and synthetic NCCL-style ones (fr/factory.py)."""
+
 from __future__ import annotations
 
 import copy
@@ -48,6 +49,7 @@ def only_error(findings: list[Finding]) -> Finding:
 
 # ----------------------------------------------------------------- real gloo dumps
 
+
 def test_real_healthy_has_no_error():
     findings = analyze_dumps(real("healthy"))
     assert errors(findings) == []
@@ -85,9 +87,8 @@ def test_real_late_rank_is_found_from_its_own_clock():
 def test_real_dump_rank_status():
     rows = dump_rank_status(real("slow_rank"))
     assert [type(r) for r in rows] == [RankStatus] * 3
-    assert [(r.rank, r.last_seq, r.last_op) for r in rows] == [
-        (0, 4, "all_reduce"), (1, 5, "all_reduce"), (2, 5, "all_reduce")]
-    assert all(r.nccl_version is None for r in rows)   # gloo writes comm_lib_version ""
+    assert [(r.rank, r.last_seq, r.last_op) for r in rows] == [(0, 4, "all_reduce"), (1, 5, "all_reduce"), (2, 5, "all_reduce")]
+    assert all(r.nccl_version is None for r in rows)  # gloo writes comm_lib_version ""
     assert rows[0].source.endswith("slow_rank/rank0.json")
 
 
@@ -116,6 +117,7 @@ def test_looks_like_dump():
 
 # ----------------------------------------------------------------- the generator
 
+
 def test_generator_still_matches_torch(tmp_path):
     """Re-run one real scenario: the dumps torch writes today must have the
     layout of the committed fixtures and the quirks the module relies on."""
@@ -138,6 +140,7 @@ def test_generator_still_matches_torch(tmp_path):
 
 
 # ----------------------------------------------------------------- collectives, NCCL-style
+
 
 def test_nccl_healthy_with_subgroups_and_coalesced_ops():
     groups = {"0": ("default_pg", (0, 1, 2, 3)), "1": ("tp", (0, 1)), "2": ("tp", (2, 3))}
@@ -170,7 +173,7 @@ def test_first_divergence_only():
     ts = factory.world(4)
     for t in ts:
         t.collective("all_reduce")
-        t.collective("broadcast" if t.rank == 3 else "all_reduce")   # first divergence
+        t.collective("broadcast" if t.rank == 3 else "all_reduce")  # first divergence
         t.collective("all_reduce", ((1,),) if t.rank == 0 else ((2,),))  # later noise
     f = only_error(analyze_dumps(factory.dumps(ts)))
     assert (f.rule, f.ranks) == ("fr.desync_op", (3,))
@@ -189,7 +192,7 @@ def test_extra_collective_on_a_minority_is_desync():
     ts = factory.world(4)
     for t in ts:
         t.collective("all_reduce")
-    ts[0].collective("all_reduce", ((1,),), state="started")   # rank 0 logs a metric alone
+    ts[0].collective("all_reduce", ((1,),), state="started")  # rank 0 logs a metric alone
     f = only_error(analyze_dumps(factory.dumps(ts)))
     assert (f.rule, f.category, f.ranks) == ("fr.extra_collective", "collective_desync", (0,))
 
@@ -230,7 +233,7 @@ def test_late_rank_within_timeout_is_fine():
     ts = factory.world(3, timeout_ms=10_000)
     for t in ts:
         t.collective("all_reduce")
-    ts[0].wait(4.0)   # slower, but well within the timeout
+    ts[0].wait(4.0)  # slower, but well within the timeout
     for t in ts:
         t.collective("all_reduce")
     assert analyze_dumps(factory.dumps(ts)) == []
@@ -243,7 +246,7 @@ def test_late_rank_within_timeout_is_fine():
 
 def test_late_rank_ignores_clock_offsets_between_hosts():
     ts = factory.world(2, timeout_ms=5_000)
-    ts[1].now_ns += 3600 * 10**9     # host of rank 1 runs an hour ahead
+    ts[1].now_ns += 3600 * 10**9  # host of rank 1 runs an hour ahead
     for t in ts:
         t.collective("all_reduce")
         t.collective("all_reduce")
@@ -273,6 +276,7 @@ def test_missing_dump_is_noted_not_blamed():
 
 # ----------------------------------------------------------------- point to point
 
+
 def test_balanced_all_to_all_has_no_p2p_finding():
     for batched in (True, False):
         ts = factory.world(4)
@@ -283,7 +287,7 @@ def test_balanced_all_to_all_has_no_p2p_finding():
 def test_recv_without_send_blames_the_silent_sender_not_the_receiver():
     ts = factory.world(4)
     factory.all_to_all_p2p(ts)
-    ts[1].recv(2, ((256,),), state="started")   # rank 1 waits for a message rank 2 never sends
+    ts[1].recv(2, ((256,),), state="started")  # rank 1 waits for a message rank 2 never sends
     f = only_error(analyze_dumps(factory.dumps(ts)))
     assert (f.rule, f.category) == ("fr.p2p_unmatched", "p2p_pairing")
     assert f.ranks == (2,)
@@ -293,11 +297,13 @@ def test_recv_without_send_blames_the_silent_sender_not_the_receiver():
 
 def test_wrong_peer_in_custom_all_to_all_blames_that_rank_first():
     """Seed 004: a hand-written all-to-all where one rank computes a wrong peer."""
+
     def peer_of(rank, step, n):
         to, frm = (rank + step) % n, (rank - step) % n
         if rank == 3 and step == 2:
-            to = (to + 1) % n   # rank 3 sends to 2 instead of 1
+            to = (to + 1) % n  # rank 3 sends to 2 instead of 1
         return to, frm
+
     ts = factory.world(4)
     factory.all_to_all_p2p(ts, peer_of=peer_of)
     f = only_error(analyze_dumps(factory.dumps(ts)))
@@ -327,8 +333,8 @@ def test_p2p_size_mismatch():
 def test_p2p_in_subgroup_maps_group_ranks_to_global():
     groups = {"0": ("default_pg", (0, 1, 2, 3)), "5": ("pp", (1, 3))}
     ts = factory.world(4, groups)
-    ts[1].send(1, pg="5")          # group rank 1 is global rank 3
-    ts[3].recv(0, pg="5")          # group rank 0 is global rank 1
+    ts[1].send(1, pg="5")  # group rank 1 is global rank 3
+    ts[3].recv(0, pg="5")  # group rank 0 is global rank 1
     assert analyze_dumps(factory.dumps(ts)) == []
     ts[3].recv(0, pg="5", state="started")
     f = only_error(analyze_dumps(factory.dumps(ts)))
@@ -371,32 +377,44 @@ def test_a_rank_left_in_the_exchange_while_the_rest_went_on_is_blamed():
 def test_symmetric_mismatch_blames_both_and_says_so():
     ts = factory.world(2)
     ts[0].send(1, state="started")
-    ts[1].send(0, state="started")   # both send, neither receives
+    ts[1].send(0, state="started")  # both send, neither receives
     f = only_error(analyze_dumps(factory.dumps(ts)))
     assert f.rule == "fr.p2p_unmatched" and f.ranks == (0, 1)
     assert "nothing tells which end is wrong" in f.title and "cannot tell which end" in f.cause
 
 
-@pytest.mark.parametrize("edges, ahead, blamed, certain", [
-    ([(1, 2)], (), (2,), True),                             # the peer never posted its half
-    ([(2, 1)], (0, 1, 3), (2,), True),                      # ... unless the rest went on without the poster
-    ([(2, 1)], (1,), (1,), True),                           # one rank ahead is no majority
-    ([(0, 1), (1, 2)], (), (1,), True),                     # a chain: the rank in the middle
-    ([(3, 2), (1, 3)], (), (3,), True),                     # a wrong peer
-    ([(0, 1), (1, 0)], (), (0, 1), False),                  # symmetric
-    ([(0, 1), (2, 3)], (), (1, 3), True),                   # two separate ops
-    ([(r, 2) for r in (0, 1, 3)], (), (2,), True),          # everybody waits for one rank
-])
+@pytest.mark.parametrize(
+    "edges, ahead, blamed, certain",
+    [
+        ([(1, 2)], (), (2,), True),  # the peer never posted its half
+        ([(2, 1)], (0, 1, 3), (2,), True),  # ... unless the rest went on without the poster
+        ([(2, 1)], (1,), (1,), True),  # one rank ahead is no majority
+        ([(0, 1), (1, 2)], (), (1,), True),  # a chain: the rank in the middle
+        ([(3, 2), (1, 3)], (), (3,), True),  # a wrong peer
+        ([(0, 1), (1, 0)], (), (0, 1), False),  # symmetric
+        ([(0, 1), (2, 3)], (), (1, 3), True),  # two separate ops
+        ([(r, 2) for r in (0, 1, 3)], (), (2,), True),  # everybody waits for one rank
+    ],
+)
 def test_p2p_culprits(edges, ahead, blamed, certain):
     assert fr.p2p_culprits(edges, ahead) == (blamed, certain)
 
 
 # ----------------------------------------------------------------- ranks of dumps
 
-@pytest.mark.parametrize("name,rank", [
-    ("rank3.json", 3), ("fr_rank_12.json", 12), ("/x/y/nccl_trace_7", 7), ("trace-5.json", 5),
-    ("RANK2.JSON", 2), ("dump.json", None), ("trace_20240101123000.json", None),
-])
+
+@pytest.mark.parametrize(
+    "name,rank",
+    [
+        ("rank3.json", 3),
+        ("fr_rank_12.json", 12),
+        ("/x/y/nccl_trace_7", 7),
+        ("trace-5.json", 5),
+        ("RANK2.JSON", 2),
+        ("dump.json", None),
+        ("trace_20240101123000.json", None),
+    ],
+)
 def test_rank_from_file_name(name, rank):
     assert fr._rank_from_name(name) == rank
 
@@ -406,7 +424,7 @@ def test_rank_from_key_then_name_then_p2p():
     ts[0].send(1)
     ts[1].recv(0)
     d0, d1 = ts[0].dump(), ts[1].dump()
-    rows = dump_rank_status([("a.json", d0), ("b.json", d1)])   # ranks from the p2p entries
+    rows = dump_rank_status([("a.json", d0), ("b.json", d1)])  # ranks from the p2p entries
     assert [r.rank for r in rows] == [0, 1]
     d1_keyed = dict(d1, rank=1)
     rows = dump_rank_status([("x.json", d0), ("y_rank9.json", d1_keyed)])
@@ -417,8 +435,7 @@ def test_unknown_and_duplicate_ranks_are_skipped_with_info():
     ts = factory.world(2)
     for t in ts:
         t.collective("all_reduce")
-    pairs = [("rank0.json", ts[0].dump()), ("again_rank0.json", ts[1].dump()),
-             ("dump.json", ts[1].dump())]
+    pairs = [("rank0.json", ts[0].dump()), ("again_rank0.json", ts[1].dump()), ("dump.json", ts[1].dump())]
     findings = analyze_dumps(pairs)
     # rank 1 has no usable dump left, and pg_config says it is a member
     assert {f.rule for f in findings} == {"fr.duplicate_rank", "fr.bad_dump", "fr.missing_dump"}
@@ -426,6 +443,7 @@ def test_unknown_and_duplicate_ranks_are_skipped_with_info():
 
 
 # ----------------------------------------------------------------- bad input
+
 
 def _mutations(base: dict):
     yield None
@@ -447,7 +465,7 @@ def _mutations(base: dict):
     d["entries"][0]["collective_seq_id"] = True
     yield d
     d = copy.deepcopy(base)
-    d["pg_config"] = {"0": {"ranks": "__import__('os')"}}   # never evaluated
+    d["pg_config"] = {"0": {"ranks": "__import__('os')"}}  # never evaluated
     yield d
 
 
@@ -472,10 +490,22 @@ def test_huge_dump_is_skipped(monkeypatch):
 _json = st.recursive(
     st.none() | st.booleans() | st.integers(-5, 2**40) | st.text(max_size=8),
     lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4),
-    max_leaves=20)
-_ENTRY_KEYS = ["profiling_name", "collective_seq_id", "p2p_seq_id", "process_group", "input_sizes",
-               "output_sizes", "input_dtypes", "state", "time_created_ns", "timeout_ms", "is_p2p",
-               "record_id"]
+    max_leaves=20,
+)
+_ENTRY_KEYS = [
+    "profiling_name",
+    "collective_seq_id",
+    "p2p_seq_id",
+    "process_group",
+    "input_sizes",
+    "output_sizes",
+    "input_dtypes",
+    "state",
+    "time_created_ns",
+    "timeout_ms",
+    "is_p2p",
+    "record_id",
+]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -504,16 +534,24 @@ def test_fuzz_random_input_never_raises(pairs, blob):
     assert looks_like_dump(blob) in (True, False)
 
 
-@pytest.mark.parametrize("config, world", [
-    ({"": {"name": "", "desc": "", "ranks": "[0, 1, 2]"}}, 3),                  # gloo: unnamed
-    ({"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1, 2, 3]"},
-      "5": {"name": "5", "desc": "pp", "ranks": "[1, 7]"}}, 8),              # a subgroup's global ranks
-    ({"0": {"name": "0", "desc": "default_pg", "ranks": [0, 1]}}, 2),         # a list, not text
-    ({"0": {"name": "0", "desc": "default_pg", "ranks": "all"}}, None),       # says no number
-    ({"0": {"ranks": "[]"}}, None),
-    ({}, None),
-    ("nonsense", None),
-])
+@pytest.mark.parametrize(
+    "config, world",
+    [
+        ({"": {"name": "", "desc": "", "ranks": "[0, 1, 2]"}}, 3),  # gloo: unnamed
+        (
+            {
+                "0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1, 2, 3]"},
+                "5": {"name": "5", "desc": "pp", "ranks": "[1, 7]"},
+            },
+            8,
+        ),  # a subgroup's global ranks
+        ({"0": {"name": "0", "desc": "default_pg", "ranks": [0, 1]}}, 2),  # a list, not text
+        ({"0": {"name": "0", "desc": "default_pg", "ranks": "all"}}, None),  # says no number
+        ({"0": {"ranks": "[]"}}, None),
+        ({}, None),
+        ("nonsense", None),
+    ],
+)
 def test_world_size_from_pg_config(config, world):
     d = json.loads((FR_DIR / "healthy" / "rank0.json").read_text())
     d["pg_config"] = config

@@ -1,5 +1,6 @@
 """Property-based: random and mutated logs through the whole pipeline never raise
 and always give a well-formed, JSON-round-tripping Diagnosis."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,17 @@ from ncclnb.doctor.kb import fixture_lines, load_signatures
 from ncclnb.model import CATEGORIES, Diagnosis
 
 REAL_LINES = [text for s in load_signatures() for _, _, text in fixture_lines(s.id)]
-PREFIXES = ["", "[rank3]:", "[default1]:", "7: ", "node-1:4121:4188 [3] NCCL WARN ", "[W304 17:41:12.7 x.cpp:1] ",
-            "\x1b[31m", "2025-01-01T00:00:00Z ", "[1,2]<stderr>:"]
+PREFIXES = [
+    "",
+    "[rank3]:",
+    "[default1]:",
+    "7: ",
+    "node-1:4121:4188 [3] NCCL WARN ",
+    "[W304 17:41:12.7 x.cpp:1] ",
+    "\x1b[31m",
+    "2025-01-01T00:00:00Z ",
+    "[1,2]<stderr>:",
+]
 
 
 @st.composite
@@ -31,7 +41,9 @@ logs = st.one_of(
     st.binary(max_size=4000),
     st.text(max_size=2000),
     st.lists(mutated_line(), max_size=30).map(lambda ls: "\n".join(ls)),
-    st.lists(st.one_of(mutated_line(), st.text(max_size=80)), max_size=30).map(lambda ls: "\r\n".join(ls).encode("utf-8", "surrogatepass")),
+    st.lists(st.one_of(mutated_line(), st.text(max_size=80)), max_size=30).map(
+        lambda ls: "\r\n".join(ls).encode("utf-8", "surrogatepass")
+    ),
 )
 
 

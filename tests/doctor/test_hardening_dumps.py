@@ -10,6 +10,7 @@ MemoryError and the child dies with a traceback), and whose peak RSS
 memory (a MemoryError caught as a reason would hide the problem). No timed
 assertions.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -67,20 +68,25 @@ else:
 def _limited(*argv: str) -> subprocess.CompletedProcess:
     """Run ``python ARGV`` from the repository with 1.5 GB of address space;
     the result also carries the child's peak RSS in KiB (``maxrss_kib``)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
-            tempfile.NamedTemporaryFile("r") as hwm:
-        proc = subprocess.Popen([sys.executable, "-c", _HWM_WRAPPER, *argv], stdout=out, stderr=err, cwd=REPO,
-                                preexec_fn=_limit_memory,
-                                env=dict(os.environ, NCCLNB_DOCTOR_WORKERS="0", NCCLNB_TEST_HWM=hwm.name))
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile("r") as hwm:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _HWM_WRAPPER, *argv],
+            stdout=out,
+            stderr=err,
+            cwd=REPO,
+            preexec_fn=_limit_memory,
+            env=dict(os.environ, NCCLNB_DOCTOR_WORKERS="0", NCCLNB_TEST_HWM=hwm.name),
+        )
         try:
-            proc.wait(timeout=900)   # never hang the suite; not a timing assertion
+            proc.wait(timeout=900)  # never hang the suite; not a timing assertion
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
         out.seek(0)
         err.seek(0)
-        done = subprocess.CompletedProcess(proc.args, proc.returncode, out.read().decode("utf-8", "replace"),
-                                           err.read().decode("utf-8", "replace"))
+        done = subprocess.CompletedProcess(
+            proc.args, proc.returncode, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace")
+        )
         text = hwm.read().strip()
     done.maxrss_kib = int(text) if text else 0
     assert text or proc.returncode != 0, f"the child wrote no peak RSS: {done.stderr[-500:]}"
@@ -99,7 +105,7 @@ print(json.dumps({"rules": [f.rule for f in d.findings], "titles": [f.title for 
                   "evidence": [e.text for f in d.findings for e in f.evidence if f.rule.startswith("fr.")],
                   "ranks": [r.rank for r in d.ranks]}))
 """
-MAX_RSS_KIB = 1 << 20   # 1 GiB: far above what a bounded read needs, far below what these inputs expand to
+MAX_RSS_KIB = 1 << 20  # 1 GiB: far above what a bounded read needs, far below what these inputs expand to
 
 
 def _diagnose_limited(path) -> dict:
@@ -129,10 +135,14 @@ def _diagnosed(out: dict) -> bool:
 
 
 def _as_lists(out: dict) -> dict:
-    return {"rules": [f["rule"] for f in out["findings"]], "titles": [f["title"] for f in out["findings"]],
-            "evidence": [e["text"] for f in out["findings"] for e in f["evidence"] if f["rule"].startswith("fr.")],
-            "ranks": [r["rank"] for r in out["ranks"]], "last_ops": [r["last_op"] for r in out["ranks"]],
-            "maxrss_kib": out["maxrss_kib"]}
+    return {
+        "rules": [f["rule"] for f in out["findings"]],
+        "titles": [f["title"] for f in out["findings"]],
+        "evidence": [e["text"] for f in out["findings"] for e in f["evidence"] if f["rule"].startswith("fr.")],
+        "ranks": [r["rank"] for r in out["ranks"]],
+        "last_ops": [r["last_op"] for r in out["ranks"]],
+        "maxrss_kib": out["maxrss_kib"],
+    }
 
 
 def _bounded(out: dict) -> None:
@@ -142,22 +152,39 @@ def _bounded(out: dict) -> None:
 
 
 def _entry(seq: int, name: str = "nccl:all_reduce", **extra) -> dict:
-    e = {"record_id": seq, "process_group": ["0", "default_pg"], "collective_seq_id": seq, "p2p_seq_id": 0,
-         "profiling_name": name, "input_sizes": [[16]], "output_sizes": [[16]], "input_dtypes": ["Float"],
-         "output_dtypes": ["Float"], "state": "completed", "is_p2p": False, "timeout_ms": 600000,
-         "time_created_ns": 1_700_000_000_000_000_000 + seq}
+    e = {
+        "record_id": seq,
+        "process_group": ["0", "default_pg"],
+        "collective_seq_id": seq,
+        "p2p_seq_id": 0,
+        "profiling_name": name,
+        "input_sizes": [[16]],
+        "output_sizes": [[16]],
+        "input_dtypes": ["Float"],
+        "output_dtypes": ["Float"],
+        "state": "completed",
+        "is_p2p": False,
+        "timeout_ms": 600000,
+        "time_created_ns": 1_700_000_000_000_000_000 + seq,
+    }
     e.update(extra)
     return e
 
 
 def _dump(entries: list, **top) -> dict:
-    d = {"version": "2.10", "comm_lib_version": "2.21.5", "pg_status": {},
-         "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"}}, "entries": entries}
+    d = {
+        "version": "2.10",
+        "comm_lib_version": "2.21.5",
+        "pg_status": {},
+        "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"}},
+        "entries": entries,
+    }
     d.update(top)
     return d
 
 
 # ----------------------------------------------------------------- 1. dumps that expand to gigabytes
+
 
 def test_cli_small_gz_dump_of_millions_of_tiny_entries_is_skipped_within_1_5_gb(tmp_path):
     """0.5 MB of gzip holding ~80 million empty entries (240 MB of JSON)."""
@@ -172,7 +199,7 @@ def test_cli_small_gz_dump_of_millions_of_tiny_entries_is_skipped_within_1_5_gb(
     out = _as_lists(_ok(_doctor("--json", str(tmp_path))))
     (skipped,) = _skipped(out)
     assert "rank0.json.gz" in skipped and "larger than" in skipped
-    assert _diagnosed(out)                                 # the log beside the dump was diagnosed too
+    assert _diagnosed(out)  # the log beside the dump was diagnosed too
     _bounded(out)
 
 
@@ -228,10 +255,11 @@ def _wide_dump_bytes(n_entries: int, tensors: int = 8, dims: int = 64) -> bytes:
     for 3,500 entries, under the per-file caps."""
     parts = [DUMP_HEAD]
     for i in range(n_entries):
-        sizes = ",".join("[" + ",".join(str((i * tensors + j) * dims + k) for k in range(dims)) + "]"
-                         for j in range(tensors))
-        parts.append(b'{"process_group":["0","default_pg"],"collective_seq_id":%d,"profiling_name":"nccl:all_reduce",'
-                     b'"input_sizes":[%s],"record_id":%d},' % (i, sizes.encode(), i))
+        sizes = ",".join("[" + ",".join(str((i * tensors + j) * dims + k) for k in range(dims)) + "]" for j in range(tensors))
+        parts.append(
+            b'{"process_group":["0","default_pg"],"collective_seq_id":%d,"profiling_name":"nccl:all_reduce",'
+            b'"input_sizes":[%s],"record_id":%d},' % (i, sizes.encode(), i)
+        )
     parts[-1] = parts[-1][:-1]
     parts.append(b"]}")
     return b"".join(parts)
@@ -243,18 +271,19 @@ def test_many_dumps_of_valid_entries_keep_memory_bounded(tmp_path):
     is kept across all of them is bounded now; the dumps past the budget are
     named with why, the others analysed, the log beside them diagnosed."""
     (tmp_path / "rank0.json.gz").write_bytes(gzip.compress(_wide_dump_bytes(3500), compresslevel=6))
-    for i in range(1, 20):   # the same bytes under 20 names, without 20 copies on disk
+    for i in range(1, 20):  # the same bytes under 20 names, without 20 copies on disk
         os.link(tmp_path / "rank0.json.gz", tmp_path / f"rank{i}.json.gz")
     (tmp_path / "rank20.log").write_text(CUDA_ERROR)
     out = _as_lists(_ok(_doctor("--json", str(tmp_path))))
     assert _diagnosed(out)
     _bounded(out)
-    assert "all_reduce" in out["last_ops"]                 # the dumps within the budget were analysed
+    assert "all_reduce" in out["last_ops"]  # the dumps within the budget were analysed
     skipped = _skipped(out)
-    assert skipped and "MiB" in skipped[0]                 # those past it are named, with why
+    assert skipped and "MiB" in skipped[0]  # those past it are named, with why
 
 
 # ----------------------------------------------------------------- 2. nesting
+
 
 def test_cli_deeply_nested_dump_is_skipped_with_a_reason_and_other_logs_diagnosed(tmp_path):
     (tmp_path / "rank0.json").write_text('{"pg_config":{},"version":"2.4","entries": ' + "[" * 10000)
@@ -270,8 +299,7 @@ def test_deeply_nested_text_inside_a_dump_does_not_lose_the_dump():
     """pg_config writes ``ranks`` as JSON text; a deeply nested one is ignored,
     the dump itself is still read (it used to be dropped whole)."""
     deep = "[" * 100_000 + "]" * 100_000
-    dumps = [("rank0.json", _dump([_entry(1)], pg_config={"0": {"ranks": deep}})),
-             ("rank1.json", _dump([_entry(1)]))]
+    dumps = [("rank0.json", _dump([_entry(1)], pg_config={"0": {"ranks": deep}})), ("rank1.json", _dump([_entry(1)]))]
     assert [f for f in analyze_dumps(dumps) if f.rule == "fr.bad_dump"] == []
     assert [r.rank for r in dump_rank_status(dumps)] == [0, 1]
 
@@ -293,13 +321,13 @@ def test_p2p_peer_numbers_too_long_or_not_ascii_never_abort(tmp_path, peer):
     diag = diagnose(str(tmp_path))
     assert diag.findings
     assert not [f for f in diag.findings if f.category == "p2p_pairing"]
-    assert all(isinstance(r, int) and r < 10 ** 9 for f in diag.findings for r in f.ranks)
+    assert all(isinstance(r, int) and r < 10**9 for f in diag.findings for r in f.ranks)
 
 
 def test_huge_integers_in_dump_fields_never_abort():
     """Timestamps and timeouts are JSON integers of any size; arithmetic on
     them (seconds between collectives) overflowed a float."""
-    big = 10 ** 400
+    big = 10**400
     three = {"0": {"ranks": "[0, 1, 2]"}}
     d0 = _dump([_entry(1, time_created_ns=0), _entry(2, time_created_ns=big, timeout_ms=big)], pg_config=three)
     d1 = _dump([_entry(1, time_created_ns=0), _entry(2, time_created_ns=1, timeout_ms=1)], pg_config=three)
@@ -310,12 +338,15 @@ def test_huge_integers_in_dump_fields_never_abort():
     assert all(f.severity == "info" for f in analyze_dumps([("rank3.json", d3)]))
 
 
-@pytest.mark.parametrize("text, expect", [
-    ("[rank1234567890]: " + CUDA_ERROR, None),          # ten digits: not a rank
-    ("[rank123456789]: " + CUDA_ERROR, 123456789),       # nine digits: a rank
-    ("[rank³]: " + CUDA_ERROR, None),
-    ("[rank٣]: " + CUDA_ERROR, None),
-])
+@pytest.mark.parametrize(
+    "text, expect",
+    [
+        ("[rank1234567890]: " + CUDA_ERROR, None),  # ten digits: not a rank
+        ("[rank123456789]: " + CUDA_ERROR, 123456789),  # nine digits: a rank
+        ("[rank³]: " + CUDA_ERROR, None),
+        ("[rank٣]: " + CUDA_ERROR, None),
+    ],
+)
 def test_rank_prefixes_are_ascii_and_at_most_nine_digits(text, expect):
     diag = diagnose(text.encode())
     ranks = [r.rank for r in diag.ranks if r.rank is not None]
@@ -331,8 +362,8 @@ def test_log_numbers_past_nine_digits_are_not_ranks_or_sizes():
     ]
     diag = diagnose("\n".join(lines).encode())
     assert diag.findings
-    assert all(r < 10 ** 9 for f in diag.findings for r in f.ranks)
-    assert all(r.rank is None or r.rank < 10 ** 9 for r in diag.ranks)
+    assert all(r < 10**9 for f in diag.findings for r in f.ranks)
+    assert all(r.rank is None or r.rank < 10**9 for r in diag.ranks)
 
 
 def test_nccl_version_parts_are_bounded():
@@ -346,6 +377,7 @@ def test_nccl_version_parts_are_bounded():
 
 # ----------------------------------------------------------------- 4. genuine bugs are not swallowed
 
+
 def test_a_genuine_bug_in_the_dump_reader_shows_as_a_traceback(monkeypatch):
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a bug, not bad input")
@@ -357,9 +389,12 @@ def test_a_genuine_bug_in_the_dump_reader_shows_as_a_traceback(monkeypatch):
 
 
 def test_bad_input_is_still_a_skipped_dump_with_one_line():
-    dumps = [("rank0.json", _dump([_entry(1)])), ("rank1.json", _dump([{"profiling_name": 3}])),
-             ("rank2.json", _dump([_entry(1, input_sizes=[[1] * 10_000])])),
-             ("rank3.json", _dump([_entry(1, profiling_name="nccl:" + "x" * 100_000)]))]
+    dumps = [
+        ("rank0.json", _dump([_entry(1)])),
+        ("rank1.json", _dump([{"profiling_name": 3}])),
+        ("rank2.json", _dump([_entry(1, input_sizes=[[1] * 10_000])])),
+        ("rank3.json", _dump([_entry(1, profiling_name="nccl:" + "x" * 100_000)])),
+    ]
     bad = [f for f in analyze_dumps(dumps) if f.rule == "fr.bad_dump"]
     assert len(bad) == 3 and all("\n" not in f.title and len(f.title) < 300 for f in bad)
 
@@ -367,15 +402,37 @@ def test_bad_input_is_still_a_skipped_dump_with_one_line():
 # ----------------------------------------------------------------- property: any dump-shaped JSON
 
 _DIGITS = st.sampled_from(["0", "1", "7", "١", "³", "٣", "９", "1" * 10, "9" * 30])
-_NAMES = st.builds(lambda op, a, b: f"nccl:{op} {a}{'->' if op == 'send' else '<-'}{b}",
-                   st.sampled_from(["send", "recv"]), _DIGITS, _DIGITS) | st.sampled_from(
-    ["nccl:all_reduce", "gloo:broadcast", "nccl:coalesced", "", ":", "nccl:", "x" * 300])
-_SCALARS = (st.none() | st.booleans() | st.integers(-2 ** 70, 2 ** 70) | st.sampled_from([10 ** 300, -1, 0])
-            | st.floats(allow_nan=False) | st.text(max_size=12) | _DIGITS | _NAMES)
-_JSON = st.recursive(_SCALARS, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=6), kids,
-                                                                                          max_size=4), max_leaves=25)
-_ENTRY_KEYS = ["profiling_name", "collective_seq_id", "p2p_seq_id", "process_group", "input_sizes", "output_sizes",
-               "input_dtypes", "output_dtypes", "state", "time_created_ns", "timeout_ms", "is_p2p", "record_id"]
+_NAMES = st.builds(
+    lambda op, a, b: f"nccl:{op} {a}{'->' if op == 'send' else '<-'}{b}", st.sampled_from(["send", "recv"]), _DIGITS, _DIGITS
+) | st.sampled_from(["nccl:all_reduce", "gloo:broadcast", "nccl:coalesced", "", ":", "nccl:", "x" * 300])
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.sampled_from([10**300, -1, 0])
+    | st.floats(allow_nan=False)
+    | st.text(max_size=12)
+    | _DIGITS
+    | _NAMES
+)
+_JSON = st.recursive(
+    _SCALARS, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=6), kids, max_size=4), max_leaves=25
+)
+_ENTRY_KEYS = [
+    "profiling_name",
+    "collective_seq_id",
+    "p2p_seq_id",
+    "process_group",
+    "input_sizes",
+    "output_sizes",
+    "input_dtypes",
+    "output_dtypes",
+    "state",
+    "time_created_ns",
+    "timeout_ms",
+    "is_p2p",
+    "record_id",
+]
 
 
 @st.composite
@@ -389,17 +446,16 @@ def _entries(draw):
 @st.composite
 def _dump_texts(draw):
     top = _dump(draw(st.lists(_entries(), max_size=6)))
-    for key in draw(st.lists(st.sampled_from(["pg_config", "rank", "comm_lib_version", "pg_status", "entries"]),
-                             max_size=2)):
+    for key in draw(st.lists(st.sampled_from(["pg_config", "rank", "comm_lib_version", "pg_status", "entries"]), max_size=2)):
         top[key] = draw(_JSON)
     if draw(st.booleans()):
         top["pg_config"] = {"0": {"ranks": draw(st.sampled_from(["[0, 1]", "[" * 3000, "[" + HUGE + "]", "[١]"]))}}
     text = json.dumps(top, ensure_ascii=draw(st.booleans()))
     how = draw(st.sampled_from(["as is", "nest", "huge int", "cut"]))
-    if how == "nest":   # random nesting deep enough to break a recursive parser
+    if how == "nest":  # random nesting deep enough to break a recursive parser
         depth = draw(st.integers(100, 5000))
         text = text.replace('"entries": [', '"entries": [' + "[" * depth, 1) + "]" * draw(st.integers(0, depth))
-    elif how == "huge int":   # an integer past int()'s 4300-digit limit
+    elif how == "huge int":  # an integer past int()'s 4300-digit limit
         text = text.replace('"collective_seq_id": ', '"collective_seq_id": ' + HUGE, 1)
     elif how == "cut":
         text = text[: draw(st.integers(0, len(text)))]
@@ -418,11 +474,11 @@ def test_any_dump_shaped_json_gives_a_diagnosis(texts, as_path):
                 diag = diagnose(d)
         else:
             diag = diagnose(*(t.encode("utf-8") for t in texts))
-    except DoctorInputError as exc:   # the project's one-line error, never anything else
+    except DoctorInputError as exc:  # the project's one-line error, never anything else
         assert "\n" not in str(exc)
         return
     assert isinstance(diag, Diagnosis)
     for f in diag.findings:
-        assert all(isinstance(r, int) and 0 <= r < 10 ** 9 for r in f.ranks)
+        assert all(isinstance(r, int) and 0 <= r < 10**9 for r in f.ranks)
         assert "\n" not in f.title
     assert Diagnosis.from_dict(json.loads(json.dumps(diag.to_dict()))) == diag

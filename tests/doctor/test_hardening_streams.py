@@ -5,6 +5,7 @@ walked, and inputs with no log text at all.
 
 Real processes and real files, no mocks. Deadlines here only keep a failure
 from hanging the suite; nothing asserts how fast anything ran."""
+
 from __future__ import annotations
 
 import gzip
@@ -26,7 +27,7 @@ from tests.conftest import REPO, run_cli
 ERROR_LINE = b"[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
 LINUX = sys.platform.startswith("linux")
 needs_proc = pytest.mark.skipif(not LINUX or not os.path.isdir("/proc/self"), reason="needs Linux /proc")
-DEADLINE_S = 60   # only so that a failure cannot hang the suite
+DEADLINE_S = 60  # only so that a failure cannot hang the suite
 
 
 # ---- helpers ------------------------------------------------------------------
@@ -37,11 +38,11 @@ def _nccl_block() -> bytes:
     for i in range(2000):
         r, d = i % 64, i % 8
         host = f"node{r // 8:03d}:{10000 + r}:{10100 + r} [{d}]"
-        lines.append(f"{host} NCCL INFO Channel {i % 24:02d}/24 : {r}[{d}] -> {(r + 1) % 64}[{(d + 1) % 8}] "
-                     "via P2P/CUMEM/read\n")
+        lines.append(f"{host} NCCL INFO Channel {i % 24:02d}/24 : {r}[{d}] -> {(r + 1) % 64}[{(d + 1) % 8}] via P2P/CUMEM/read\n")
         if i % 8 == 0:
-            lines.append(f"{host} NCCL INFO comm 0x55d8db2{r:05x} rank {r} nRanks 64 nNodes 8 localRanks 8 "
-                         f"localRank {d} MNNVL 0\n")
+            lines.append(
+                f"{host} NCCL INFO comm 0x55d8db2{r:05x} rank {r} nRanks 64 nNodes 8 localRanks 8 localRank {d} MNNVL 0\n"
+            )
     return "".join(lines).encode()
 
 
@@ -67,7 +68,7 @@ def _stat_fields(pid) -> list[str] | None:
             data = fh.read().decode("ascii", "replace")
     except OSError:
         return None
-    return data[data.rindex(")") + 2:].split()
+    return data[data.rindex(")") + 2 :].split()
 
 
 def _processes(where) -> list[int]:
@@ -104,8 +105,15 @@ def _start_doctor(args, tmp_path, workers: int = 2) -> tuple:
     (a worker left behind must not hold a pipe the test waits on)."""
     out, err = open(tmp_path / "stdout", "wb"), open(tmp_path / "stderr", "wb")
     env = dict(os.environ, PYTHONUNBUFFERED="1", NCCLNB_DOCTOR_WORKERS=str(workers))
-    proc = subprocess.Popen([sys.executable, "-m", "ncclnb", "doctor", *args], stdout=out, stderr=err,
-                            stdin=subprocess.DEVNULL, cwd=REPO, env=env, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ncclnb", "doctor", *args],
+        stdout=out,
+        stderr=err,
+        stdin=subprocess.DEVNULL,
+        cwd=REPO,
+        env=env,
+        start_new_session=True,
+    )
     out.close()
     err.close()
     return proc, tmp_path / "stdout", tmp_path / "stderr"
@@ -128,6 +136,7 @@ def _workers_of(proc) -> list[int]:
     def found():
         assert proc.poll() is None, "the doctor ended before its workers were seen"
         return _children(proc.pid)
+
     kids = _wait_for(found)
     assert kids, "no worker process appeared"
     return kids
@@ -142,15 +151,17 @@ def _one_line(proc) -> str:
 
 def _feed(path, data: bytes, chunks: int = 1) -> threading.Thread:
     """Write ``data`` into the FIFO ``path`` from a thread (open blocks until a reader comes)."""
+
     def write():
         try:
             with open(path, "wb") as fh:
                 step = max(1, len(data) // chunks)
                 for i in range(0, len(data), step):
-                    fh.write(data[i:i + step])
+                    fh.write(data[i : i + step])
                     fh.flush()
         except BrokenPipeError:
             pass
+
     t = threading.Thread(target=write, daemon=True)
     t.start()
     return t
@@ -177,7 +188,7 @@ def test_signal_to_the_doctor_leaves_no_worker(big_log, tmp_path, signame):
     proc, _, err = _start_doctor([str(path)], tmp_path)
     try:
         _workers_of(proc)
-        os.kill(proc.pid, sig)            # the parent alone, as `timeout` or a closing terminal does
+        os.kill(proc.pid, sig)  # the parent alone, as `timeout` or a closing terminal does
         rc = proc.wait(timeout=DEADLINE_S)
         _wait_for(lambda: not _session(proc.pid), 20)
         left = _session(proc.pid)
@@ -201,7 +212,7 @@ def test_parallel_scan_reads_the_file_it_opened_when_the_path_is_replaced(tmp_pa
     got = [next(it)]
     fresh = tmp_path / "fresh.log"
     fresh.write_bytes(b"a new, short log after rotation\n")
-    os.replace(fresh, path)               # logrotate: the path now names another file
+    os.replace(fresh, path)  # logrotate: the path now names another file
     got.extend(it)
     assert got == reference
 
@@ -212,7 +223,7 @@ def test_doctor_says_a_log_changed_during_a_parallel_scan(big_log, tmp_path, cha
     src, lines = big_log
     path = tmp_path / "rank3.log"
     if change == "replaced":
-        os.link(src, path)   # replacing the path leaves the shared big log alone
+        os.link(src, path)  # replacing the path leaves the shared big log alone
     else:
         path.write_bytes(src.read_bytes())
     for attempt in range(3):
@@ -221,7 +232,7 @@ def test_doctor_says_a_log_changed_during_a_parallel_scan(big_log, tmp_path, cha
             _workers_of(proc)
             os.kill(proc.pid, signal.SIGSTOP)
             _wait_for(lambda: (_stat_fields(proc.pid) or ["?"])[0] in "Tt")
-            if not _children(proc.pid):   # it finished its scan before it stopped: try again
+            if not _children(proc.pid):  # it finished its scan before it stopped: try again
                 os.kill(proc.pid, signal.SIGCONT)
                 proc.wait(timeout=DEADLINE_S)
                 continue
@@ -280,8 +291,12 @@ def test_process_substitution_and_dev_stdin(tmp_path):
         pytest.skip("needs bash and /dev/stdin")
     log = tmp_path / "rank3.log"
     log.write_bytes(ERROR_LINE)
-    proc = subprocess.run(["/bin/bash", "-c", 'exec "$0" -m ncclnb doctor --json <(cat "$1")', sys.executable, str(log)],
-                          capture_output=True, timeout=DEADLINE_S, cwd=REPO)
+    proc = subprocess.run(
+        ["/bin/bash", "-c", 'exec "$0" -m ncclnb doctor --json <(cat "$1")', sys.executable, str(log)],
+        capture_output=True,
+        timeout=DEADLINE_S,
+        cwd=REPO,
+    )
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     assert json.loads(proc.stdout)["findings"][0]["rule"] == "cuda_oom"
     proc = run_cli("doctor", "--json", "/dev/stdin", input=gzip.compress(ERROR_LINE), timeout=DEADLINE_S)
@@ -307,26 +322,29 @@ def test_stdin_of_zeros_is_not_a_log():
     if not os.path.exists("/dev/zero"):
         pytest.skip("no /dev/zero")
     with open("/dev/zero", "rb") as zero:
-        done = subprocess.run([sys.executable, "-m", "ncclnb", "doctor", "-"], stdin=zero, capture_output=True,
-                              timeout=DEADLINE_S * 2, cwd=REPO)
+        done = subprocess.run(
+            [sys.executable, "-m", "ncclnb", "doctor", "-"], stdin=zero, capture_output=True, timeout=DEADLINE_S * 2, cwd=REPO
+        )
     proc = subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(), done.stderr.decode())
     assert _one_line(proc) == "ncclnb doctor: error: <stdin>: binary data, not a log"
 
 
 def test_text_stream_without_a_line_break_stops(tmp_path):
     err = open(tmp_path / "stderr", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "ncclnb", "doctor", "-"], stdin=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, stderr=err, cwd=REPO)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ncclnb", "doctor", "-"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err, cwd=REPO
+    )
     err.close()
     block = b"A" * (1 << 20)
 
-    def write():   # at most 1 GiB, so that a doctor that reads forever still ends
+    def write():  # at most 1 GiB, so that a doctor that reads forever still ends
         try:
             for _ in range(1024):
                 proc.stdin.write(block)
             proc.stdin.close()
         except (BrokenPipeError, ValueError, OSError):
             pass
+
     writer = threading.Thread(target=write, daemon=True)
     writer.start()
     try:
@@ -349,8 +367,11 @@ def test_text_given_in_python_is_always_read():
 # ---- 5. the rank table cap --------------------------------------------------------
 def test_rank_table_cut_is_said_and_blamed_rows_kept():
     n = MAX_RANKS + 1000
-    lines = [f"node{r // 8:04d}:{20000 + r}:{20000 + r} [{r % 8}] NCCL INFO comm 0x55d8 rank {r} nRanks {n} "
-             f"nNodes {n // 8} localRanks 8 localRank {r % 8} MNNVL 0" for r in range(n)]
+    lines = [
+        f"node{r // 8:04d}:{20000 + r}:{20000 + r} [{r % 8}] NCCL INFO comm 0x55d8 rank {r} nRanks {n} "
+        f"nNodes {n // 8} localRanks 8 localRank {r % 8} MNNVL 0"
+        for r in range(n)
+    ]
     lines.append(f"[rank{n - 1}]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
     diag = diagnose("\n".join(lines).encode())
     oom = diag.findings[0]
@@ -368,8 +389,9 @@ def _drop_dac():
     """In the child, as root: give up the capabilities that let root read any
     directory, so a mode-000 directory cannot be listed (PR_CAPBSET_DROP)."""
     import ctypes
+
     libc = ctypes.CDLL(None, use_errno=True)
-    for cap in (1, 2):   # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+    for cap in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
         if libc.prctl(24, cap, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "PR_CAPBSET_DROP")
 
@@ -385,12 +407,21 @@ def test_unlistable_subdirectory_is_skipped_and_named(tmp_path):
     sub.chmod(0)
     preexec = _drop_dac if os.geteuid() == 0 else None
     try:
-        probe = subprocess.run([sys.executable, "-c", "import os, sys; os.listdir(sys.argv[1])", str(sub)],
-                               capture_output=True, preexec_fn=preexec, timeout=DEADLINE_S)
+        probe = subprocess.run(
+            [sys.executable, "-c", "import os, sys; os.listdir(sys.argv[1])", str(sub)],
+            capture_output=True,
+            preexec_fn=preexec,
+            timeout=DEADLINE_S,
+        )
         if probe.returncode == 0:
             pytest.skip("cannot make a directory this process cannot list")
-        proc = subprocess.run([sys.executable, "-m", "ncclnb", "doctor", "--json", str(d)], capture_output=True,
-                              preexec_fn=preexec, timeout=DEADLINE_S, cwd=REPO)
+        proc = subprocess.run(
+            [sys.executable, "-m", "ncclnb", "doctor", "--json", str(d)],
+            capture_output=True,
+            preexec_fn=preexec,
+            timeout=DEADLINE_S,
+            cwd=REPO,
+        )
     finally:
         sub.chmod(0o755)
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
@@ -410,8 +441,9 @@ def test_symlink_loop_and_dangling_symlink_in_a_directory(tmp_path):
     diag = diagnose(str(d))
     assert diag.findings[0].rule == "cuda_oom"
     skipped = [f.title for f in diag.findings if f.rule == "input_skipped"]
-    assert skipped == [f"2 inputs skipped: {d / 'loop.log'}: symbolic link loop; "
-                       f"{d / 'rank1.log'}: dangling symbolic link (to gone.log)"]
+    assert skipped == [
+        f"2 inputs skipped: {d / 'loop.log'}: symbolic link loop; {d / 'rank1.log'}: dangling symbolic link (to gone.log)"
+    ]
     assert diag.sources == (str(d / "rank0.log"),)
 
 
@@ -421,8 +453,9 @@ def test_symlink_loop_path_is_one_line(tmp_path):
     assert _one_line(run_cli("doctor", str(loop))) == f"ncclnb doctor: error: {loop}: symbolic link loop"
     dangling = tmp_path / "rank1.log"
     os.symlink("gone.log", dangling)
-    assert _one_line(run_cli("doctor", str(dangling))) == \
-        f"ncclnb doctor: error: {dangling}: dangling symbolic link (to gone.log)"
+    assert (
+        _one_line(run_cli("doctor", str(dangling))) == f"ncclnb doctor: error: {dangling}: dangling symbolic link (to gone.log)"
+    )
 
 
 # ---- 7. no log text at all ----------------------------------------------------------

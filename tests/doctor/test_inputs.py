@@ -8,6 +8,7 @@ a real 3-rank gloo run (rank 1 broadcasts where ranks 0 and 2 all-reduce),
 
     python tests/doctor/fr/make_dumps.py --pickle --out tests/doctor/fr/pickled desync
 """
+
 from __future__ import annotations
 
 import gzip
@@ -45,14 +46,18 @@ def _copy(suffix: str, dest: Path, rename=lambda name: name) -> Path:
 def _analysis(diag) -> list:
     """What a diagnosis says, with each evidence line's source reduced to its
     rank file's stem (the two forms differ only in their file names)."""
+
     def stem(source):
         return Path(source).name.split(".")[0] if source else source
-    return [(f.rule, f.category, f.severity, f.confidence, f.title, f.ranks,
-             [(stem(e.source), e.line, e.text) for e in f.evidence]) for f in diag.findings] + \
-           [(r.rank, r.last_seq, r.last_op) for r in diag.ranks]
+
+    return [
+        (f.rule, f.category, f.severity, f.confidence, f.title, f.ranks, [(stem(e.source), e.line, e.text) for e in f.evidence])
+        for f in diag.findings
+    ] + [(r.rank, r.last_seq, r.last_op) for r in diag.ranks]
 
 
 # ----------------------------------------------------------------- the real pickled dump
+
 
 def test_the_fixture_is_what_torch_pickles():
     """The recorded files are torch's own: protocol 2, plain data only, and the
@@ -60,7 +65,7 @@ def test_the_fixture_is_what_torch_pickles():
     raw = (PICKLED / "rank0.pkl").read_bytes()
     assert raw[:2] == b"\x80\x02" and looks_like_pickle(raw)
     assert {op.name for op, _, _ in pickletools.genops(raw)} & {"GLOBAL", "STACK_GLOBAL", "REDUCE"} == set()
-    stock = pickle.loads(raw)   # the repo's own fixture, written by torch: safe to load plainly here
+    stock = pickle.loads(raw)  # the repo's own fixture, written by torch: safe to load plainly here
     ours = load_plain(raw)
     assert stock["entries"][0]["process_group"] == ("0", "default_pg")
     assert ours["entries"][0]["process_group"] == ["0", "default_pg"]
@@ -92,6 +97,7 @@ def test_a_pickle_is_told_by_its_content_not_its_name(tmp_path):
 def test_pickled_dump_through_the_cli_and_stdin(tmp_path):
     d = _copy(".pkl", tmp_path / "pkl")
     import json
+
     out = json.loads(run_cli("doctor", "--json", str(d)).stdout)
     assert out["findings"][0]["rule"] == "fr.desync_op" and out["findings"][0]["ranks"] == [1]
     # from stdin the dump is read (no file name tells its rank, so it is named as skipped, not lost)
@@ -101,6 +107,7 @@ def test_pickled_dump_through_the_cli_and_stdin(tmp_path):
 
 
 # ----------------------------------------------------------------- hostile pickles
+
 
 class _Mkdir:
     """Pickles to a call of os.mkdir(path): what a planted dump would run."""
@@ -114,17 +121,18 @@ class _Mkdir:
 
 def _planted(marker: Path, protocol: int) -> bytes:
     """A dump-shaped pickle whose last entry runs os.mkdir(marker) when loaded."""
-    entries = [{"profiling_name": "gloo:all_reduce", "process_group": ("0", "default_pg"),
-                "collective_seq_id": i, "input_sizes": [[8]]} for i in range(1, 50)]
-    return pickle.dumps({"version": "2.10", "pg_status": {}, "entries": entries + [_Mkdir(str(marker))]},
-                        protocol=protocol)
+    entries = [
+        {"profiling_name": "gloo:all_reduce", "process_group": ("0", "default_pg"), "collective_seq_id": i, "input_sizes": [[8]]}
+        for i in range(1, 50)
+    ]
+    return pickle.dumps({"version": "2.10", "pg_status": {}, "entries": entries + [_Mkdir(str(marker))]}, protocol=protocol)
 
 
 @pytest.mark.parametrize("protocol", [2, 4, 5])
 def test_planted_pickle_is_refused_and_runs_nothing(tmp_path, protocol):
     marker = tmp_path / "ran"
     payload = _planted(marker, protocol)
-    pickle.loads(payload)   # the control: loaded plainly, the payload does run
+    pickle.loads(payload)  # the control: loaded plainly, the payload does run
     assert marker.is_dir()
     marker.rmdir()
 
@@ -144,7 +152,7 @@ def test_a_text_protocol_pickle_is_never_unpickled(tmp_path):
     marker = tmp_path / "ran"
     payload = _planted(marker, 0)
     assert not looks_like_pickle(payload)
-    pickle.loads(payload)   # the control: this payload runs too when loaded plainly
+    pickle.loads(payload)  # the control: this payload runs too when loaded plainly
     assert marker.is_dir()
     marker.rmdir()
     planted = tmp_path / "rank0.pkl"
@@ -168,25 +176,30 @@ def _ops(*parts: bytes) -> bytes:
     return b"\x80\x02" + b"".join(parts) + b"."
 
 
-@pytest.mark.parametrize("payload,why", [
-    (_ops(b"cbuiltins\neval\n", b"X\x04\x00\x00\x001+1", b"\x85R"), "global builtins.eval"),
-    (pickle.dumps({"entries": {1, 2}}, protocol=2), "global __builtin__.set"),
-    (pickle.dumps({"entries": bytearray(b"x")}, protocol=5), "opcode BYTEARRAY8"),
-    (_ops(b"}", b"r\xff\xff\xff\x7f"), "memo index"),            # LONG_BINPUT 2**31-1: a memo that size
-    (b"\x80\x02(K\x01K\x02", "not a readable pickle"),          # cut short: no STOP
-    (_ops(b"(K\x01K\x02"), "plain data \\(an int\\)"),            # a mark left behind: torch never writes one
-    (b"\x80\x02" + b"\x00" * 64, "not a readable pickle"),       # binary data behind a pickle's header
-    (pickle.dumps([1, 2, 3], protocol=2), "no flight-recorder dump"),
-    (pickle.dumps({"a": 1}, protocol=2), "no flight-recorder dump"),
-])
+@pytest.mark.parametrize(
+    "payload,why",
+    [
+        (_ops(b"cbuiltins\neval\n", b"X\x04\x00\x00\x001+1", b"\x85R"), "global builtins.eval"),
+        (pickle.dumps({"entries": {1, 2}}, protocol=2), "global __builtin__.set"),
+        (pickle.dumps({"entries": bytearray(b"x")}, protocol=5), "opcode BYTEARRAY8"),
+        (_ops(b"}", b"r\xff\xff\xff\x7f"), "memo index"),  # LONG_BINPUT 2**31-1: a memo that size
+        (b"\x80\x02(K\x01K\x02", "not a readable pickle"),  # cut short: no STOP
+        (_ops(b"(K\x01K\x02"), "plain data \\(an int\\)"),  # a mark left behind: torch never writes one
+        (b"\x80\x02" + b"\x00" * 64, "not a readable pickle"),  # binary data behind a pickle's header
+        (pickle.dumps([1, 2, 3], protocol=2), "no flight-recorder dump"),
+        (pickle.dumps({"a": 1}, protocol=2), "no flight-recorder dump"),
+    ],
+)
 def test_pickles_that_are_not_plain_dumps_are_refused(payload, why):
     import io
+
     with pytest.raises(PickleRefused, match=why):
         read_pickled_dump(io.BytesIO(payload))
 
 
 def test_pickle_bounds():
     import io
+
     many = pickle.dumps({"entries": list(range(5000))}, protocol=2)
     with pytest.raises(PickleRefused, match="more than 1,000 values"):
         load_plain(many, max_values=1000)
@@ -201,9 +214,10 @@ def test_pickle_bounds():
 
 def test_shared_and_self_referencing_values_are_read_once():
     import io
+
     shared = ["x"] * 8
     doubled = shared
-    for _ in range(40):   # 2**40 leaves if each reference were copied
+    for _ in range(40):  # 2**40 leaves if each reference were copied
         doubled = (doubled, doubled)
     loop: list = []
     loop.append(loop)
@@ -219,6 +233,7 @@ def test_shared_and_self_referencing_values_are_read_once():
 
 
 # ----------------------------------------------------------------- no log text at all
+
 
 def test_inputs_with_no_log_text_exit_2_with_one_line(tmp_path):
     empty = tmp_path / "empty.log"
@@ -254,6 +269,7 @@ def test_text_handed_over_in_python_always_gets_a_diagnosis():
 
 # ----------------------------------------------------------------- kernel log: Xid lines
 
+
 def test_every_xid_number_lands_on_the_signature_of_its_kind():
     """0..999 each hit exactly one Xid signature, and the one XIDS says:
     program faults and the cleanup Xid are not blamed on the hardware."""
@@ -275,12 +291,14 @@ def test_dmesg_beside_rank_logs_names_the_xid_and_what_it_means(tmp_path):
     (d / "rank0.log").write_bytes(
         b"[rank0]:[E ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: "
         b"WorkNCCL(SeqNum=812, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) "
-        b"ran for 600012 milliseconds before timing out.\n")
+        b"ran for 600012 milliseconds before timing out.\n"
+    )
     (d / "dmesg-node17.txt").write_bytes(
         b"[ 8812.100000] nvidia-nvswitch0: open\n"
         b"[ 8813.431012] NVRM: Xid (PCI:0000:b7:00): 79, pid=22190, name=python3, GPU has fallen off the bus.\n"
         b"[ 8813.431050] NVRM: GPU 0000:b7:00.0: GPU has fallen off the bus.\n"
-        b"[ 8820.000000] NVRM: Xid (PCI:0000:b7:00): 45, pid=22190, name=python3, Ch 00000008\n")
+        b"[ 8820.000000] NVRM: Xid (PCI:0000:b7:00): 45, pid=22190, name=python3, Ch 00000008\n"
+    )
     diag = diagnose(str(d))
     top = diag.findings[0]
     assert top.category == "driver_or_hardware"
@@ -294,26 +312,35 @@ def test_an_xid_of_the_program_is_not_blamed_on_the_hardware():
     diag = diagnose(
         "[rank2]: RuntimeError: CUDA error: an illegal memory access was encountered\n"
         "[ 5210.118273] NVRM: Xid (PCI:0000:3b:00): 31, pid=4121, name=python, Ch 00000008, intr 00000000. "
-        "MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f1b_c0000000\n")
+        "MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f1b_c0000000\n"
+    )
     fault = next(f for f in diag.findings if f.rule == "gpu_xid_program_fault")
     assert fault.category != "driver_or_hardware" and "Xid 31: GPU memory page fault" in fault.title
     assert "gpu_xid" not in {f.rule for f in diag.findings}
 
 
-@pytest.mark.parametrize("line, host", [
-    # journalctl -k (and classic syslog), journalctl -o short-precise, -o short-iso / rsyslog's RFC 3339
-    ("Nov 25 10:00:01 gpu-node-7 kernel: NVRM: Xid (PCI:0000:3b:00): 48, pid=4121, name=python, "
-     "An uncorrectable double bit error", "gpu-node-7"),
-    ("Nov 25 10:00:01.123456 gpu-node-7 kernel: NVRM: Xid (PCI:0000:3b:00): 48, pid=4121, name=python", "gpu-node-7"),
-    ("2025-11-25T10:00:01+0000 gpu-node-7 kernel: NVRM: Xid (PCI:0000:3b:00): 48, pid=4121, name=python",
-     "gpu-node-7"),
-    ("2025-11-25T10:00:01.123456+00:00 gpu-node-7.cluster kernel: [ 8813.431012] NVRM: Xid (PCI:0000:3b:00): 48, "
-     "pid=4121, name=python", "gpu-node-7.cluster"),
-    # dmesg -T, dmesg, dmesg -r: no host on the line, none named
-    ("[Tue Nov 25 10:00:01 2025] NVRM: Xid (PCI:0000:3b:00): 48, pid=4121, name=python", None),
-    ("[ 8813.431012] NVRM: Xid (PCI:0000:3b:00): 48, pid=4121, name=python", None),
-    ("<4>[ 8813.431012] NVRM: Xid (PCI:0000:3b:00): 48, pid=4121, name=python", None),
-])
+@pytest.mark.parametrize(
+    "line, host",
+    [
+        # journalctl -k (and classic syslog), journalctl -o short-precise, -o short-iso / rsyslog's RFC 3339
+        (
+            "Nov 25 10:00:01 gpu-node-7 kernel: NVRM: Xid (PCI:0000:3b:00): 48, pid=4121, name=python, "
+            "An uncorrectable double bit error",
+            "gpu-node-7",
+        ),
+        ("Nov 25 10:00:01.123456 gpu-node-7 kernel: NVRM: Xid (PCI:0000:3b:00): 48, pid=4121, name=python", "gpu-node-7"),
+        ("2025-11-25T10:00:01+0000 gpu-node-7 kernel: NVRM: Xid (PCI:0000:3b:00): 48, pid=4121, name=python", "gpu-node-7"),
+        (
+            "2025-11-25T10:00:01.123456+00:00 gpu-node-7.cluster kernel: [ 8813.431012] NVRM: Xid (PCI:0000:3b:00): 48, "
+            "pid=4121, name=python",
+            "gpu-node-7.cluster",
+        ),
+        # dmesg -T, dmesg, dmesg -r: no host on the line, none named
+        ("[Tue Nov 25 10:00:01 2025] NVRM: Xid (PCI:0000:3b:00): 48, pid=4121, name=python", None),
+        ("[ 8813.431012] NVRM: Xid (PCI:0000:3b:00): 48, pid=4121, name=python", None),
+        ("<4>[ 8813.431012] NVRM: Xid (PCI:0000:3b:00): 48, pid=4121, name=python", None),
+    ],
+)
 def test_an_xid_names_the_host_its_kernel_line_names(line, host):
     xid = next(f for f in diagnose(line + "\n").findings if f.rule == "gpu_xid")
     assert xid.hosts == ((host,) if host else ())
@@ -321,9 +348,11 @@ def test_an_xid_names_the_host_its_kernel_line_names(line, host):
 
 
 def test_a_hostless_dmesg_xid_never_borrows_the_host_of_the_line_before():
-    text = ("gpu-node-3:123:456 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
-            "[Tue Nov 25 10:00:01 2025] NVRM: Xid (PCI:0000:3b:00): 79, pid=4121, name=python, GPU has fallen off "
-            "the bus.\n")
+    text = (
+        "gpu-node-3:123:456 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+        "[Tue Nov 25 10:00:01 2025] NVRM: Xid (PCI:0000:3b:00): 79, pid=4121, name=python, GPU has fallen off "
+        "the bus.\n"
+    )
     diag = diagnose(text)
     for rule in ("gpu_xid", "gpu_fallen_off_bus"):
         f = next(f for f in diag.findings if f.rule == rule)
@@ -331,9 +360,11 @@ def test_a_hostless_dmesg_xid_never_borrows_the_host_of_the_line_before():
 
 
 def test_xids_of_several_hosts_name_each():
-    text = ("Nov 25 10:00:01 node17 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, GPU has fallen off "
-            "the bus.\nNov 25 10:00:05 node18 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=2, name=python, GPU has "
-            "fallen off the bus.\n")
+    text = (
+        "Nov 25 10:00:01 node17 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, GPU has fallen off "
+        "the bus.\nNov 25 10:00:05 node18 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=2, name=python, GPU has "
+        "fallen off the bus.\n"
+    )
     diag = diagnose(text)
     assert next(f for f in diag.findings if f.rule == "gpu_fallen_off_bus").title.endswith(" on node17, node18")
 
@@ -365,30 +396,36 @@ Errors
 def test_ras_report_names_the_ranks_it_could_not_reach(tmp_path):
     d = tmp_path / "job"
     d.mkdir()
-    for r in (0, 1):   # ranks that print the timeout are not the ones RAS names
+    for r in (0, 1):  # ranks that print the timeout are not the ones RAS names
         (d / f"rank{r}.log").write_bytes(
             f"[rank{r}]:[E ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation timeout: "
             "WorkNCCL(SeqNum=812, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) "
-            "ran for 600012 milliseconds before timing out.\n".encode())
+            "ran for 600012 milliseconds before timing out.\n".encode()
+        )
     (d / "ncclras.txt").write_bytes(_RAS_REPORT)
     ras = next(f for f in diagnose(str(d)).findings if f.rule == "ras_missing_ranks")
     assert ras.ranks == (5, 21) and ras.category == "slow_rank_timeout"
 
 
 def test_ras_dead_process_leads_the_ranks_it_left_missing():
-    dead = _RAS_REPORT.replace(b"Errors\n======\n", b"Errors\n======\n\nDEAD\n"
-                               b"  1 job process is considered dead (unreachable via the RAS network)\n"
-                               b"  Process 3487984 on node 172.16.64.213 managing GPU 5\n")
+    dead = _RAS_REPORT.replace(
+        b"Errors\n======\n",
+        b"Errors\n======\n\nDEAD\n"
+        b"  1 job process is considered dead (unreachable via the RAS network)\n"
+        b"  Process 3487984 on node 172.16.64.213 managing GPU 5\n",
+    )
     rules = [f.rule for f in diagnose(dead).findings]
     assert rules.index("ras_dead_process") < rules.index("ras_missing_ranks")
     assert diagnose(dead).findings[0].category == "driver_or_hardware"
 
 
 def test_nccl_tests_output_is_evidence_only_when_it_failed():
-    run = (b"#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
-           b"     1048576        262144     float     sum      -1    55.81   18.79   35.23    {wrong}\n"
-           b"# Out of bounds values : {oob}\n"
-           b"# Avg bus bandwidth    : 35.2345 \n")
+    run = (
+        b"#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
+        b"     1048576        262144     float     sum      -1    55.81   18.79   35.23    {wrong}\n"
+        b"# Out of bounds values : {oob}\n"
+        b"# Avg bus bandwidth    : 35.2345 \n"
+    )
     good = diagnose(run.replace(b"{wrong}", b"0").replace(b"{oob}", b"0 OK"))
     assert [f for f in good.findings if f.severity in ("error", "warning")] == []
     bad = diagnose(run.replace(b"{wrong}", b"2944").replace(b"{oob}", b"2944 FAILED"))
@@ -396,18 +433,21 @@ def test_nccl_tests_output_is_evidence_only_when_it_failed():
 
 
 def test_fatal_nvswitch_sxid_in_a_kernel_log_is_hardware():
-    diag = diagnose(b"[ 6512.203411] nvidia-nvswitch2: SXid (PCI:0000:87:00.0): 20034, Fatal, Link 30 LTSSM Fault Up\n"
-                    b"[ 6512.300000] nvidia-nvswitch2: SXid (PCI:0000:87:00.0): 12028, Non-fatal, Link 31 egress "
-                    b"non-posted PRIV error (First)\n")
-    assert [(f.rule, f.category) for f in diag.findings if f.severity == "error"] == \
-        [("nvswitch_sxid_fatal", "driver_or_hardware")]
+    diag = diagnose(
+        b"[ 6512.203411] nvidia-nvswitch2: SXid (PCI:0000:87:00.0): 20034, Fatal, Link 30 LTSSM Fault Up\n"
+        b"[ 6512.300000] nvidia-nvswitch2: SXid (PCI:0000:87:00.0): 12028, Non-fatal, Link 31 egress "
+        b"non-posted PRIV error (First)\n"
+    )
+    assert [(f.rule, f.category) for f in diag.findings if f.severity == "error"] == [
+        ("nvswitch_sxid_fatal", "driver_or_hardware")
+    ]
     assert "20034" in diag.findings[0].cause
 
 
 def test_ncclnb_json_alone_is_no_log_but_beside_logs_changes_nothing(tmp_path):
     import ncclnb
 
-    snap = sorted((Path(ncclnb.__file__).parent / "recorded" / "data").glob("*.json"))[0]   # a bundled snapshot
+    snap = sorted((Path(ncclnb.__file__).parent / "recorded" / "data").glob("*.json"))[0]  # a bundled snapshot
     d = tmp_path / "run"
     d.mkdir()
     shutil.copy(snap, d / "node0.json")

@@ -1,4 +1,5 @@
 """Lint of the knowledge base itself: ids, categories, patterns, fixtures, prefilter."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,16 @@ import subprocess
 
 import pytest
 
-from ncclnb.doctor.kb import (SIGNATURE_DIR, TRIGGERS, KnowledgeBaseError, fixture_lines, grep_patterns,
-                              load_signatures, pattern_covered, to_grep)
+from ncclnb.doctor.kb import (
+    SIGNATURE_DIR,
+    TRIGGERS,
+    KnowledgeBaseError,
+    fixture_lines,
+    grep_patterns,
+    load_signatures,
+    pattern_covered,
+    to_grep,
+)
 from ncclnb.model import CATEGORIES
 
 SIGS = load_signatures()
@@ -53,7 +62,8 @@ def test_every_hit_line_contains_a_prefilter_trigger(sig):
     for no, kind, text in fixture_lines(sig.id):
         if kind == "hit":
             assert any(t in text for t in TRIGGERS), (
-                f"{sig.id}.log:{no} contains no trigger of kb.TRIGGERS; the scanner would never look at it")
+                f"{sig.id}.log:{no} contains no trigger of kb.TRIGGERS; the scanner would never look at it"
+            )
 
 
 def test_triggers_are_plain_literals_long_enough_for_the_pair_filter():
@@ -70,17 +80,20 @@ def test_every_pattern_requires_a_trigger(sig):
 
 def test_reasoning_inputs_require_a_trigger():
     from ncclnb.doctor.reason import REASONING_PATTERNS
+
     for p in REASONING_PATTERNS:
         assert pattern_covered(p), p
     # the lines the cross-rank reasoning reads, as real logs print them
-    for line in ("node-a:4121:4188 [3] NCCL INFO NCCL version 2.21.5+cuda12.4",
-                 "node-a:4121:4188 [3] NCCL INFO comm 0x55d8db252140 rank 3 nRanks 8 nNodes 1 localRanks 8 localRank 3 MNNVL 0",
-                 "[rank3]:[E304 17:41:12.735149131 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught collective operation "
-                 "timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600068 ms",
-                 "[Rank 3] Timeout at NCCL work: 7, last enqueued NCCL work: 7, last completed NCCL work: 6.",
-                 "[rank7]: Invalid rank requested : 7/4",
-                 "[enforce fail at ../gloo/transport/tcp/pair.cc:446] rank < size. 7 vs 4",
-                 "Timed out after 1801 seconds waiting for clients. 3/4 clients joined."):
+    for line in (
+        "node-a:4121:4188 [3] NCCL INFO NCCL version 2.21.5+cuda12.4",
+        "node-a:4121:4188 [3] NCCL INFO comm 0x55d8db252140 rank 3 nRanks 8 nNodes 1 localRanks 8 localRank 3 MNNVL 0",
+        "[rank3]:[E304 17:41:12.735149131 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600068 ms",
+        "[Rank 3] Timeout at NCCL work: 7, last enqueued NCCL work: 7, last completed NCCL work: 6.",
+        "[rank7]: Invalid rank requested : 7/4",
+        "[enforce fail at ../gloo/transport/tcp/pair.cc:446] rank < size. 7 vs 4",
+        "Timed out after 1801 seconds waiting for clients. 3/4 clients joined.",
+    ):
         assert any(t in line for t in TRIGGERS), line
 
 
@@ -127,10 +140,10 @@ def test_grep_accepts_exported_patterns_and_finds_the_fixture_hits(tmp_path):
 def test_reasoning_and_alternative_docs_are_https_urls():
     from ncclnb.doctor import reason
     from ncclnb.doctor.core import CATEGORY_DOCS
+
     for url in (reason.DESYNC_DOC, reason.SLOW_DOC, reason.VERSION_DOC, reason.RANKS_DOC, *CATEGORY_DOCS.values()):
         assert re.fullmatch(r"https://[a-z0-9.-]+\.[a-z]+/\S*", url), url
     assert set(CATEGORY_DOCS) == set(CATEGORIES)
-
 
 
 def test_signature_examples_show_each_signature_of_a_category_with_a_line_it_hits():

@@ -1,5 +1,6 @@
 """What the rest of a log decides: unrecognised NCCL WARNs, candidate causes of generic errors,
 context that picks between a signature's categories, and pasted-log tolerance."""
+
 from __future__ import annotations
 
 import pytest
@@ -23,17 +24,28 @@ def _rules(text: str) -> list[str]:
 
 
 # ---- pasted logs ------------------------------------------------------------
-@pytest.mark.parametrize("raw, text, pid, where", [
-    ("(RayWorkerWrapper pid=11305) ERROR 08-27 05:12:18 worker_base.py:382] RuntimeError: boom",
-     "RuntimeError: boom", 11305, None),
-    ("[trainer3]: RuntimeError: boom", "RuntimeError: boom", None, None),
-    ("> warning: something", "warning: something", None, None),
-    ("W0104 13:46:27.896000 80302 torch/distributed/run.py:792] Setting OMP", "Setting OMP", None, None),
-    ("[3] include/shm.h:28 NCCL WARN Call to posix_fallocate failed", "Call to posix_fallocate failed", None,
-     "include/shm.h:28"),
-    ("node-a:1:2 [0] transport/nvls.cc:223 NCCL WARN Cuda failure 999", "Cuda failure 999", 1, "transport/nvls.cc:223"),
-    ("WARN NET/IB: read failed", "NET/IB: read failed", None, None),
-])
+@pytest.mark.parametrize(
+    "raw, text, pid, where",
+    [
+        (
+            "(RayWorkerWrapper pid=11305) ERROR 08-27 05:12:18 worker_base.py:382] RuntimeError: boom",
+            "RuntimeError: boom",
+            11305,
+            None,
+        ),
+        ("[trainer3]: RuntimeError: boom", "RuntimeError: boom", None, None),
+        ("> warning: something", "warning: something", None, None),
+        ("W0104 13:46:27.896000 80302 torch/distributed/run.py:792] Setting OMP", "Setting OMP", None, None),
+        (
+            "[3] include/shm.h:28 NCCL WARN Call to posix_fallocate failed",
+            "Call to posix_fallocate failed",
+            None,
+            "include/shm.h:28",
+        ),
+        ("node-a:1:2 [0] transport/nvls.cc:223 NCCL WARN Cuda failure 999", "Cuda failure 999", 1, "transport/nvls.cc:223"),
+        ("WARN NET/IB: read failed", "NET/IB: read failed", None, None),
+    ],
+)
 def test_prefixes_people_paste_are_peeled(raw, text, pid, where):
     ln = normalize(raw)
     assert (ln.text, ln.pid, ln.where) == (text, pid, where)
@@ -45,8 +57,10 @@ def test_a_word_warning_is_not_an_nccl_warn():
 
 def test_hard_wrapped_message_is_rejoined():
     # the signature needs both halves: the first line alone names no CUDA error
-    wrapped = ("node-a:1:2 [0] transport/nvls.cc:287 NCCL WARN Failed to bind NVLink SHARP (NVLS) Multicast memory\n"
-               "  of size 2097152 : CUDA error 401 'the operation cannot be performed in the present state'.")
+    wrapped = (
+        "node-a:1:2 [0] transport/nvls.cc:287 NCCL WARN Failed to bind NVLink SHARP (NVLS) Multicast memory\n"
+        "  of size 2097152 : CUDA error 401 'the operation cannot be performed in the present state'."
+    )
     assert _cats(wrapped)[0] == "driver_or_hardware"
 
 
@@ -56,12 +70,19 @@ def test_every_warn_source_names_a_category():
         assert cat in CATEGORIES and all(a in CATEGORIES and a != cat for a in also)
 
 
-@pytest.mark.parametrize("where, cat", [
-    ("transport/nvls.cc:612", "driver_or_hardware"), ("transport/net_ib.cc:1038", "ib_misconfig"),
-    ("misc/socket.cc:441", "socket_ifname"), ("bootstrap.cc:80", "rendezvous_unreachable"),
-    ("transport/shm.cc:50", "shm_too_small"), ("transport/p2p.cc:300", "p2p_topology"),
-    ("graph/search.cc:1000", "p2p_topology"), ("graph/xml.cc:60", "nccl_env_override"),
-])
+@pytest.mark.parametrize(
+    "where, cat",
+    [
+        ("transport/nvls.cc:612", "driver_or_hardware"),
+        ("transport/net_ib.cc:1038", "ib_misconfig"),
+        ("misc/socket.cc:441", "socket_ifname"),
+        ("bootstrap.cc:80", "rendezvous_unreachable"),
+        ("transport/shm.cc:50", "shm_too_small"),
+        ("transport/p2p.cc:300", "p2p_topology"),
+        ("graph/search.cc:1000", "p2p_topology"),
+        ("graph/xml.cc:60", "nccl_env_override"),
+    ],
+)
 def test_warn_prior_from_the_source_file(where, cat):
     assert warn_prior(where, "something new")[0] == cat
 
@@ -75,7 +96,9 @@ def test_unrecognised_warn_is_kept_as_low_confidence_evidence_with_the_file_prio
 
 
 def test_recognised_warn_gets_no_fallback():
-    rules = _rules("node-a:1:2 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment /dev/shm/x (size 9637888)")
+    rules = _rules(
+        "node-a:1:2 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment /dev/shm/x (size 9637888)"
+    )
     assert "shm_segment_create_failed" in rules and not any(r.startswith("nccl_warn.") for r in rules)
 
 
@@ -100,12 +123,16 @@ def test_generic_system_error_alone_gets_ranked_candidates_not_unknown():
 
 
 def test_context_moves_the_candidates():
-    container = ("3f2a1b4c5d6e:100:100 [0] NCCL INFO Bootstrap : Using eth0:172.17.0.2<0>\n"
-                 "RuntimeError: NCCL error: unhandled system error")
+    container = (
+        "3f2a1b4c5d6e:100:100 [0] NCCL INFO Bootstrap : Using eth0:172.17.0.2<0>\n"
+        "RuntimeError: NCCL error: unhandled system error"
+    )
     assert _cats(container)[0] == "shm_too_small"
-    ib = ("node-a:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE ; OOB eth0:10.0.0.1<0>\n"
-          "node-b:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE ; OOB eth0:10.0.0.2<0>\n"
-          "RuntimeError: NCCL error: unhandled system error")
+    ib = (
+        "node-a:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE ; OOB eth0:10.0.0.1<0>\n"
+        "node-b:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE ; OOB eth0:10.0.0.2<0>\n"
+        "RuntimeError: NCCL error: unhandled system error"
+    )
     assert _cats(ib)[0] == "ib_misconfig"
 
 
@@ -113,32 +140,42 @@ def test_contrary_context_lowers_a_candidate():
     base = {c.category: s for c, s, _ in rank_candidates("system", set())}
     lowered = {c.category: s for c, s, _ in rank_candidates("system", {"shm_disabled", "several_hosts"})}
     assert lowered["shm_too_small"] < base["shm_too_small"]
-    socket_only = ("node-a:1:1 [0] NCCL INFO NET/IB : No device found.\n"
-                   "node-a:1:1 [0] NCCL INFO Using network Socket\n"
-                   "RuntimeError: NCCL error: unhandled system error")
+    socket_only = (
+        "node-a:1:1 [0] NCCL INFO NET/IB : No device found.\n"
+        "node-a:1:1 [0] NCCL INFO Using network Socket\n"
+        "RuntimeError: NCCL error: unhandled system error"
+    )
     cats = _cats(socket_only, 9)
-    assert "socket_ifname" in cats and (cats.index("ib_misconfig") > cats.index("socket_ifname") if "ib_misconfig" in cats else True)
+    assert "socket_ifname" in cats and (
+        cats.index("ib_misconfig") > cats.index("socket_ifname") if "ib_misconfig" in cats else True
+    )
     assert "ib_misconfig" in _cats("RuntimeError: NCCL error: unhandled system error", 9)
 
 
 def test_old_stack_puts_version_first_for_an_unhandled_cuda_error():
     assert _cats("RuntimeError: NCCL error: unhandled cuda error")[0] == "driver_or_hardware"
-    assert _cats("RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:32, unhandled cuda error, NCCL version 2.4.8")[0] \
+    assert (
+        _cats("RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:32, unhandled cuda error, NCCL version 2.4.8")[0]
         == "version_mismatch"
+    )
     assert _cats("RuntimeError: NCCL Error 1: unhandled cuda error")[0] == "version_mismatch"
 
 
 def test_no_candidates_when_the_cause_is_known():
-    rules = _rules("ncclSystemError: System call failed\n"
-                   "node-a:1:2 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment x (size 1)")
+    rules = _rules(
+        "ncclSystemError: System call failed\n"
+        "node-a:1:2 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment x (size 1)"
+    )
     assert not any(r.startswith("candidate.") for r in rules)
 
 
 def test_a_stop_after_init_on_one_host_gets_hang_candidates_above_the_benign_plugin_line():
-    log = ("node-a:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.2.3.32<0>\n"
-           "node-a:1:1 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so).\n"
-           "node-a:1:1 [0] NCCL INFO Setting affinity for GPU 0 to ff00ff\n"
-           "node-a:1:1 [0] NCCL INFO comm 0x55d8 rank 0 nRanks 4 nNodes 1 localRanks 4 localRank 0 MNNVL 0\n")
+    log = (
+        "node-a:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.2.3.32<0>\n"
+        "node-a:1:1 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so).\n"
+        "node-a:1:1 [0] NCCL INFO Setting affinity for GPU 0 to ff00ff\n"
+        "node-a:1:1 [0] NCCL INFO comm 0x55d8 rank 0 nRanks 4 nNodes 1 localRanks 4 localRank 0 MNNVL 0\n"
+    )
     cats = _cats(log)
     assert cats[:2] == ["p2p_topology", "net_plugin_missing"]
     # without a sign of one node, P2P is one candidate among others, and the plugin note stays in the top 3
@@ -147,27 +184,37 @@ def test_a_stop_after_init_on_one_host_gets_hang_candidates_above_the_benign_plu
     # the plugin line alone, with no sign that NCCL got further, stays the harmless note
     assert _cats("NCCL INFO NET/Plugin : No plugin found (libnccl-net.so).")[0] == "net_plugin_missing"
     # a run that reached its end (nccl-tests' closing lines, the communicator destroyed) did not hang
-    for end in ("# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 0.450547\n",
-                "node-a:1:1 [0] NCCL INFO comm 0x55d8 rank 0 nRanks 4 nNodes 1 localRanks 4 localRank 0 MNNVL 0 - "
-                "Destroy COMPLETE\n"):
+    for end in (
+        "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 0.450547\n",
+        "node-a:1:1 [0] NCCL INFO comm 0x55d8 rank 0 nRanks 4 nNodes 1 localRanks 4 localRank 0 MNNVL 0 - Destroy COMPLETE\n",
+    ):
         assert _cats(log + end) == ["net_plugin_missing"]
 
 
 # ---- context picks between a signature's categories ----------------------------
 def test_a_rank_busy_with_its_own_work_before_a_timeout_points_to_a_slow_rank():
-    line = ("[rank4]:[E ProcessGroupNCCL.cpp:523] [Rank 4] Watchdog caught collective operation timeout: "
-            "WorkNCCL(SeqNum=812, OpType=ALLREDUCE, NumelIn=4096, NumelOut=4096, Timeout(ms)=1800000) ran for "
-            "1800041 ms")
+    line = (
+        "[rank4]:[E ProcessGroupNCCL.cpp:523] [Rank 4] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=812, OpType=ALLREDUCE, NumelIn=4096, NumelOut=4096, Timeout(ms)=1800000) ran for "
+        "1800041 ms"
+    )
     assert _cats(line)[0] == "collective_desync"
-    for busy in ("Saving checkpoint to /ckpt/step_812", "Running tokenizer on dataset: 40%",
-                 "Preprocessing the validation split", "Building index over 12000000 passages",
-                 "Indexing shard 3 of 16", "Clustering 2000000 points in 128D to 65536 clusters"):
+    for busy in (
+        "Saving checkpoint to /ckpt/step_812",
+        "Running tokenizer on dataset: 40%",
+        "Preprocessing the validation split",
+        "Building index over 12000000 passages",
+        "Indexing shard 3 of 16",
+        "Clustering 2000000 points in 128D to 65536 clusters",
+    ):
         assert _cats(f"{busy}\n{line}")[0] == "slow_rank_timeout", busy
 
 
 def test_early_barrier_timeout_points_to_a_slow_rank_and_a_finished_rank_to_a_desync():
-    line = ("[rank4]:[E ProcessGroupNCCL.cpp:523] [Rank 4] Watchdog caught collective operation timeout: "
-            "WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800041 ms")
+    line = (
+        "[rank4]:[E ProcessGroupNCCL.cpp:523] [Rank 4] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800041 ms"
+    )
     assert _cats(line)[:2] == ["slow_rank_timeout", "collective_desync"]
     finished = "`Trainer.fit` stopped: `max_epochs=3` reached.\n" + line
     assert _cats(finished)[0] == "collective_desync"
@@ -184,17 +231,21 @@ def test_topology_file_from_the_environment_settles_the_xml_error():
 
 
 def test_store_barrier_with_more_workers_than_the_world_points_to_the_rank_count():
-    fewer = ("RuntimeError: Timed out initializing process group in store based barrier on rank: 3, for key: "
-             "store_based_barrier_key:1 (world_size=8, worker_count=4, timeout=0:30:00)")
+    fewer = (
+        "RuntimeError: Timed out initializing process group in store based barrier on rank: 3, for key: "
+        "store_based_barrier_key:1 (world_size=8, worker_count=4, timeout=0:30:00)"
+    )
     more = fewer.replace("worker_count=4", "worker_count=12")
     assert _cats(fewer)[:2] == ["rendezvous_unreachable", "rank_world_size_mismatch"]
     assert _cats(more)[:2] == ["rank_world_size_mismatch", "rendezvous_unreachable"]
 
 
 def test_newer_watchdog_wording_sets_the_rank_sequence():
-    line = ("[rank2]:[E109 22:46:25.933593122 ProcessGroupNCCL.cpp:2268] [PG ID 0 PG GUID 0(default_pg) Rank 2]  "
-            "failure detected by watchdog at work sequence id: 493 PG status: last enqueued work: 493, "
-            "last completed work: 492")
+    line = (
+        "[rank2]:[E109 22:46:25.933593122 ProcessGroupNCCL.cpp:2268] [PG ID 0 PG GUID 0(default_pg) Rank 2]  "
+        "failure detected by watchdog at work sequence id: 493 PG status: last enqueued work: 493, "
+        "last completed work: 492"
+    )
     row = next(r for r in diagnose(line + "\n").ranks if r.rank == 2)
     assert row.last_seq == 493
 
@@ -211,7 +262,9 @@ def test_every_prefer_rule_names_a_signature_and_one_of_its_categories():
 
 
 def test_benign_plugin_line_stays_below_candidates_of_a_real_error():
-    log = ("node-a:1:1 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal implementation\n"
-           "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1000, unhandled system error, NCCL version 2.18.1")
+    log = (
+        "node-a:1:1 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal implementation\n"
+        "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1000, unhandled system error, NCCL version 2.18.1"
+    )
     cats = _cats(log, 9)
     assert cats[0] != "net_plugin_missing" and cats[-1] == "net_plugin_missing"

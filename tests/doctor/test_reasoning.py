@@ -1,4 +1,5 @@
 """Cross-rank reasoning, healthy background logs and prefix normalisation."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,14 +10,18 @@ from tests.conftest import CAPTURES
 
 
 def _wd(rank, seq, op="ALLREDUCE", nin=1024, nout=1024):
-    return (f"[rank{rank}]:[E ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught collective operation timeout: "
-            f"WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn={nin}, NumelOut={nout}, Timeout(ms)=600000) ran for 600071 "
-            "milliseconds before timing out.\n")
+    return (
+        f"[rank{rank}]:[E ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught collective operation timeout: "
+        f"WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn={nin}, NumelOut={nout}, Timeout(ms)=600000) ran for 600071 "
+        "milliseconds before timing out.\n"
+    )
 
 
 def _comm(host, pid, rank, n, nodes, local):
-    return (f"{host}:{pid}:{pid + 40} [{local}] NCCL INFO comm 0x55d8db2{rank:05d} rank {rank} nRanks {n} nNodes {nodes} "
-            f"localRanks 4 localRank {local} MNNVL 0\n")
+    return (
+        f"{host}:{pid}:{pid + 40} [{local}] NCCL INFO comm 0x55d8db2{rank:05d} rank {rank} nRanks {n} nNodes {nodes} "
+        f"localRanks 4 localRank {local} MNNVL 0\n"
+    )
 
 
 def healthy_logs():
@@ -62,8 +67,7 @@ def test_slow_rank_at_other_seq_same_op():
 
 
 def test_version_mismatch_needs_two_versions():
-    same = ("a:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
-            "b:2:2 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n")
+    same = "a:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\nb:2:2 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
     assert not any(f.category == "version_mismatch" for f in diagnose(same).findings)
     differ = same + "c:3:3 [0] NCCL INFO NCCL version 2.18.1+cuda12.1\n" + _comm("c", 3, 2, 3, 3, 0)
     f = diagnose(differ).findings[0]
@@ -80,25 +84,31 @@ def test_nodes_disagree_on_world_size():
 
 
 def test_gloo_and_nccl_wordings_of_an_out_of_range_rank():
-    for line in ("[rank7]: RuntimeError: [enforce fail at ../third_party/gloo/gloo/context.cc:27] rank < size. 7 vs 4",
-                 "gpu1:77:88 [3] init.cc:1820 NCCL WARN Invalid rank requested : 7/4"):
+    for line in (
+        "[rank7]: RuntimeError: [enforce fail at ../third_party/gloo/gloo/context.cc:27] rank < size. 7 vs 4",
+        "gpu1:77:88 [3] init.cc:1820 NCCL WARN Invalid rank requested : 7/4",
+    ):
         f = diagnose(line + "\n").findings[0]
         assert (f.category, f.ranks) == ("rank_world_size_mismatch", (7,))
 
 
 def test_benign_plugin_line_never_outranks_an_error():
-    log = ("h:1:1 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal implementation\n" * 50
-           + "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    log = (
+        "h:1:1 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal implementation\n" * 50
+        + "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    )
     diag = diagnose(log)
     assert diag.findings[0].category == "oom_or_resource"
     assert diag.findings[-1].category == "net_plugin_missing" and diag.findings[-1].severity == "info"
 
 
 def test_cascade_ranks_below_first_error():
-    log = ("[rank0]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1275, unhandled system error\n"
-           "[rank2]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Read error: Connection reset by peer\n"
-           "[rank1]: 7635c25c81cd:41588:41837 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment "
-           "nccl-shm-recv-6c6b (size 9637888)\n")
+    log = (
+        "[rank0]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1275, unhandled system error\n"
+        "[rank2]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Read error: Connection reset by peer\n"
+        "[rank1]: 7635c25c81cd:41588:41837 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment "
+        "nccl-shm-recv-6c6b (size 9637888)\n"
+    )
     diag = diagnose(log)
     assert diag.findings[0].category == "shm_too_small"
     assert diag.findings[0].ranks == (1,)
@@ -108,31 +118,64 @@ def test_env_override_is_promoted_only_next_to_a_failure():
     line = "h:1:2 [0] NCCL INFO NCCL_GRAPH_FILE set by environment to /opt/microsoft/ncv4/graph.xml\n"
     alone = diagnose(line).findings[0]
     assert (alone.category, alone.severity) == ("nccl_env_override", "info")
-    failed = diagnose("ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.\n" + line)
+    failed = diagnose(
+        "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.\n" + line
+    )
     assert (failed.findings[0].category, failed.findings[0].severity) == ("nccl_env_override", "warning")
 
 
-@pytest.mark.parametrize("raw,text,rank,local,host,pid", [
-    ("[rank3]:[W304 17:41:12.735149131 ProcessGroupNCCL.cpp:4561] [PG ID 0 PG GUID 0 Rank 3] using GPU 3",
-     "[PG ID 0 PG GUID 0 Rank 3] using GPU 3", 3, None, None, None),
-    ("[default2]:gpu7:4121:4188 [2] NCCL INFO NCCL version 2.21.5+cuda12.4", "NCCL version 2.21.5+cuda12.4", None, 2, "gpu7", 4121),
-    ("12: [E ProcessGroupNCCL.cpp:563] Watchdog caught", "Watchdog caught", 12, None, None, None),
-    ("\x1b[31m2025-03-04T17:41:12.123Z [1,5]<stderr>:RuntimeError: boom\x1b[0m\r", "RuntimeError: boom", 5, None, None, None),
-    ("[2026-01-02 10:24:27] ip-1:35113:35467 [0] int nccl_net_ofi_create_plugin(nccl_net_ofi_plugin_t**):353 NCCL WARN NET/OFI x",
-     "NET/OFI x", None, None, "ip-1", 35113),
-    ("Mar  4 17:41:12 node-b kernel: NVRM: Xid (PCI:0000:3b:00): 79", "NVRM: Xid (PCI:0000:3b:00): 79", None, None, "node-b", None),
-    ("node-3: [rank9]: DistBackendError", "DistBackendError", 9, None, "node-3", None),
-])
+@pytest.mark.parametrize(
+    "raw,text,rank,local,host,pid",
+    [
+        (
+            "[rank3]:[W304 17:41:12.735149131 ProcessGroupNCCL.cpp:4561] [PG ID 0 PG GUID 0 Rank 3] using GPU 3",
+            "[PG ID 0 PG GUID 0 Rank 3] using GPU 3",
+            3,
+            None,
+            None,
+            None,
+        ),
+        (
+            "[default2]:gpu7:4121:4188 [2] NCCL INFO NCCL version 2.21.5+cuda12.4",
+            "NCCL version 2.21.5+cuda12.4",
+            None,
+            2,
+            "gpu7",
+            4121,
+        ),
+        ("12: [E ProcessGroupNCCL.cpp:563] Watchdog caught", "Watchdog caught", 12, None, None, None),
+        ("\x1b[31m2025-03-04T17:41:12.123Z [1,5]<stderr>:RuntimeError: boom\x1b[0m\r", "RuntimeError: boom", 5, None, None, None),
+        (
+            "[2026-01-02 10:24:27] ip-1:35113:35467 [0] int nccl_net_ofi_create_plugin(nccl_net_ofi_plugin_t**):353 NCCL WARN NET/OFI x",
+            "NET/OFI x",
+            None,
+            None,
+            "ip-1",
+            35113,
+        ),
+        (
+            "Mar  4 17:41:12 node-b kernel: NVRM: Xid (PCI:0000:3b:00): 79",
+            "NVRM: Xid (PCI:0000:3b:00): 79",
+            None,
+            None,
+            "node-b",
+            None,
+        ),
+        ("node-3: [rank9]: DistBackendError", "DistBackendError", 9, None, "node-3", None),
+    ],
+)
 def test_prefixes_are_stripped(raw, text, rank, local, host, pid):
     ln = normalize(raw)
     assert (ln.text, ln.rank, ln.local_rank, ln.host, ln.pid) == (text, rank, local, host, pid)
 
 
 def test_frames_are_noise_and_line_numbers_survive():
-    log = ("frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x57 (0x7f in libc10.so) Watchdog timeout\n"
-           "frame #1: <unknown function> Error while creating shared memory segment\n"
-           "\n"
-           "[rank1]:   Error while creating shared memory segment /dev/shm/nccl-1 (size 7340384)\r\n")
+    log = (
+        "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x57 (0x7f in libc10.so) Watchdog timeout\n"
+        "frame #1: <unknown function> Error while creating shared memory segment\n"
+        "\n"
+        "[rank1]:   Error while creating shared memory segment /dev/shm/nccl-1 (size 7340384)\r\n"
+    )
     diag = diagnose(log)
     assert [f.rule for f in diag.findings] == ["shm_segment_create_failed"]
     assert diag.findings[0].evidence[0].line == 4

@@ -1,4 +1,5 @@
 """The terminal report says plainly when nothing failed."""
+
 from ncclnb.doctor import diagnose
 from ncclnb.doctor.report import render_text
 

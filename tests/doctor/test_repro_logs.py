@@ -1,6 +1,7 @@
 """The doctor on REAL multi-rank logs recorded from the reproductions
 (``repro_logs/make_logs.py`` regenerates them): the expected category first,
 and every culprit rank blamed by that finding."""
+
 from __future__ import annotations
 
 import json
@@ -60,8 +61,9 @@ def test_ncclnb_json_files_in_a_log_directory_are_not_read_as_logs(tmp_path):
     for p in (HERE / "store_host_missing").iterdir():
         shutil.copyfile(p, tmp_path / p.name)
     before = diagnose(str(tmp_path))
-    (tmp_path / "result.json").write_text(json.dumps(
-        {"schema": "ncclnb.repro/1", "notes": ["Timed out after 5 seconds waiting for clients. 1/4 clients joined."]}))
+    (tmp_path / "result.json").write_text(
+        json.dumps({"schema": "ncclnb.repro/1", "notes": ["Timed out after 5 seconds waiting for clients. 1/4 clients joined."]})
+    )
     after = diagnose(str(tmp_path))
     assert [f.rule for f in after.findings] == [f.rule for f in before.findings]
     assert after.lines_read == before.lines_read
@@ -70,11 +72,14 @@ def test_ncclnb_json_files_in_a_log_directory_are_not_read_as_logs(tmp_path):
 # a real run with the culprit's log and dump taken away: the world size the other ranks'
 # flight-recorder dumps name in their process-group config (gloo writes
 # {"": {"ranks": "[0, 1, 2]"}}) says who is missing, as nRanks or "N/M clients joined" would
-@pytest.mark.parametrize("case, gone", [
-    ("slow_rank_checkpoint", 0),
-    ("unseeded_split_desync", 1),
-    ("alltoall_unpaired", 2),
-])
+@pytest.mark.parametrize(
+    "case, gone",
+    [
+        ("slow_rank_checkpoint", 0),
+        ("unseeded_split_desync", 1),
+        ("alltoall_unpaired", 2),
+    ],
+)
 def test_a_rank_with_no_log_and_no_dump_is_blamed_from_the_dumps_world_size(tmp_path, case, gone):
     import shutil
 

@@ -1,4 +1,5 @@
 """The scanner: its two filters, chunking, and the parallel path give the same lines."""
+
 from __future__ import annotations
 
 import io
@@ -59,7 +60,7 @@ def _scan(data: bytes, **kw) -> tuple[list, int]:
     return found, s.lines_read
 
 
-@pytest.mark.parametrize("many_hits", [0, 1 << 30])   # hits numbered at once, or one by one
+@pytest.mark.parametrize("many_hits", [0, 1 << 30])  # hits numbered at once, or one by one
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_both_filters_give_the_rule(seed, many_hits, monkeypatch):
     monkeypatch.setattr(scan, "MANY_HITS", many_hits)
@@ -97,8 +98,8 @@ def test_max_candidates_stops_at_a_line_start():
     data = _log(3000, 3)
     s = scan.LineScanner(io.BytesIO(data), chunk=1000, max_line=400, max_candidates=20)
     head = list(s)
-    assert s.stopped_at is not None and (s.stopped_at == 0 or data[s.stopped_at - 1:s.stopped_at] == b"\n")
-    rest = scan.LineScanner(io.BytesIO(data[s.stopped_at:]), chunk=1000, max_line=400)
+    assert s.stopped_at is not None and (s.stopped_at == 0 or data[s.stopped_at - 1 : s.stopped_at] == b"\n")
+    rest = scan.LineScanner(io.BytesIO(data[s.stopped_at :]), chunk=1000, max_line=400)
     tail = [(no + s.lines_read, line) for no, line in rest]
     assert (head + tail, s.lines_read + rest.lines_read) == _reference(data, 400)
 
@@ -133,7 +134,7 @@ def test_split_ranges_begin_at_line_starts(tmp_path):
         ranges = scan.split_ranges(fh, len(data), 10_000)
     assert ranges[0][0] == 0 and ranges[-1][1] == len(data)
     assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
-    assert all(data[s - 1:s] == b"\n" for s, _ in ranges[1:])
+    assert all(data[s - 1 : s] == b"\n" for s, _ in ranges[1:])
 
 
 def test_diagnose_parallel_equals_serial(tmp_path, monkeypatch):
@@ -142,19 +143,29 @@ def test_diagnose_parallel_equals_serial(tmp_path, monkeypatch):
     lines = []
     for i in range(30000):
         r = rng.randrange(16)
-        lines.append(f"node{r // 8:03d}:{1000 + r}:{2000 + r} [{r % 8}] NCCL INFO Channel {i % 24:02d}/24 : {r}[{r % 8}] -> "
-                     f"{(r + 1) % 16}[{(r + 1) % 8}] via P2P/CUMEM/read")
+        lines.append(
+            f"node{r // 8:03d}:{1000 + r}:{2000 + r} [{r % 8}] NCCL INFO Channel {i % 24:02d}/24 : {r}[{r % 8}] -> "
+            f"{(r + 1) % 16}[{(r + 1) % 8}] via P2P/CUMEM/read"
+        )
         if i % 5000 == 10:
-            lines.append(f"node{r // 8:03d}:{1000 + r}:{2000 + r} [{r % 8}] NCCL INFO comm 0x55d8 rank {r} nRanks 16 "
-                         f"nNodes 2 localRanks 8 localRank {r % 8} MNNVL 0")
+            lines.append(
+                f"node{r // 8:03d}:{1000 + r}:{2000 + r} [{r % 8}] NCCL INFO comm 0x55d8 rank {r} nRanks 16 "
+                f"nNodes 2 localRanks 8 localRank {r % 8} MNNVL 0"
+            )
             lines.append(f"node{r // 8:03d}:{1000 + r}:{2000 + r} [{r % 8}] NCCL INFO NCCL version 2.21.5+cuda12.4")
     lines.insert(11111, "node001:1009:2009 [1] NCCL INFO NCCL version 2.18.1+cuda12.1")
-    lines.insert(17000, "[rank3]:[E304 17:41:12.735149131 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught collective "
-                        "operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=10, NumelOut=10, "
-                        "Timeout(ms)=600000) ran for 600068 milliseconds before timing out.")
-    lines.insert(23000, "[rank5]:[E304 17:41:12.735149131 ProcessGroupNCCL.cpp:632] [Rank 5] Watchdog caught collective "
-                        "operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=12, NumelOut=12, "
-                        "Timeout(ms)=600000) ran for 600071 milliseconds before timing out.")
+    lines.insert(
+        17000,
+        "[rank3]:[E304 17:41:12.735149131 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=10, NumelOut=10, "
+        "Timeout(ms)=600000) ran for 600068 milliseconds before timing out.",
+    )
+    lines.insert(
+        23000,
+        "[rank5]:[E304 17:41:12.735149131 ProcessGroupNCCL.cpp:632] [Rank 5] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=12, NumelOut=12, "
+        "Timeout(ms)=600000) ran for 600071 milliseconds before timing out.",
+    )
     path = tmp_path / "ranks.log"
     path.write_text("\n".join(lines) + "\n")
     monkeypatch.setattr(scan, "NUMPY_MIN", 1024)

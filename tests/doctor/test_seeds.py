@@ -2,6 +2,7 @@
 
 The lines are the ones the write-ups in ../shared/seeds quote, in the formats
 NCCL and PyTorch print them (prefixes added where a real log has them)."""
+
 from __future__ import annotations
 
 import json
@@ -25,10 +26,12 @@ def doctor_json(tmp_path, name: str, text: str, *more: tuple[str, str]) -> dict:
 
 
 def test_seed_000_invalid_rank_beats_plugin_and_store_timeout(tmp_path):
-    log = (f"{H} [0] NCCL INFO NET/Plugin : dlerror=libnccl-net.so: cannot open shared object file: No such file "
-           "or directory No plugin found (libnccl-net.so), using internal implementation\n"
-           f"{H} [3] init.cc:1820 NCCL WARN Invalid rank requested : 7/4\n"
-           "[rank0]: torch.distributed.DistStoreError: Timed out after 1801 seconds waiting for clients. 4/8 clients joined.\n")
+    log = (
+        f"{H} [0] NCCL INFO NET/Plugin : dlerror=libnccl-net.so: cannot open shared object file: No such file "
+        "or directory No plugin found (libnccl-net.so), using internal implementation\n"
+        f"{H} [3] init.cc:1820 NCCL WARN Invalid rank requested : 7/4\n"
+        "[rank0]: torch.distributed.DistStoreError: Timed out after 1801 seconds waiting for clients. 4/8 clients joined.\n"
+    )
     out = doctor_json(tmp_path, "job.log", log)
     top = out["findings"][0]
     assert top["category"] == "rank_world_size_mismatch"
@@ -42,8 +45,10 @@ def test_seed_000_invalid_rank_beats_plugin_and_store_timeout(tmp_path):
 
 
 def test_seed_001_barrier_device_unknown(tmp_path):
-    log = ("[rank3]:[W304 17:41:12.735149131 ProcessGroupNCCL.cpp:4561] [PG ID 0 PG GUID 0 Rank 3] using GPU 3 to "
-           "perform barrier as devices used by this process are currently unknown...\n")
+    log = (
+        "[rank3]:[W304 17:41:12.735149131 ProcessGroupNCCL.cpp:4561] [PG ID 0 PG GUID 0 Rank 3] using GPU 3 to "
+        "perform barrier as devices used by this process are currently unknown...\n"
+    )
     out = doctor_json(tmp_path, "rank3.log", log)
     top = out["findings"][0]
     assert top["category"] == "device_mapping"
@@ -52,13 +57,17 @@ def test_seed_001_barrier_device_unknown(tmp_path):
 
 
 def test_seed_002_version_mismatch_across_hosts(tmp_path):
-    good = ("node-good:2001:2001 [0] NCCL INFO NCCL version 2.19.3+cuda12.3\n"
-            "node-good:2001:2060 [0] NCCL INFO comm 0x55d8db252140 rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0\n")
-    bad = ("node-bad:3001:3001 [0] NCCL INFO NCCL version 2.14.3+cuda11.7\n"
-           "node-bad:3001:3050 [0] misc/socket.cc:503 NCCL WARN ncclSocketInit: connecting to address with family 0 "
-           "is neither AF_INET(2) nor AF_INET6(10)\n"
-           "[rank1]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
-           "ProcessGroupNCCL.cpp:1275, internal error\n")
+    good = (
+        "node-good:2001:2001 [0] NCCL INFO NCCL version 2.19.3+cuda12.3\n"
+        "node-good:2001:2060 [0] NCCL INFO comm 0x55d8db252140 rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0\n"
+    )
+    bad = (
+        "node-bad:3001:3001 [0] NCCL INFO NCCL version 2.14.3+cuda11.7\n"
+        "node-bad:3001:3050 [0] misc/socket.cc:503 NCCL WARN ncclSocketInit: connecting to address with family 0 "
+        "is neither AF_INET(2) nor AF_INET6(10)\n"
+        "[rank1]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+        "ProcessGroupNCCL.cpp:1275, internal error\n"
+    )
     out = doctor_json(tmp_path, "node-good.log", good, ("node-bad.log", bad))
     top = out["findings"][0]
     assert top["category"] == "version_mismatch"
@@ -73,8 +82,10 @@ def test_seed_002_version_mismatch_across_hosts(tmp_path):
 
 
 def test_seed_002_single_line_names_the_best_it_can(tmp_path):
-    log = ("ncclSocketInit: connecting to address with family 0 is neither AF_INET(2) nor AF_INET6(10)\n"
-           "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1275, internal error\n")
+    log = (
+        "ncclSocketInit: connecting to address with family 0 is neither AF_INET(2) nor AF_INET6(10)\n"
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1275, internal error\n"
+    )
     out = doctor_json(tmp_path, "seed002.log", log)
     assert out["findings"][0]["category"] == "version_mismatch"
     assert out["findings"][0]["rule"] == "socket_init_family_0"
@@ -82,14 +93,20 @@ def test_seed_002_single_line_names_the_best_it_can(tmp_path):
 
 
 def _watchdog(rank: int, seq: int, nin: int, nout: int, op: str = "_ALLGATHER_BASE") -> str:
-    return (f"[rank{rank}]:[E ProcessGroupNCCL.cpp:563] [Rank {rank}] Watchdog caught collective operation timeout: "
-            f"WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn={nin}, NumelOut={nout}, Timeout(ms)=600000) "
-            "ran for 600068 milliseconds before timing out.\n")
+    return (
+        f"[rank{rank}]:[E ProcessGroupNCCL.cpp:563] [Rank {rank}] Watchdog caught collective operation timeout: "
+        f"WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn={nin}, NumelOut={nout}, Timeout(ms)=600000) "
+        "ran for 600068 milliseconds before timing out.\n"
+    )
 
 
 def test_seed_003_same_seq_different_sizes_is_desync(tmp_path):
-    log = (_watchdog(0, 1474236, 262675456, 1050701824) + _watchdog(1, 1474236, 262675456, 1050701824)
-           + _watchdog(2, 1474236, 262675456, 1050701824) + _watchdog(3, 1474236, 262144000, 1048576000))
+    log = (
+        _watchdog(0, 1474236, 262675456, 1050701824)
+        + _watchdog(1, 1474236, 262675456, 1050701824)
+        + _watchdog(2, 1474236, 262675456, 1050701824)
+        + _watchdog(3, 1474236, 262144000, 1048576000)
+    )
     out = doctor_json(tmp_path, "train.log", log)
     top = out["findings"][0]
     assert top["category"] == "collective_desync"
@@ -108,10 +125,12 @@ def test_seed_004_proxy_service_failures_point_at_p2p_pairing(tmp_path):
     # seed 004: a custom all-to-all with isend/irecv on 4 nodes x 8 GPUs; the proxy service thread
     # cannot accept (EAGAIN), cannot receive the type from a local rank, fails a Close, and the
     # communicator aborts.
-    log = (f"{H} [3] proxy.cc:1496 NCCL WARN [Service thread] Accept failed Resource temporarily unavailable\n"
-           f"{H} [3] proxy.cc:1518 NCCL WARN [Service thread] Could not receive type from localRank 3, res=3, closed=1\n"
-           f"{H} [3] proxy.cc:1540 NCCL WARN [Proxy Service 3] Failed to execute operation Close from rank 3, retcode 3\n"
-           f"{H} [3] NCCL INFO comm 0x55d8db252140 rank 3 nranks 32 cudaDev 3 busId 41000 - Abort COMPLETE\n")
+    log = (
+        f"{H} [3] proxy.cc:1496 NCCL WARN [Service thread] Accept failed Resource temporarily unavailable\n"
+        f"{H} [3] proxy.cc:1518 NCCL WARN [Service thread] Could not receive type from localRank 3, res=3, closed=1\n"
+        f"{H} [3] proxy.cc:1540 NCCL WARN [Proxy Service 3] Failed to execute operation Close from rank 3, retcode 3\n"
+        f"{H} [3] NCCL INFO comm 0x55d8db252140 rank 3 nranks 32 cudaDev 3 busId 41000 - Abort COMPLETE\n"
+    )
     out = doctor_json(tmp_path, "alltoall.log", log)
     cats = [f["category"] for f in out["findings"]]
     assert cats[0] == "p2p_pairing"

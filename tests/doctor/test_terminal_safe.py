@@ -7,6 +7,7 @@ report shows every control character as a visible escape (``\\x1b``,
 ``\\x9b``, ``\\u202e``) and never emits one raw; ``--json`` escapes them too.
 The diagnosis itself keeps the characters: only the views escape.
 """
+
 from __future__ import annotations
 
 import json
@@ -71,13 +72,13 @@ def test_render_text_emits_no_raw_control_character(diag, colour):
 
 def test_render_text_shows_controls_as_visible_escapes(diag):
     text = render_text(diag)
-    assert r"\x1b]0;pwned\x07" in text                      # OSC window title
+    assert r"\x1b]0;pwned\x07" in text  # OSC window title
     assert r"Socket Timeout \x1b]8;;https://evil" in text  # OSC 8 hyperlink (cut to the column)
-    assert r"\x1bPq#0;2;0;0;0" in text                      # DCS
-    assert r"\x9b2J" in text                                # C1 CSI
-    assert r"rm -rf /\x08\x08" in text                      # backspaces cannot hide text
+    assert r"\x1bPq#0;2;0;0;0" in text  # DCS
+    assert r"\x9b2J" in text  # C1 CSI
+    assert r"rm -rf /\x08\x08" in text  # backspaces cannot hide text
     assert r"bell\x07 nul\x00 vt\x0b ff\x0c" in text
-    assert r"ho\x1b]0;h\x07st-a" in text                    # a host name from the log
+    assert r"ho\x1b]0;h\x07st-a" in text  # a host name from the log
 
 
 def test_hosts_causes_and_the_rank_table_are_escaped(diag):
@@ -95,25 +96,58 @@ def test_every_field_of_any_diagnosis_is_escaped():
     from ncclnb.model import Diagnosis, Evidence, Finding, RankStatus
 
     def finding(n: int, severity: str) -> Finding:
-        return Finding(rule=f"r{n}{C1_CSI}", category="unknown", severity=severity, confidence=0.5,
-                       title=f"title {n} {OSC_TITLE}", evidence=(Evidence(f"src{n}{DCS}", 3, f"line {OSC8}"),),
-                       cause=f"cause {BACKSPACES}", fix=f"fix {OTHERS}", docs=f"https://docs.example/{OSC8}",
-                       ranks=(1,), hosts=(f"host{n}{OSC_TITLE}",))
+        return Finding(
+            rule=f"r{n}{C1_CSI}",
+            category="unknown",
+            severity=severity,
+            confidence=0.5,
+            title=f"title {n} {OSC_TITLE}",
+            evidence=(Evidence(f"src{n}{DCS}", 3, f"line {OSC8}"),),
+            cause=f"cause {BACKSPACES}",
+            fix=f"fix {OTHERS}",
+            docs=f"https://docs.example/{OSC8}",
+            ranks=(1,),
+            hosts=(f"host{n}{OSC_TITLE}",),
+        )
 
     diag = Diagnosis(
         findings=(finding(1, "error"), finding(2, "warning")),
-        ranks=(RankStatus(rank=1, host=f"h{OSC_TITLE}", local_rank=0, pid=7, nccl_version=f"2.{C1_CSI}",
-                          last_seq=3, last_op=f"op{DCS}", first_error=f"boom {OTHERS}", source=f"s{C1_OSC}"),),
-        sources=(f"src1{DCS}",), lines_read=1)
+        ranks=(
+            RankStatus(
+                rank=1,
+                host=f"h{OSC_TITLE}",
+                local_rank=0,
+                pid=7,
+                nccl_version=f"2.{C1_CSI}",
+                last_seq=3,
+                last_op=f"op{DCS}",
+                first_error=f"boom {OTHERS}",
+                source=f"s{C1_OSC}",
+            ),
+        ),
+        sources=(f"src1{DCS}",),
+        lines_read=1,
+    )
     for colour in (False, True):
         text = render_text(diag, colour=colour)
         assert raw_controls(text, colour) == []
     text = render_text(diag)
-    for shown in (r"title 1 \x1b]0;pwned\x07", r"title 2 \x1b]0;pwned\x07", r"src1\x1bPq", r"src2\x1bPq",
-                  r"r1\x9b2J", r"host1\x1b]0;pwned", r"https://docs.example/\x1b]8;;", r"h\x1b]0;pwned",
-                  r"2.\x9b2J", r"op\x1bPq", r"boom bell\x07", r"cause      cause rm -rf /\x08",
-                  r"fix        fix bell\x07 nul\x00 vt\x0b ff\x0c del\x7f nel\x85 "
-                  r"rlo\u202eevil\u202c ls\u2028ps\u2029end"):
+    for shown in (
+        r"title 1 \x1b]0;pwned\x07",
+        r"title 2 \x1b]0;pwned\x07",
+        r"src1\x1bPq",
+        r"src2\x1bPq",
+        r"r1\x9b2J",
+        r"host1\x1b]0;pwned",
+        r"https://docs.example/\x1b]8;;",
+        r"h\x1b]0;pwned",
+        r"2.\x9b2J",
+        r"op\x1bPq",
+        r"boom bell\x07",
+        r"cause      cause rm -rf /\x08",
+        r"fix        fix bell\x07 nul\x00 vt\x0b ff\x0c del\x7f nel\x85 "
+        r"rlo\u202eevil\u202c ls\u2028ps\u2029end",
+    ):
         assert shown in text, shown
 
 

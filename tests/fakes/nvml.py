@@ -18,6 +18,7 @@ raises GpuIsLost), ``unsupported`` / ``denied`` (function names, or
 (function name, GPU index) pairs, raising NotSupported / NoPermission) and
 ``hang`` (same form; the call blocks until ``release()`` or ``hang_seconds``).
 """
+
 from __future__ import annotations
 
 import re
@@ -36,9 +37,18 @@ NVML_ERROR_GPU_IS_LOST = 15
 NVML_ERROR_UNINITIALIZED = 1
 
 _ERROR_NAMES = {
-    1: "Uninitialized", 2: "InvalidArgument", 3: "NotSupported", 4: "NoPermission", 6: "NotFound",
-    9: "DriverNotLoaded", 10: "Timeout", 12: "LibraryNotFound", 13: "FunctionNotFound", 15: "GpuIsLost",
-    16: "ResetRequired", 18: "LibRmVersionMismatch",
+    1: "Uninitialized",
+    2: "InvalidArgument",
+    3: "NotSupported",
+    4: "NoPermission",
+    6: "NotFound",
+    9: "DriverNotLoaded",
+    10: "Timeout",
+    12: "LibraryNotFound",
+    13: "FunctionNotFound",
+    15: "GpuIsLost",
+    16: "ResetRequired",
+    18: "LibRmVersionMismatch",
 }
 
 
@@ -145,8 +155,11 @@ class FakeNvml:
         index = handle.index if handle is not None else None
         if name != "nvmlInit" and not self.initialized:
             raise nvml_error(NVML_ERROR_UNINITIALIZED)
-        for rule_set, action in ((self.hang, "hang"), (self.unsupported, NVML_ERROR_NOT_SUPPORTED),
-                                 (self.denied, NVML_ERROR_NO_PERMISSION)):
+        for rule_set, action in (
+            (self.hang, "hang"),
+            (self.unsupported, NVML_ERROR_NOT_SUPPORTED),
+            (self.denied, NVML_ERROR_NO_PERMISSION),
+        ):
             if name in rule_set or (name, index) in rule_set:
                 if action == "hang":
                     self._released.wait(self.hang_seconds)
@@ -159,8 +172,14 @@ class FakeNvml:
     def _model_nvlinks(self) -> dict[int, list[tuple[str, int]]]:
         n = len(self.gpus)
         labels = self.snapshot.links.gpu_gpu
-        count = {(i, j): int(m.group(1)) for i in range(n) for j in range(n) if i != j
-                 for m in [re.fullmatch(r"NV(\d+)", labels[i][j] if labels else "")] if m}
+        count = {
+            (i, j): int(m.group(1))
+            for i in range(n)
+            for j in range(n)
+            if i != j
+            for m in [re.fullmatch(r"NV(\d+)", labels[i][j] if labels else "")]
+            if m
+        }
         links: dict[int, list[tuple[str, int]]] = {i: [] for i in range(n)}
         in_fabric: set[int] = set()
         for i in range(n):

@@ -1,4 +1,5 @@
 """Command runners for tests that must not depend on this machine's tools."""
+
 from __future__ import annotations
 
 from ncclnb.collectors.runner import CommandResult

@@ -9,6 +9,7 @@ recorded bus id). ``old_torch=True`` leaves out the PCI fields (torch
 releases before they were added); ``broken=True`` makes
 ``get_device_properties`` raise, as a lost device does.
 """
+
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -18,8 +19,7 @@ from ncclnb.model import NodeSnapshot
 
 
 class FakeTorch:
-    def __init__(self, snapshot: NodeSnapshot, device: Optional[int] = 0, *, old_torch: bool = False,
-                 broken: bool = False):
+    def __init__(self, snapshot: NodeSnapshot, device: Optional[int] = 0, *, old_torch: bool = False, broken: bool = False):
         gpus = list(snapshot.gpus)
         initialized = device is not None
 
@@ -30,9 +30,12 @@ class FakeTorch:
             props = {"name": g.name, "uuid": (g.uuid or "").removeprefix("GPU-") or None}
             if not old_torch and g.pci_bus_id:
                 domain, bus, rest = g.pci_bus_id.split(":")
-                props.update(pci_domain_id=int(domain, 16), pci_bus_id=int(bus, 16),
-                             pci_device_id=int(rest.split(".")[0], 16))
+                props.update(pci_domain_id=int(domain, 16), pci_bus_id=int(bus, 16), pci_device_id=int(rest.split(".")[0], 16))
             return SimpleNamespace(**props)
 
-        self.cuda = SimpleNamespace(is_initialized=lambda: initialized, current_device=lambda: device,
-                                    get_device_properties=properties, device_count=lambda: len(gpus))
+        self.cuda = SimpleNamespace(
+            is_initialized=lambda: initialized,
+            current_device=lambda: device,
+            get_device_properties=properties,
+            device_count=lambda: len(gpus),
+        )

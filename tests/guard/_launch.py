@@ -1,5 +1,6 @@
 """Start one worker process per rank of a real gloo job on 127.0.0.1 and
 collect what each wrote (``rank<R>.json``); shared by the guard tests."""
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch(worker: Path, args: Sequence[str], world: int, out: Path,
-           env: Mapping[str, str] = None) -> dict[int, dict]:
+def launch(worker: Path, args: Sequence[str], world: int, out: Path, env: Mapping[str, str] = None) -> dict[int, dict]:
     """Run ``python WORKER ARGS... RANK WORLD PORT OUT`` for every rank, wait
     (killing every process group they made if the deadline passes), return
     {rank: results} with each rank's last log lines (``_log``) and exit code
@@ -33,9 +33,15 @@ def launch(worker: Path, args: Sequence[str], world: int, out: Path,
     try:
         for rank in range(world):
             with open(out / f"rank{rank}.log", "wb") as log:
-                procs.append(subprocess.Popen(
-                    [sys.executable, str(worker), *args, str(rank), str(world), port, str(out)],
-                    stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
+                procs.append(
+                    subprocess.Popen(
+                        [sys.executable, str(worker), *args, str(rank), str(world), port, str(out)],
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        env=env,
+                        start_new_session=True,
+                    )
+                )
         end = time.monotonic() + DEADLINE_S
         for p in procs:
             p.wait(timeout=max(0.1, end - time.monotonic()))

@@ -7,6 +7,7 @@ after each step ({step: {"ok": true} or the error}), so a parent that has to
 kill a stuck job still sees how far each rank got. Leaves with os._exit:
 after a gloo failure a normal exit often aborts (code 134).
 """
+
 from __future__ import annotations
 
 import datetime
@@ -26,7 +27,10 @@ def main() -> int:
 
     torch.set_num_threads(1)
     dist.init_process_group(
-        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+        "gloo",
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=world,
         timeout=datetime.timedelta(seconds=5),
     )
     results: dict[str, dict] = {}
@@ -38,7 +42,10 @@ def main() -> int:
             results[name] = {"ok": True, "value": value}
         except GuardError as exc:
             results[name] = {
-                "error": "GuardError", "message": str(exc), "ranks": exc.ranks, "check": exc.check,
+                "error": "GuardError",
+                "message": str(exc),
+                "ranks": exc.ranks,
+                "check": exc.check,
                 "values": {k: {str(r): v for r, v in d.items()} for k, d in exc.values.items()},
             }
         except Exception as exc:

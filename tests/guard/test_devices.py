@@ -1,6 +1,7 @@
 """check_devices and compare_across_ranks(versions=...) over a real gloo
 process group, one process per rank on 127.0.0.1; the doctor reads what
 they raise with the category of what they checked; plus the pure logic."""
+
 from __future__ import annotations
 
 import os
@@ -77,12 +78,15 @@ def test_nccl_settings_are_their_own_check(four):
     assert res["message"].startswith("ncclnb guard: rank 1 runs other NCCL settings than ranks 0,2,3: NCCL_ALGO: ")
 
 
-@pytest.mark.parametrize("case, rule, category, ranks", [
-    ("shared", "ncclnb_guard_devices", "device_mapping", (1, 2, 3)),
-    ("versions_tie", "ncclnb_guard_versions", "version_mismatch", (0, 1, 2, 3)),
-    ("versions_minority", "ncclnb_guard_versions", "version_mismatch", (3,)),
-    ("settings", "ncclnb_guard_nccl_settings", "nccl_env_override", (1,)),
-])
+@pytest.mark.parametrize(
+    "case, rule, category, ranks",
+    [
+        ("shared", "ncclnb_guard_devices", "device_mapping", (1, 2, 3)),
+        ("versions_tie", "ncclnb_guard_versions", "version_mismatch", (0, 1, 2, 3)),
+        ("versions_minority", "ncclnb_guard_versions", "version_mismatch", (3,)),
+        ("settings", "ncclnb_guard_nccl_settings", "nccl_env_override", (1,)),
+    ],
+)
 def test_the_doctor_names_what_the_guard_checked(four, case, rule, category, ranks):
     lines = "\n".join(f"[rank{r}]: ncclnb.guard.errors.GuardError: {four[r][case]['message']}" for r in range(WORLD))
     top = diagnose(lines + "\n").top
@@ -93,10 +97,11 @@ def test_the_doctor_reads_the_real_logs(four):
     diag = diagnose(str(four["dir"]))
     rules = {f.rule: f for f in diag.findings}
     assert rules["ncclnb_guard_devices"].ranks == (1, 2, 3)
-    assert "ncclnb_guard_mismatch" not in rules   # no guard's words read as collective_desync
+    assert "ncclnb_guard_mismatch" not in rules  # no guard's words read as collective_desync
 
 
 # ---- pure logic -----------------------------------------------------------------------
+
 
 def test_visible_devices_map_logical_to_physical():
     env = {"CUDA_VISIBLE_DEVICES": "6,7,GPU-8f3a,9"}
@@ -104,8 +109,8 @@ def test_visible_devices_map_logical_to_physical():
     assert visible_entry(2, {}) == "2"
     assert device_identity(1, env)["i"] == "7" and device_identity(1, env)["l"] == 1
     assert device_identity("cuda:2", env)["u"] == "GPU-8f3a"
-    assert device_identity(7, env) is None   # hidden by CUDA_VISIBLE_DEVICES: nothing to compare
-    assert device_identity("cpu") is None and device_identity(None) is None   # no CUDA on this machine
+    assert device_identity(7, env) is None  # hidden by CUDA_VISIBLE_DEVICES: nothing to compare
+    assert device_identity("cpu") is None and device_identity(None) is None  # no CUDA on this machine
     assert device_identity("0000:8a:00.0")["b"] == "0000:8a:00.0"
     assert norm_bus_id("00000000:8A:00.0") == norm_bus_id("0000:8a:00.0") == "0000:8a:00.0"
 
@@ -118,9 +123,11 @@ def test_rows_have_one_size_and_round_trip():
 
 
 def test_bus_ids_in_two_spellings_are_one_gpu():
-    rows = {0: {"h": "a", "i": None, "u": None, "b": "00000000:8A:00.0", "l": 0},
-            1: {"h": "a", "i": None, "u": None, "b": "0000:8a:00.0", "l": 1},
-            2: {"h": "b", "i": None, "u": None, "b": "0000:8a:00.0", "l": 0}}
+    rows = {
+        0: {"h": "a", "i": None, "u": None, "b": "00000000:8A:00.0", "l": 0},
+        1: {"h": "a", "i": None, "u": None, "b": "0000:8a:00.0", "l": 1},
+        2: {"h": "b", "i": None, "u": None, "b": "0000:8a:00.0", "l": 0},
+    }
     message, blamed, _ = devices_report(rows)
     assert blamed == [1] and "rank 1 shares a GPU with rank 0" in message
     assert devices_report({0: rows[0], 1: None, 2: rows[2]}) is None

@@ -1,5 +1,6 @@
 """ncclnb.guard over real gloo process groups, one process per rank on
 127.0.0.1; plus the pure comparison logic on plain values."""
+
 from __future__ import annotations
 
 import subprocess
@@ -38,6 +39,7 @@ def _all(results, step):
 
 
 # -- four ranks ------------------------------------------------------------
+
 
 def test_workers_exit_cleanly(four):
     assert [r["_rc"] for r in four.values()] == [0, 0, 0, 0], [r["_log"] for r in four.values()]
@@ -89,15 +91,14 @@ def test_watermark_passes_on_equal_collectives(four):
 def test_watermark_names_the_rank_with_an_extra_collective_on_every_rank(four):
     errors = _all(four, "watermark_extra")
     assert {e["error"] for e in errors} == {"GuardError"}, errors
-    assert {e["message"] for e in errors} == {
-        "ncclnb guard: rank 1 issued 1 collective more than ranks 0,2,3 by step 10"
-    }
+    assert {e["message"] for e in errors} == {"ncclnb guard: rank 1 issued 1 collective more than ranks 0,2,3 by step 10"}
     assert all(e["ranks"] == [1] and e["check"] == "watermark" for e in errors)
     counts = errors[0]["values"]["collectives"]
     assert counts["1"] == counts["0"] + 1 == counts["2"] + 1 == counts["3"] + 1
 
 
 # -- two ranks ---------------------------------------------------------------
+
 
 def test_tie_blames_the_rank_that_differs_from_rank_0(pair):
     errors = _all(pair, "tie")
@@ -123,6 +124,7 @@ def test_watermark_names_a_rank_blocked_in_an_unmatched_collective(pair):
 
 
 # -- no torch at import, pure logic --------------------------------------------
+
 
 def test_import_guard_does_not_import_torch():
     code = "import sys, ncclnb.guard; print('torch' in sys.modules)"
@@ -177,8 +179,7 @@ def test_detail_rows_round_trip_and_absent_names():
 
 def test_cut_texts_that_look_equal_show_their_digests():
     long_a, long_b = "a" * 300 + "1", "a" * 300 + "2"
-    parsed = {r: cmp.parse_detail(cmp.detail_row({"cfg": cmp.canonical(v)}, 1))
-              for r, v in enumerate([long_a, long_a, long_b])}
+    parsed = {r: cmp.parse_detail(cmp.detail_row({"cfg": cmp.canonical(v)}, 1)) for r, v in enumerate([long_a, long_a, long_b])}
     message, ranks, _ = cmp.same_report(parsed)
     assert ranks == [2] and message.count("(blake2b ") == 2
 
@@ -186,8 +187,10 @@ def test_cut_texts_that_look_equal_show_their_digests():
 def test_watermark_report_several_groups_and_steps():
     message, ranks, values = cmp.watermark_report({0: (100, 10), 1: (100, 11), 2: (100, 10), 3: (100, 8)})
     assert ranks == [1, 3]
-    assert message == ("ncclnb guard: rank 1 issued 1 collective more than ranks 0,2 by step 100; "
-                       "rank 3 issued 2 collectives fewer than ranks 0,2 by step 100")
+    assert message == (
+        "ncclnb guard: rank 1 issued 1 collective more than ranks 0,2 by step 100; "
+        "rank 3 issued 2 collectives fewer than ranks 0,2 by step 100"
+    )
     assert values == {"collectives": {0: 10, 1: 11, 2: 10, 3: 8}}
     message, ranks, _ = cmp.watermark_report({0: (100, 10), 1: (200, 20), 2: (100, 10)})
     assert ranks == [1] and "rank 1 at step 200" in message

@@ -1,5 +1,6 @@
 """check_p2p_plan on real gloo ranks (the seed-004 worker): an unpaired
 receive is named before anything is posted; a paired plan passes."""
+
 from __future__ import annotations
 
 from ncclnb.repro import get
@@ -9,9 +10,20 @@ from ncclnb.repro.scenario import parse
 
 def _scenario_with(args: dict):
     base = get("alltoall_unpaired")
-    data = {"name": "p2p_plan_probe", "seed": "004", "title": "t", "story": "s", "worker": base.worker,
-            "nproc": 4, "nodes": 1, "launcher": "processes", "expected_category": "p2p_pairing",
-            "culprit_ranks": [2], "lesson": "l", "variants": {"broken": {"args": args}, "fixed": {"args": args}}}
+    data = {
+        "name": "p2p_plan_probe",
+        "seed": "004",
+        "title": "t",
+        "story": "s",
+        "worker": base.worker,
+        "nproc": 4,
+        "nodes": 1,
+        "launcher": "processes",
+        "expected_category": "p2p_pairing",
+        "culprit_ranks": [2],
+        "lesson": "l",
+        "variants": {"broken": {"args": args}, "fixed": {"args": args}},
+    }
     return parse(data, "probe")
 
 

@@ -1,6 +1,7 @@
 """The IPython shell the magics tests run through, with ncclnb loaded and its
 state fresh before and after each test (and no NCCLNB_RENDERER from the
 caller's environment)."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """The magics, run through IPython's own shell; assertions on what they
 display (the mime bundles sent), not on pixels."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -42,8 +43,12 @@ def test_unload_removes_them():
 def test_load_then_views_display_widget_and_static_html(ip):
     cap = _run(ip, "load seed000-2node-a10g")
     assert "cluster report: 2 nodes, 8 ranks" in cap.stdout
-    for verb, marker in (("topo", "Topology of seed000-node0"), ("numa", "NUMA placement"),
-                         ("ranks", "Rank map"), ("versions", "Versions on 2 nodes")):
+    for verb, marker in (
+        ("topo", "Topology of seed000-node0"),
+        ("numa", "NUMA placement"),
+        ("ranks", "Rank map"),
+        ("versions", "Versions on 2 nodes"),
+    ):
         (bundle,) = _bundles(_run(ip, verb))
         assert WIDGET in bundle, verb
         assert marker in bundle["text/html"], verb
@@ -68,16 +73,19 @@ def test_view_without_target_is_a_usage_error(ip):
         ip.run_line_magic("ncclnb", "topo")
 
 
-@pytest.mark.parametrize("line, match", [
-    ("", "Usage: %ncclnb snapshot"),
-    ("frobnicate", "unknown verb 'frobnicate'"),
-    ("load", "Usage: %ncclnb load PATH|NAME"),
-    ("load a b", "Usage: %ncclnb load PATH|NAME"),
-    ("load no-such-machine", "unknown machine"),
-    ("load 'unterminated", "No closing quotation"),
-    ("doctor", "Usage: %ncclnb doctor PATH"),
-    ("autodiagnose maybe", "autodiagnose on\\|off"),
-])
+@pytest.mark.parametrize(
+    "line, match",
+    [
+        ("", "Usage: %ncclnb snapshot"),
+        ("frobnicate", "unknown verb 'frobnicate'"),
+        ("load", "Usage: %ncclnb load PATH|NAME"),
+        ("load a b", "Usage: %ncclnb load PATH|NAME"),
+        ("load no-such-machine", "unknown machine"),
+        ("load 'unterminated", "No closing quotation"),
+        ("doctor", "Usage: %ncclnb doctor PATH"),
+        ("autodiagnose maybe", "autodiagnose on\\|off"),
+    ],
+)
 def test_bad_arguments_raise_usage_error(ip, line, match):
     with pytest.raises(UsageError, match=match):
         ip.run_line_magic("ncclnb", line)
@@ -169,19 +177,22 @@ def test_repro_verb_shows_live_ranks_then_the_diagnosis_and_returns_the_result(i
     bundles = _bundles(cap)
     progress = [b for b in bundles if "text/html" in b and "rank" in b["text/html"] and "<table>" in b["text/html"]]
     assert progress, "the live per-rank table was displayed"
-    final = progress[-1]["text/html"]   # once the run ended, the table still shows how every rank ended
+    final = progress[-1]["text/html"]  # once the run ended, the table still shows how every rank ended
     assert final.count("<tr>") == 1 + len(result.exits) and "exited" in final, final
     assert any(WIDGET in b or "findings" in str(b.get("text/plain", "")) for b in bundles)
     assert "Verdict: as expected" in cap.stdout
     assert magics.STATE.diagnosis is result.diagnosis
 
 
-@pytest.mark.parametrize("line, match", [
-    ("repro", "Usage: %ncclnb repro"),
-    ("repro no_such", "unknown scenario"),
-    ("repro duplicate_rank --guarded", "no 'guarded' variant"),
-    ("repro duplicate_rank --nproc x", "needs a number"),
-])
+@pytest.mark.parametrize(
+    "line, match",
+    [
+        ("repro", "Usage: %ncclnb repro"),
+        ("repro no_such", "unknown scenario"),
+        ("repro duplicate_rank --guarded", "no 'guarded' variant"),
+        ("repro duplicate_rank --nproc x", "needs a number"),
+    ],
+)
 def test_repro_bad_arguments_are_usage_errors(ip, line, match):
     with pytest.raises(UsageError, match=match):
         ip.run_line_magic("ncclnb", line)
@@ -201,10 +212,18 @@ def _survey_report(tmp_path):
     from ncclnb.model.cluster import LinkMeasurement, LinkTest
 
     rep = ncclnb.load("two-node-h100")
-    test = LinkTest("gloo", "cpu", 16, 2, 5, tuple(LinkMeasurement("all_reduce", 1 << k, 10.0 + k, 0.1 * k, 0.2 * k)
-                                                   for k in range(3, 20, 4)))
-    flagged = Finding(rule="rank_affinity_numa", category="device_mapping", severity="warning", confidence=0.6,
-                      title="rank 9 runs on CPUs of the far NUMA node", ranks=(9,), hosts=("h100-node1",))
+    test = LinkTest(
+        "gloo", "cpu", 16, 2, 5, tuple(LinkMeasurement("all_reduce", 1 << k, 10.0 + k, 0.1 * k, 0.2 * k) for k in range(3, 20, 4))
+    )
+    flagged = Finding(
+        rule="rank_affinity_numa",
+        category="device_mapping",
+        severity="warning",
+        confidence=0.6,
+        title="rank 9 runs on CPUs of the far NUMA node",
+        ranks=(9,),
+        hosts=("h100-node1",),
+    )
     path = tmp_path / "report.json"
     path.write_text(json.dumps(dataclasses.replace(rep, links=(test,), findings=(flagged,)).to_dict()))
     return path

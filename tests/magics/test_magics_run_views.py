@@ -1,6 +1,7 @@
 """``%ncclnb alignment`` and ``%ncclnb pairing`` through IPython's own test
 shell: on paths given, on the last diagnosis, and a one-line usage error
 when there is nothing to show."""
+
 from __future__ import annotations
 
 import shutil
@@ -34,8 +35,7 @@ def test_alignment_on_a_directory_and_on_the_last_diagnosis(ip, tmp_path):
 
 
 def test_pairing_on_plan_lines(ip, tmp_path):
-    for r, (sends, recvs) in enumerate([({1: (2, 8)}, {1: (2, 8)}), ({0: (2, 8)}, {0: (2, 8), 2: (1, 8)}),
-                                        ({}, {})]):
+    for r, (sends, recvs) in enumerate([({1: (2, 8)}, {1: (2, 8)}), ({0: (2, 8)}, {0: (2, 8), 2: (1, 8)}), ({}, {})]):
         (tmp_path / f"rank{r}.log").write_text(p2p_plan_line(r, sends, recvs) + "\n")
     (bundle,) = _run(ip, f"pairing {tmp_path}")
     assert WIDGET in bundle and "Send/recv pairing" in bundle["text/html"]

@@ -4,6 +4,7 @@ one place that decides between widget, static HTML and text
 echoing it twice, and ``autodiagnose`` as a ``post_run_cell`` callback that
 leaves other extensions' handlers alone. Run through IPython's own shell and,
 for the terminal, through a real ``python -m IPython`` process."""
+
 from __future__ import annotations
 
 import ast
@@ -42,6 +43,7 @@ def _hostile_snapshot():
 
 # --- the model's own forms -------------------------------------------------------
 
+
 def test_diagnosis_text_form_is_the_full_report():
     diag = ncclnb.diagnose(LOG)
     text = pretty(diag)
@@ -56,8 +58,14 @@ def test_snapshot_and_report_text_forms_are_the_summaries():
     report = ncclnb.load("seed002-version-mismatch")
     text = pretty(report)
     assert text.startswith(summary(report, width=160))
-    rep = dataclasses.replace(report, findings=(ncclnb.model.Finding(
-        rule="r", category="version_mismatch", severity="error", confidence=0.9, title="NCCL differs", ranks=(3,)),))
+    rep = dataclasses.replace(
+        report,
+        findings=(
+            ncclnb.model.Finding(
+                rule="r", category="version_mismatch", severity="error", confidence=0.9, title="NCCL differs", ranks=(3,)
+            ),
+        ),
+    )
     assert "ERROR   NCCL differs  ranks 3" in pretty(rep)
 
 
@@ -75,10 +83,12 @@ def test_html_forms_are_static_and_escape_what_comes_from_logs_and_hosts():
     report = ncclnb.model.ClusterReport(snapshots=(snap,), ranks=(ncclnb.model.RankEntry(0, snap.hostname),))
     page = report._repr_html_()
     assert "<script" not in page and "&lt;script&gt;" in page
-    diag = ncclnb.diagnose(f"[rank7]: NCCL WARN {HOSTILE} on host {HOSTILE}\n" + LOG,)
+    diag = ncclnb.diagnose(
+        f"[rank7]: NCCL WARN {HOSTILE} on host {HOSTILE}\n" + LOG,
+    )
     page = diag._repr_html_()
     assert "<script" not in page and "Rank 7 started with a world size of 4" in page
-    for value in (snap, report, diag):   # still frozen values whose JSON is unchanged
+    for value in (snap, report, diag):  # still frozen values whose JSON is unchanged
         assert type(value).from_dict(json.loads(json.dumps(value.to_dict()))) == value
         with pytest.raises(dataclasses.FrozenInstanceError):
             value.schema = "x"
@@ -89,12 +99,20 @@ def test_a_repro_result_reads_as_the_cli_prints_it():
     from ncclnb.repro import get
     from ncclnb.repro.report import render_text as repro_report
 
-    result = ReproResult("store_host_missing", "broken", "gloo", False, 3.2, f"/tmp/run{HOSTILE}",
-                         diagnosis=ncclnb.diagnose(LOG), notes=("a note",))
+    result = ReproResult(
+        "store_host_missing",
+        "broken",
+        "gloo",
+        False,
+        3.2,
+        f"/tmp/run{HOSTILE}",
+        diagnosis=ncclnb.diagnose(LOG),
+        notes=("a note",),
+    )
     assert pretty(result) == repro_report(result, get("store_host_missing"))
     page = result._repr_html_()
     assert "<script" not in page and "&lt;script&gt;" in page and "Lesson: " in page
-    other = dataclasses.replace(result, scenario="from_a_newer_version")   # unknown here: what ran, and the doctor
+    other = dataclasses.replace(result, scenario="from_a_newer_version")  # unknown here: what ran, and the doctor
     assert pretty(other).startswith("from_a_newer_version, broken, on gloo: failed in 3.2 s")
     assert "Most likely: Rank 7 started with a world size of 4" in pretty(other)
 
@@ -112,31 +130,36 @@ def test_the_model_imports_nothing_above_it():
     time; the repr methods import their renderers inside the method."""
     for path in sorted((ROOT / "ncclnb" / "model").glob("*.py")):
         tree = ast.parse(path.read_text())
-        for node in tree.body:   # module level only: imports inside functions are lazy
+        for node in tree.body:  # module level only: imports inside functions are lazy
             nodes = [node] + ([n for n in ast.walk(node)] if isinstance(node, (ast.If, ast.Try)) else [])
             for n in nodes:
                 if isinstance(n, ast.ImportFrom):
-                    up = (n.level >= 2) or (n.level == 0 and (n.module or "").startswith("ncclnb")
-                                            and not (n.module or "").startswith("ncclnb.model"))
+                    up = (n.level >= 2) or (
+                        n.level == 0 and (n.module or "").startswith("ncclnb") and not (n.module or "").startswith("ncclnb.model")
+                    )
                     assert not up, f"{path.name}:{n.lineno} imports {'.' * n.level}{n.module}"
                 if isinstance(n, ast.Import):
                     for alias in n.names:
-                        assert not (alias.name.startswith("ncclnb") and not alias.name.startswith("ncclnb.model")), \
+                        assert not (alias.name.startswith("ncclnb") and not alias.name.startswith("ncclnb.model")), (
                             f"{path.name}:{n.lineno} imports {alias.name}"
-    code = ("import sys, ncclnb.model; "
-            "print([m for m in sys.modules if m.startswith('ncclnb.') and not m.startswith('ncclnb.model')])")
+                        )
+    code = (
+        "import sys, ncclnb.model; "
+        "print([m for m in sys.modules if m.startswith('ncclnb.') and not m.startswith('ncclnb.model')])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
 
 
 # --- the renderer --------------------------------------------------------------------
 
+
 def test_renderer_is_decided_in_one_place(monkeypatch):
     monkeypatch.delenv("NCCLNB_RENDERER", raising=False)
     shell = InteractiveShell.instance()
-    assert magics.renderer(shell) == "widget"    # a kernel-like shell with ipywidgets installed
+    assert magics.renderer(shell) == "widget"  # a kernel-like shell with ipywidgets installed
 
-    class TerminalInteractiveShell(InteractiveShell):   # matched by name, as the terminal's own class
+    class TerminalInteractiveShell(InteractiveShell):  # matched by name, as the terminal's own class
         pass
 
     assert magics.renderer(object.__new__(TerminalInteractiveShell)) == "text"
@@ -145,15 +168,14 @@ def test_renderer_is_decided_in_one_place(monkeypatch):
     monkeypatch.delitem(sys.modules, "google.colab")
     from ncclnb import _frontend
 
-    assert magics.renderer is _frontend.renderer   # one function decides, for the magics and any other layer
+    assert magics.renderer is _frontend.renderer  # one function decides, for the magics and any other layer
     real = _frontend.importlib.util.find_spec
-    monkeypatch.setattr(_frontend.importlib.util, "find_spec",
-                        lambda name, *a: None if name == "ipywidgets" else real(name, *a))
+    monkeypatch.setattr(_frontend.importlib.util, "find_spec", lambda name, *a: None if name == "ipywidgets" else real(name, *a))
     assert magics.renderer(shell) == "static"
     for forced in ("text", "static", "widget"):
         monkeypatch.setenv("NCCLNB_RENDERER", forced.upper())
         assert magics.renderer(shell) == forced
-    monkeypatch.setenv("NCCLNB_RENDERER", "bogus")   # ignored
+    monkeypatch.setenv("NCCLNB_RENDERER", "bogus")  # ignored
     assert magics.renderer(shell) == "static"
 
 
@@ -206,12 +228,15 @@ def test_text_renderer_prints_the_full_text_and_displays_nothing(ip, monkeypatch
     assert shown is target and isinstance(target, ncclnb.ClusterReport)
 
 
-@pytest.mark.parametrize("line, marker", [
-    ("jobmap hgx-h100", "Job map\nhgx-h100"),
-    ("links hgx-h100", "no link test in this report"),
-    ("ranks hgx-h100", "No rank table"),
-    ("versions seed002-version-mismatch", "Versions on 2 nodes"),
-])
+@pytest.mark.parametrize(
+    "line, marker",
+    [
+        ("jobmap hgx-h100", "Job map\nhgx-h100"),
+        ("links hgx-h100", "no link test in this report"),
+        ("ranks hgx-h100", "No rank table"),
+        ("versions seed002-version-mismatch", "Versions on 2 nodes"),
+    ],
+)
 def test_text_forms_of_views_take_what_the_views_take(ip, monkeypatch, line, marker):
     monkeypatch.setenv("NCCLNB_RENDERER", "text")
     with capture_output() as cap:
@@ -222,8 +247,10 @@ def test_text_forms_of_views_take_what_the_views_take(ip, monkeypatch, line, mar
 def test_text_renderer_escapes_hostile_hostnames(ip, monkeypatch, tmp_path):
     monkeypatch.setenv("NCCLNB_RENDERER", "text")
     snap = _hostile_snapshot()
-    report = ncclnb.model.ClusterReport(snapshots=(snap, ncclnb.load("hgx-h100")), ranks=(
-        ncclnb.model.RankEntry(0, snap.hostname, local_rank=0, world_size=2, cpu_affinity="0-3\x1b[2J"),))
+    report = ncclnb.model.ClusterReport(
+        snapshots=(snap, ncclnb.load("hgx-h100")),
+        ranks=(ncclnb.model.RankEntry(0, snap.hostname, local_rank=0, world_size=2, cpu_affinity="0-3\x1b[2J"),),
+    )
     path = tmp_path / "report.json"
     path.write_text(json.dumps(report.to_dict()))
     with capture_output() as cap:
@@ -231,10 +258,11 @@ def test_text_renderer_escapes_hostile_hostnames(ip, monkeypatch, tmp_path):
         for verb in ("topo", "numa", "ranks", "versions", "jobmap", "dashboard"):
             ip.run_line_magic("ncclnb", verb)
     assert "\x1b" not in cap.stdout and "\x07" not in cap.stdout
-    assert "\\x1b]0;pwned\\x07" in cap.stdout and HOSTILE in cap.stdout   # shown, harmless on a terminal
+    assert "\\x1b]0;pwned\\x07" in cap.stdout and HOSTILE in cap.stdout  # shown, harmless on a terminal
 
 
 # --- magics return what they showed, shown once -----------------------------------
+
 
 def test_magics_return_what_they_showed(ip, tmp_path):
     log = tmp_path / "rank7.log"
@@ -252,7 +280,7 @@ def test_magics_return_what_they_showed(ip, tmp_path):
     assert findings and all(f.category == "version_mismatch" for f in findings)
     assert topo.text.startswith("ncclnb topology view") and board.text.startswith("ncclnb dashboard")
     bundles = _bundles(cap)
-    assert [WIDGET in b for b in bundles] == [True] * 5   # doctor, cell, check, topo, dashboard
+    assert [WIDGET in b for b in bundles] == [True] * 5  # doctor, cell, check, topo, dashboard
     # a frontend that shows only text (jupyter console) reads the full diagnosis and findings
     assert bundles[0]["text/plain"] == pretty(diag) and "fix: " in bundles[2]["text/plain"]
     assert bundles[3]["text/plain"].startswith("ncclnb topology view")
@@ -266,15 +294,16 @@ def test_a_verb_alone_in_a_cell_is_shown_once_and_still_is_the_result(ip, tmp_pa
     assert result.success and isinstance(result.result, ncclnb.Diagnosis)
     assert len(cap.outputs) == 1 and "Out[" not in cap.stdout
     assert ip.user_ns["_"] is result.result
-    with capture_output() as cap:   # the next cell echoes it as any value
+    with capture_output() as cap:  # the next cell echoes it as any value
         again = ip.run_cell("_")
     assert again.result is result.result and ("Most likely" in cap.stdout or cap.outputs)
-    with capture_output() as cap:   # an assignment shows it once too, and a later expression is echoed
+    with capture_output() as cap:  # an assignment shows it once too, and a later expression is echoed
         ip.run_cell("%ncclnb load hgx-h100\n41 + 1")
     assert "Out[" in cap.stdout and "42" in cap.stdout and "hgx-h100 ->" in cap.stdout
 
 
 # --- autodiagnose ----------------------------------------------------------------------
+
 
 class DistBackendError(RuntimeError):
     """Stands in for torch.distributed.DistBackendError: matched by name."""
@@ -296,13 +325,13 @@ def test_autodiagnose_is_a_post_run_cell_callback_beside_other_extensions(ip):
         ip.user_ns["DistBackendError"] = DistBackendError
         with capture_output():
             ip.run_line_magic("ncclnb", "autodiagnose on")
-            ip.run_line_magic("ncclnb", "autodiagnose on")   # twice: still one callback
+            ip.run_line_magic("ncclnb", "autodiagnose on")  # twice: still one callback
         callbacks = ip.events.callbacks["post_run_cell"]
         assert callbacks.count(magics._diagnose_failed_cell) == 1 and their_callback in callbacks
-        assert ip.custom_exceptions == (ValueError,)   # their handler keeps the slot
+        assert ip.custom_exceptions == (ValueError,)  # their handler keeps the slot
         with capture_output() as cap:
             result = ip.run_cell('raise DistBackendError("NCCL error: ncclInvalidUsage: Invalid rank requested : 7/4")')
-        assert not result.success and "DistBackendError" in cap.stdout + cap.stderr   # the traceback, then
+        assert not result.success and "DistBackendError" in cap.stdout + cap.stderr  # the traceback, then
         (bundle,) = _bundles(cap)
         assert "Diagnosis" in bundle["text/html"] and magics.STATE.diagnosis is not None
         with capture_output() as cap:
@@ -317,7 +346,7 @@ def test_autodiagnose_is_a_post_run_cell_callback_beside_other_extensions(ip):
         assert not cap.outputs
         with capture_output():
             ip.run_line_magic("ncclnb", "autodiagnose on")
-        ip.run_line_magic("unload_ext", "ncclnb")   # unloading removes ours, not theirs
+        ip.run_line_magic("unload_ext", "ncclnb")  # unloading removes ours, not theirs
         assert magics._diagnose_failed_cell not in ip.events.callbacks["post_run_cell"]
         assert magics._forget_shown not in ip.events.callbacks["post_run_cell"]
         assert their_callback in ip.events.callbacks["post_run_cell"] and ip.custom_exceptions == (ValueError,)
@@ -328,6 +357,7 @@ def test_autodiagnose_is_a_post_run_cell_callback_beside_other_extensions(ip):
 
 
 # --- a real terminal IPython --------------------------------------------------------
+
 
 def _terminal(tmp_path, *, code=None, stdin=None, timeout=300, extra=()):
     env = {k: v for k, v in os.environ.items() if k not in ("NCCLNB_RENDERER", "NO_COLOR")}
@@ -347,18 +377,38 @@ def test_terminal_ipython_prints_the_full_text_of_every_magic(tmp_path):
     import shutil
 
     shutil.copytree(FR / "desync", tmp_path / "run")
-    lines = ["%load_ext ncclnb", "%ncclnb doctor rank7.log", "%ncclnb load report.json"] + [
-        f"%ncclnb {verb}" for verb in ("topo", "numa", "ranks", "versions", "check", "jobmap", "links", "dashboard")
-    ] + ["%ncclnb alignment run"]
+    lines = (
+        ["%load_ext ncclnb", "%ncclnb doctor rank7.log", "%ncclnb load report.json"]
+        + [f"%ncclnb {verb}" for verb in ("topo", "numa", "ranks", "versions", "check", "jobmap", "links", "dashboard")]
+        + ["%ncclnb alignment run"]
+    )
     out = _terminal(tmp_path, code="\n".join(lines))
     assert "Most likely: Rank 7 started with a world size of 4" in out and "fix " in out
-    for marker in ("Topology of h100-node0", "Links (nvidia-smi topo -m terms)", "NUMA placement on h100-node0",
-                   "Rank map: 16 ranks on 2 nodes", "Versions on 2 nodes", "checks on 2 nodes).", "Job map",
-                   "Link results", "gloo on cpu: 16 ranks on 2 nodes", "Checks",
-                   "Flight-recorder alignment:", "first divergence at #4"):
+    for marker in (
+        "Topology of h100-node0",
+        "Links (nvidia-smi topo -m terms)",
+        "NUMA placement on h100-node0",
+        "Rank map: 16 ranks on 2 nodes",
+        "Versions on 2 nodes",
+        "checks on 2 nodes).",
+        "Job map",
+        "Link results",
+        "gloo on cpu: 16 ranks on 2 nodes",
+        "Checks",
+        "Flight-recorder alignment:",
+        "first divergence at #4",
+    ):
         assert marker in out, marker
-    for widget_repr in ("ncclnb diagnosis:", "ncclnb topology view", "ncclnb NUMA view", "ncclnb dashboard:",
-                        "VBox(", "Tab(", "Traceback", "UsageError"):
+    for widget_repr in (
+        "ncclnb diagnosis:",
+        "ncclnb topology view",
+        "ncclnb NUMA view",
+        "ncclnb dashboard:",
+        "VBox(",
+        "Tab(",
+        "Traceback",
+        "UsageError",
+    ):
         assert widget_repr not in out, widget_repr
 
 
@@ -379,12 +429,15 @@ def test_terminal_ipython_typed_views_show_their_text_once(tmp_path):
     import shutil
 
     shutil.copytree(FR / "desync", tmp_path / "run")
-    out = _terminal(tmp_path, stdin="%load_ext ncclnb\n%ncclnb load dgx-a100\n%ncclnb topo\n%ncclnb dashboard\n"
-                                    "%ncclnb alignment run\nt = _\nt is not None\nexit\n")
+    out = _terminal(
+        tmp_path,
+        stdin="%load_ext ncclnb\n%ncclnb load dgx-a100\n%ncclnb topo\n%ncclnb dashboard\n"
+        "%ncclnb alignment run\nt = _\nt is not None\nexit\n",
+    )
     assert "UsageError" not in out and "Traceback" not in out
     assert out.count("Topology of dgx-a100") == 1 and out.count("Flight-recorder alignment:") == 1
     assert not any(f"Out[{n}]" in out for n in (2, 3, 4, 5))
-    assert "Out[7]: True" in out   # each still is the cell's result
+    assert "Out[7]: True" in out  # each still is the cell's result
 
 
 def test_terminal_ipython_repro_pairing_snapshot_and_autodiagnose_print_text(tmp_path):
@@ -394,11 +447,18 @@ def test_terminal_ipython_repro_pairing_snapshot_and_autodiagnose_print_text(tmp
     plans.mkdir()
     for r, (sends, recvs) in enumerate([({1: (2, 8)}, {1: (2, 8)}), ({0: (2, 8)}, {0: (2, 8), 2: (1, 8)}), ({}, {})]):
         (plans / f"rank{r}.log").write_text(p2p_plan_line(r, sends, recvs) + "\n")
-    code = "\n".join([
-        "%load_ext ncclnb", "%ncclnb snapshot", "%ncclnb repro list", "%ncclnb pairing plans",
-        "%ncclnb repro store_host_missing --timeout 3", "%ncclnb autodiagnose on",
-        "class DistBackendError(RuntimeError): pass",
-        "raise DistBackendError('NCCL error: ncclInvalidUsage: Invalid rank requested : 7/4')"])
+    code = "\n".join(
+        [
+            "%load_ext ncclnb",
+            "%ncclnb snapshot",
+            "%ncclnb repro list",
+            "%ncclnb pairing plans",
+            "%ncclnb repro store_host_missing --timeout 3",
+            "%ncclnb autodiagnose on",
+            "class DistBackendError(RuntimeError): pass",
+            "raise DistBackendError('NCCL error: ncclInvalidUsage: Invalid rank requested : 7/4')",
+        ]
+    )
     out = _terminal(tmp_path, code=code)
     assert "ncclnb: this machine -> node snapshot of" in out
     assert "unseeded_split_desync" in out

@@ -12,6 +12,7 @@ ranks would live far longer than the checks wait: a rank that is gone in
 time was killed by the runner (or, when the runner itself is SIGKILLed, by
 the kernel through ``PR_SET_PDEATHSIG``), never by ending on its own.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,42 +31,58 @@ from ncclnb.repro import processes_of_run
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and PR_SET_PDEATHSIG are Linux")
 
 REPO = Path(__file__).resolve().parents[2]
-USE_CLI = True             # False: drive ncclnb.reproduce() through `python -c` instead (one line)
-LONG_TIMEOUT = 60          # s: ranks left alone would wait this long, far beyond every check below
-READY_S = 45               # s: how long the ranks may take to start (torch imports on 2 cores)
-DRIVER_EXIT_S = 15         # s: the runner ends this soon after SIGINT / SIGTERM / SIGHUP
-GONE_S = 10                # s: every rank is gone this soon after the runner ended
-GONE_AFTER_KILL_S = 15     # s: the same when the runner was SIGKILLed (PDEATHSIG)
+USE_CLI = True  # False: drive ncclnb.reproduce() through `python -c` instead (one line)
+LONG_TIMEOUT = 60  # s: ranks left alone would wait this long, far beyond every check below
+READY_S = 45  # s: how long the ranks may take to start (torch imports on 2 cores)
+DRIVER_EXIT_S = 15  # s: the runner ends this soon after SIGINT / SIGTERM / SIGHUP
+GONE_S = 10  # s: every rank is gone this soon after the runner ended
+GONE_AFTER_KILL_S = 15  # s: the same when the runner was SIGKILLed (PDEATHSIG)
 
 # rendezvous_incomplete, broken: WORLD_SIZE=8 but only ranks 0-3 start; they wait for the store
 PLAIN = dict(name="rendezvous_incomplete", fixed=False, ranks=4, banner="joining")
 # rank_beyond_world_size, fixed: two torchrun "nodes" of 4 ranks that train
 TORCHRUN = dict(name="rank_beyond_world_size", fixed=True, ranks=8, banner="Initializing distributed")
 
-_DRIVER = ("import sys, ncclnb; "
-           "ncclnb.reproduce(sys.argv[1], fixed=sys.argv[2] == 'fixed', timeout=float(sys.argv[3]), keep=sys.argv[4])")
+_DRIVER = (
+    "import sys, ncclnb; "
+    "ncclnb.reproduce(sys.argv[1], fixed=sys.argv[2] == 'fixed', timeout=float(sys.argv[3]), keep=sys.argv[4])"
+)
 
 
 # a notebook's "interrupt kernel": the runner's process lives on after the interrupt, so nothing
 # but the runner's own kill and /proc sweep can end the ranks (no PR_SET_PDEATHSIG help). This one
 # stays a `python -c` driver whatever USE_CLI says: it is the in-process (notebook) case.
-_KERNEL = ("import sys, time, ncclnb\n"
-           "try:\n"
-           "    ncclnb.reproduce(sys.argv[1], fixed=sys.argv[2] == 'fixed', timeout=float(sys.argv[3]), "
-           "keep=sys.argv[4])\n"
-           "except KeyboardInterrupt:\n"
-           "    print('interrupted', flush=True)\n"
-           "    time.sleep(120)\n")
+_KERNEL = (
+    "import sys, time, ncclnb\n"
+    "try:\n"
+    "    ncclnb.reproduce(sys.argv[1], fixed=sys.argv[2] == 'fixed', timeout=float(sys.argv[3]), "
+    "keep=sys.argv[4])\n"
+    "except KeyboardInterrupt:\n"
+    "    print('interrupted', flush=True)\n"
+    "    time.sleep(120)\n"
+)
 
 
 def runner_argv(name: str, *, fixed: bool, timeout: float, keep: Path) -> list:
     if USE_CLI:
-        return [sys.executable, "-m", "ncclnb", "repro", "run", name, *(["--fixed"] if fixed else []),
-                "--timeout", str(timeout), "--keep", str(keep)]
+        return [
+            sys.executable,
+            "-m",
+            "ncclnb",
+            "repro",
+            "run",
+            name,
+            *(["--fixed"] if fixed else []),
+            "--timeout",
+            str(timeout),
+            "--keep",
+            str(keep),
+        ]
     return [sys.executable, "-c", _DRIVER, name, "fixed" if fixed else "broken", str(timeout), str(keep)]
 
 
 # --- /proc, read by the test itself ------------------------------------------------------
+
 
 def _state(pid: int) -> str:
     with open(f"/proc/{pid}/stat", "rb") as fh:
@@ -91,7 +108,7 @@ def repro_processes(run_dir: Path) -> dict:
             with open(f"/proc/{pid}/cmdline", "rb") as fh:
                 found[pid] = fh.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
         except (OSError, IndexError):
-            continue   # gone meanwhile, or not ours to read
+            continue  # gone meanwhile, or not ours to read
     return found
 
 
@@ -137,20 +154,29 @@ def _markers(run_dir: Path) -> list:
 
 # --- one run: start, wait until its ranks are in their job, signal, check ----------------------
 
+
 class RunnerUnderTest:
     def __init__(self, tmp_path: Path, scenario: dict, kernel: bool = False):
         self.scenario = scenario
         self.run_dir = (tmp_path / "run").resolve()
         self.out = tmp_path / "runner.out"
         if kernel:
-            argv = [sys.executable, "-c", _KERNEL, scenario["name"], "fixed" if scenario["fixed"] else "broken",
-                    str(LONG_TIMEOUT), str(self.run_dir)]
+            argv = [
+                sys.executable,
+                "-c",
+                _KERNEL,
+                scenario["name"],
+                "fixed" if scenario["fixed"] else "broken",
+                str(LONG_TIMEOUT),
+                str(self.run_dir),
+            ]
         else:
             argv = runner_argv(scenario["name"], fixed=scenario["fixed"], timeout=LONG_TIMEOUT, keep=self.run_dir)
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         with open(self.out, "wb") as out:
-            self.popen = subprocess.Popen(argv, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                          stderr=subprocess.STDOUT, start_new_session=True)
+            self.popen = subprocess.Popen(
+                argv, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
 
     def context(self) -> str:
         logs = "\n".join(f"--- {p.name}\n{_tail(p, 600)}" for p in sorted(self.run_dir.glob("*.log")))
@@ -170,8 +196,9 @@ class RunnerUnderTest:
                 if len(in_torch) >= ranks:
                     return procs
             time.sleep(0.1)
-        pytest.fail(f"the ranks did not all start within {READY_S} s\n{_describe(repro_processes(self.run_dir))}"
-                    f"\n{self.context()}")
+        pytest.fail(
+            f"the ranks did not all start within {READY_S} s\n{_describe(repro_processes(self.run_dir))}\n{self.context()}"
+        )
 
     def assert_none_left(self, within: float) -> None:
         end = time.monotonic() + within
@@ -222,14 +249,17 @@ def _interrupt_and_check(runner: RunnerUnderTest, sig: int) -> None:
     try:
         runner.popen.wait(timeout=DRIVER_EXIT_S)
     except subprocess.TimeoutExpired:
-        pytest.fail(f"the runner still runs {DRIVER_EXIT_S} s after {signal.Signals(sig).name}\n"
-                    f"{_describe(repro_processes(runner.run_dir))}\n{runner.context()}")
+        pytest.fail(
+            f"the runner still runs {DRIVER_EXIT_S} s after {signal.Signals(sig).name}\n"
+            f"{_describe(repro_processes(runner.run_dir))}\n{runner.context()}"
+        )
     runner.assert_none_left(GONE_S)
     runner.assert_no_rank_finished()
     assert not (runner.run_dir / "result.json").exists(), "the run was meant to be interrupted, it completed"
 
 
 # --- the tests ----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["SIGINT", "SIGTERM", "SIGHUP"])
 def test_signal_to_runner_leaves_no_rank(start_runner, sig):
@@ -275,7 +305,7 @@ def test_processes_of_run_finds_a_live_process_and_not_a_dead_one():
     try:
         end = time.monotonic() + 10
         while child.pid not in processes_of_run(run_id) and time.monotonic() < end:
-            time.sleep(0.02)   # between fork and exec the child still has our environment
+            time.sleep(0.02)  # between fork and exec the child still has our environment
         assert processes_of_run(run_id) == [child.pid]
         assert processes_of_run(run_id[:-1]) == [], "a run id must match exactly, not as a prefix"
         assert processes_of_run(uuid.uuid4().hex) == []

@@ -1,6 +1,7 @@
 """Every reproduction scenario: the data is sound (lint), and each runs for
 real on gloo: broken fails with the expected category first and its culprit
 ranks blamed, fixed completes, and nothing is left running."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -20,6 +21,7 @@ SEEDS = {"000", "001", "002", "003", "004"}
 
 
 # ---- lint ---------------------------------------------------------------------------
+
 
 def test_at_least_ten_scenarios_cover_every_seed():
     assert len(SCENARIOS) >= 10
@@ -52,11 +54,14 @@ def test_every_worker_module_is_used_by_a_scenario():
     assert modules == used
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({}, "field 'name'"),
-    ({"name": "x", "launcher": "slurm"}, "launcher 'slurm'"),
-    ({"name": "Bad Name"}, "lower_snake_case"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({}, "field 'name'"),
+        ({"name": "x", "launcher": "slurm"}, "launcher 'slurm'"),
+        ({"name": "Bad Name"}, "lower_snake_case"),
+    ],
+)
 def test_malformed_scenario_is_one_clear_line(bad, message):
     base = json.loads((RECORDED_DIR.parent / "scenarios" / "duplicate_rank.json").read_text())
     base.update(bad)
@@ -77,6 +82,7 @@ def test_scenario_needs_both_variants(tmp_path):
 
 # ---- backend choice ------------------------------------------------------------------------
 
+
 def test_backend_auto_needs_a_gpu_per_rank(tmp_path):
     sc = SCENARIOS["unseeded_split_desync"]
     assert choose_backend(sc, 4, "gloo") == ("gloo", "")
@@ -92,6 +98,7 @@ def test_backend_auto_needs_a_gpu_per_rank(tmp_path):
 
 
 # ---- live runs ----------------------------------------------------------------------------
+
 
 def _leftovers(run_dir: str) -> list[int]:
     needle = f"NCCLNB_REPRO_DIR={run_dir}".encode()
@@ -167,6 +174,7 @@ def test_keep_refuses_a_directory_with_files(tmp_path):
 
 # ---- command line -------------------------------------------------------------------------------
 
+
 def test_cli_list_json(cli):
     proc = cli("repro", "list", "--json")
     assert proc.returncode == 0, proc.stderr
@@ -178,8 +186,7 @@ def test_cli_list_json(cli):
 
 
 def test_cli_run_json_check(cli, tmp_path):
-    proc = cli("repro", "run", "store_host_missing", "--json", "--check", "--timeout", "3",
-               "--keep", str(tmp_path / "run"))
+    proc = cli("repro", "run", "store_host_missing", "--json", "--check", "--timeout", "3", "--keep", str(tmp_path / "run"))
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["schema"] == "ncclnb.repro/1" and data["timeout_s"] == 3
@@ -187,13 +194,16 @@ def test_cli_run_json_check(cli, tmp_path):
     assert "rank 1: exited 1" in proc.stderr
 
 
-@pytest.mark.parametrize("args, message", [
-    (("repro", "run", "no_such"), "unknown scenario 'no_such'"),
-    (("repro", "run", "duplicate_rank", "--variant", "guarded"), "no 'guarded' variant"),
-    (("repro", "run", "duplicate_rank", "--timeout", "0"), "timeout must be"),
-    (("repro", "run", "net_plugin_harmless", "--nproc", "4"), "replays a recorded log"),
-    (("repro",), "usage"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("repro", "run", "no_such"), "unknown scenario 'no_such'"),
+        (("repro", "run", "duplicate_rank", "--variant", "guarded"), "no 'guarded' variant"),
+        (("repro", "run", "duplicate_rank", "--timeout", "0"), "timeout must be"),
+        (("repro", "run", "net_plugin_harmless", "--nproc", "4"), "replays a recorded log"),
+        (("repro",), "usage"),
+    ],
+)
 def test_cli_bad_arguments_are_one_line(cli, args, message):
     proc = cli(*args)
     assert proc.returncode == 2

@@ -1,6 +1,7 @@
 """``ncclnb tour``, the README's first command's last step: one scenario
 broken (diagnosed), fixed (completes) and guarded (stopped at step 0), for
 real, and a scenario without a guarded variant refused in one line."""
+
 from __future__ import annotations
 
 from _procs import processes_mentioning

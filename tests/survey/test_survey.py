@@ -2,6 +2,7 @@
 side, --local, and one planted problem per run (a rank beyond the world
 size, a wrong LOCAL_RANK, a rank that exits before joining). No mocks, no
 timed assertions; each test checks that nothing it started is left."""
+
 from __future__ import annotations
 
 import json
@@ -17,12 +18,22 @@ import ncclnb
 from ncclnb.repro.runner import free_port
 
 REPO = Path(__file__).resolve().parents[2]
-TIMEOUT = "10"   # the survey's --timeout in these tests: a partial report comes after it
+TIMEOUT = "10"  # the survey's --timeout in these tests: a partial report comes after it
 
 
 def _env(**extra) -> dict:
-    drop = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK", "MASTER_ADDR",
-            "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE")
+    drop = (
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "LOCAL_WORLD_SIZE",
+        "NODE_RANK",
+        "GROUP_RANK",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "TORCHELASTIC_RUN_ID",
+        "TORCHELASTIC_USE_AGENT_STORE",
+    )
     env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith(("SLURM_", "OMPI_"))}
     env.update(PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", PYTHONPATH=str(REPO))
     env.update({k: str(v) for k, v in extra.items()})
@@ -33,9 +44,10 @@ def _ranks(out: Path, ranks: dict, argv=None) -> list:
     """Start one plain process per entry of ``ranks`` ({name: env}), the way
     the repro scenarios do; returns their CompletedProcess-like results."""
     argv = argv or [sys.executable, "-m", "ncclnb", "survey", "--out", str(out), "--timeout", TIMEOUT]
-    procs = {name: subprocess.Popen(cmd if cmd else argv, env=env, cwd=REPO, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True)
-             for name, (env, cmd) in ranks.items()}
+    procs = {
+        name: subprocess.Popen(cmd if cmd else argv, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for name, (env, cmd) in ranks.items()
+    }
     results = {}
     try:
         for name, p in procs.items():
@@ -50,8 +62,16 @@ def _ranks(out: Path, ranks: dict, argv=None) -> list:
 
 
 def _plain(out: Path, port: int, rank: int, world: int, local: int, *, cmd=None):
-    return _env(RANK=rank, WORLD_SIZE=world, LOCAL_RANK=local, LOCAL_WORLD_SIZE=world, NODE_RANK=0,
-                MASTER_ADDR="127.0.0.1", MASTER_PORT=port, SURVEY_TEST=out), cmd
+    return _env(
+        RANK=rank,
+        WORLD_SIZE=world,
+        LOCAL_RANK=local,
+        LOCAL_WORLD_SIZE=world,
+        NODE_RANK=0,
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=port,
+        SURVEY_TEST=out,
+    ), cmd
 
 
 def _rules(report_path: Path) -> set:
@@ -63,11 +83,30 @@ def test_two_torchrun_nodes_side_by_side(tmp_path, rendezvous):
     out, port = tmp_path / "out", free_port()
 
     def argv(node):
-        rdzv = (["--node-rank", str(node), "--master-addr", "127.0.0.1", "--master-port", str(port)]
-                if rendezvous == "static" else
-                ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", out.name])
-        return [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "2", *rdzv,
-                "--max-restarts", "0", "-m", "ncclnb", "survey", "--out", str(out), "--timeout", TIMEOUT]
+        rdzv = (
+            ["--node-rank", str(node), "--master-addr", "127.0.0.1", "--master-port", str(port)]
+            if rendezvous == "static"
+            else ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", out.name]
+        )
+        return [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nnodes",
+            "2",
+            "--nproc-per-node",
+            "2",
+            *rdzv,
+            "--max-restarts",
+            "0",
+            "-m",
+            "ncclnb",
+            "survey",
+            "--out",
+            str(out),
+            "--timeout",
+            TIMEOUT,
+        ]
 
     env = _env(SURVEY_TEST=out)
     results = _ranks(out, {0: (env, argv(0)), 1: (env, argv(1))})
@@ -91,7 +130,7 @@ def test_two_torchrun_nodes_side_by_side(tmp_path, rendezvous):
     assert all(m.busbw_gbps > 0 and m.time_us > 0 for m in link.results)
     assert sorted((p.src_rank, p.dst_rank) for p in link.pairs) == [(0, 2), (2, 0)]
     assert {p.src_host for p in link.pairs} == set(hosts.values())
-    ncclnb.dashboard(report)   # every view renders it
+    ncclnb.dashboard(report)  # every view renders it
     assert processes_mentioning(str(out)) == []
 
 
@@ -102,7 +141,7 @@ def test_local_two_ranks(tmp_path, cli):
     assert "verdict: READY" in proc.stdout and str(out / "report.json") in proc.stdout
     report = ncclnb.load(str(out / "report.json"))
     assert [r.rank for r in report.ranks] == [0, 1] and len(report.snapshots) == 1
-    assert report.ranks[0].host == report.snapshots[0].hostname   # one hostname, one node rank: the plain name
+    assert report.ranks[0].host == report.snapshots[0].hostname  # one hostname, one node rank: the plain name
     assert processes_mentioning(str(out)) == []
 
 
@@ -122,7 +161,7 @@ def test_rank_beyond_world_size(tmp_path, cli):
     assert sorted(r.rank for r in report.ranks) == [0, 2]
     assert "PARTIAL" in report.description and "Rank 1 of 0-1 never registered" in report.description
     assert {"rank_out_of_range", "rank_table_gaps"} <= _rules(out / "report.json")
-    ncclnb.dashboard(report)   # a partial report renders like any other
+    ncclnb.dashboard(report)  # a partial report renders like any other
     checked = cli("check", "--json", str(out / "report.json"))
     assert checked.returncode == 0
     found = json.loads(checked.stdout)["findings"]
@@ -147,8 +186,9 @@ def test_rank_that_exits_before_joining(tmp_path):
     a partial report naming it; ranks 0 and 1 exit 1 with one line or the summary."""
     out, port = tmp_path / "out", free_port()
     quitter = [sys.executable, "-c", "import sys; sys.exit(3)"]
-    results = _ranks(out, {0: _plain(out, port, 0, 3, 0), 1: _plain(out, port, 1, 3, 1),
-                           2: _plain(out, port, 2, 3, 2, cmd=quitter)})
+    results = _ranks(
+        out, {0: _plain(out, port, 0, 3, 0), 1: _plain(out, port, 1, 3, 1), 2: _plain(out, port, 2, 3, 2, cmd=quitter)}
+    )
     assert results[2][0] == 3
     code1, _, stderr1 = results[1]
     assert code1 == 1 and "Traceback" not in stderr1 and stderr1.strip().count("\n") == 0, stderr1
@@ -168,10 +208,23 @@ def test_srun_and_mpirun_variables(tmp_path, launcher):
     out, port = tmp_path / "out", free_port()
 
     def env(rank):
-        names = ({"SLURM_PROCID": rank, "SLURM_NTASKS": 2, "SLURM_LOCALID": rank, "SLURM_NTASKS_PER_NODE": 2,
-                  "SLURM_NODEID": 0, "SLURM_NNODES": 1} if launcher == "slurm" else
-                 {"OMPI_COMM_WORLD_RANK": rank, "OMPI_COMM_WORLD_SIZE": 2, "OMPI_COMM_WORLD_LOCAL_RANK": rank,
-                  "OMPI_COMM_WORLD_LOCAL_SIZE": 2})
+        names = (
+            {
+                "SLURM_PROCID": rank,
+                "SLURM_NTASKS": 2,
+                "SLURM_LOCALID": rank,
+                "SLURM_NTASKS_PER_NODE": 2,
+                "SLURM_NODEID": 0,
+                "SLURM_NNODES": 1,
+            }
+            if launcher == "slurm"
+            else {
+                "OMPI_COMM_WORLD_RANK": rank,
+                "OMPI_COMM_WORLD_SIZE": 2,
+                "OMPI_COMM_WORLD_LOCAL_RANK": rank,
+                "OMPI_COMM_WORLD_LOCAL_SIZE": 2,
+            }
+        )
         return _env(MASTER_ADDR="127.0.0.1", MASTER_PORT=port, SURVEY_TEST=out, **names), None
 
     results = _ranks(out, {0: env(0), 1: env(1)})
@@ -179,15 +232,17 @@ def test_srun_and_mpirun_variables(tmp_path, launcher):
     assert f"launcher {launcher}" in results[0][1]
     report = ncclnb.load(str(out / "report.json"))
     assert [(r.rank, r.local_rank, r.world_size) for r in report.ranks] == [(0, 0, 2), (1, 1, 2)]
-    assert report.ranks[0].node_rank == (0 if launcher == "slurm" else None)   # Open MPI names no node index
+    assert report.ranks[0].node_rank == (0 if launcher == "slurm" else None)  # Open MPI names no node index
     assert processes_mentioning(str(out)) == []
 
 
 def test_usage_errors_are_one_line(tmp_path, cli):
-    for args in (("survey", "--out", str(tmp_path)),                       # no launcher variables
-                 ("survey", "--local", "--out", str(tmp_path)),            # --local without --nproc
-                 ("survey", "--nproc", "2", "--out", str(tmp_path)),       # --nproc without --local
-                 ("survey", "--local", "--nproc", "0", "--out", str(tmp_path))):
+    for args in (
+        ("survey", "--out", str(tmp_path)),  # no launcher variables
+        ("survey", "--local", "--out", str(tmp_path)),  # --local without --nproc
+        ("survey", "--nproc", "2", "--out", str(tmp_path)),  # --nproc without --local
+        ("survey", "--local", "--nproc", "0", "--out", str(tmp_path)),
+    ):
         proc = cli(*args)
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1, (args, proc.stderr)
         assert "Traceback" not in proc.stderr
@@ -207,22 +262,44 @@ def test_node_on_another_nccl(tmp_path, cli):
         folder = tmp_path / f"node{node}-lib"
         folder.mkdir()
         (folder / name).touch()
-        argv = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
-                "--node-rank", str(node), "--master-addr", "127.0.0.1", "--master-port", str(port),
-                "--max-restarts", "0", "-m", "ncclnb", "survey", "--out", str(out), "--timeout", TIMEOUT,
-                "--no-link-test"]
+        argv = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nnodes",
+            "2",
+            "--nproc-per-node",
+            "1",
+            "--node-rank",
+            str(node),
+            "--master-addr",
+            "127.0.0.1",
+            "--master-port",
+            str(port),
+            "--max-restarts",
+            "0",
+            "-m",
+            "ncclnb",
+            "survey",
+            "--out",
+            str(out),
+            "--timeout",
+            TIMEOUT,
+            "--no-link-test",
+        ]
         runs[node] = (_env(SURVEY_TEST=out, LD_LIBRARY_PATH=folder), argv)
     results = _ranks(out, runs)
     assert results[1][0] == 0, results[1]
     code, stdout, _ = results[0]
     assert code == 1 and "NOT READY" in stdout and "NCCL (used by torch) differs" in stdout, stdout
     report = ncclnb.load(str(out / "report.json"))
-    nccl = {s.hostname: [lib.version for lib in s.versions.nccl_system if lib.source == "LD_LIBRARY_PATH"]
-            for s in report.snapshots}
+    nccl = {
+        s.hostname: [lib.version for lib in s.versions.nccl_system if lib.source == "LD_LIBRARY_PATH"] for s in report.snapshots
+    }
     hosts = {r.node_rank: r.host for r in report.ranks}
     assert nccl == {hosts[0]: ["2.21.5"], hosts[1]: ["2.18.1"]}
-    assert all(r.nic for r in report.ranks)   # rankfacts on a real rank: every Linux has at least lo
-    assert list(report.findings) == ncclnb.check(report)   # the survey stored what the checks say
+    assert all(r.nic for r in report.ranks)  # rankfacts on a real rank: every Linux has at least lo
+    assert list(report.findings) == ncclnb.check(report)  # the survey stored what the checks say
     differ = [f for f in report.findings if f.rule == "versions_differ" and f.title.startswith("NCCL (used")]
     assert len(differ) == 1 and differ[0].severity == "error" and hosts[1] in differ[0].hosts
     assert "2.18.1" in differ[0].title and "2.21.5" in differ[0].title

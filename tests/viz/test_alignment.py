@@ -1,6 +1,7 @@
 """The flight-recorder alignment: facts from the doctor (real torch 2.13 gloo
 dumps, NCCL-format dumps from the factory, one real run of seed 003) and the
 figure that draws them; the highlighted cells are the doctor's divergence."""
+
 from __future__ import annotations
 
 import copy
@@ -39,15 +40,18 @@ def cell(fig, rank: int, seq: int) -> int:
     return heat.z[list(heat.y).index(f"rank {rank}")][list(heat.x).index(f"#{seq}")]
 
 
-@pytest.mark.parametrize("scenario, seq, kind, rule, blamed", [
-    ("desync", 4, "op", "fr.desync_op", (1,)),
-    ("size_mismatch", 4, "size", "fr.size_mismatch", (2,)),
-    ("late_rank", 5, "late", "fr.late_rank", (0,)),
-])
+@pytest.mark.parametrize(
+    "scenario, seq, kind, rule, blamed",
+    [
+        ("desync", 4, "op", "fr.desync_op", (1,)),
+        ("size_mismatch", 4, "size", "fr.size_mismatch", (2,)),
+        ("late_rank", 5, "late", "fr.late_rank", (0,)),
+    ],
+)
 def test_real_gloo_dumps_divergence_is_the_doctors(scenario, seq, kind, rule, blamed):
     dumps = real(scenario)
     facts = alignment(dumps)
-    assert list(facts.findings) == analyze_dumps(dumps)   # one analysis, the same findings
+    assert list(facts.findings) == analyze_dumps(dumps)  # one analysis, the same findings
     group, first = facts.first_divergence
     assert (first.seq, first.kind, first.rule, first.ranks) == (seq, kind, rule, blamed)
     assert facts.findings[first.finding].title == first.title

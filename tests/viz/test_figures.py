@@ -1,4 +1,5 @@
 """The pure figure builders: shapes, labels, colours for anomalies, escaping."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -26,14 +27,17 @@ from viewdata import HOSTILE, a10g_node, a10g_report, l40s_node, l40s_report
 
 
 def test_import_ncclnb_stays_light():
-    code = ("import sys, ncclnb, ncclnb.viz, ncclnb.magics; "
-            "print([m for m in ('plotly', 'pandas', 'ipywidgets', 'torch', 'pynvml') if m in sys.modules])")
+    code = (
+        "import sys, ncclnb, ncclnb.viz, ncclnb.magics; "
+        "print([m for m in ('plotly', 'pandas', 'ipywidgets', 'torch', 'pynvml') if m in sys.modules])"
+    )
     # ncclnb.magics needs IPython, which is fine; the heavy view libraries load only when drawing
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
 
 # --- topology ---------------------------------------------------------------
+
 
 def test_topology_matrix_follows_topo_m_and_colours_by_class():
     fig = topology_figure(l40s_node())
@@ -98,6 +102,7 @@ def test_72_gpus_drop_cell_text_but_keep_hover():
 
 # --- NUMA -------------------------------------------------------------------
 
+
 def test_parse_cpulist():
     assert parse_cpulist("0-3,8,10-11") == {0, 1, 2, 3, 8, 10, 11}
     assert parse_cpulist("") == set() and parse_cpulist("zz") == set()
@@ -145,10 +150,10 @@ def test_numa_figure_without_ranks_or_numa_info():
 
 # --- rank map ---------------------------------------------------------------
 
+
 def test_rank_map_classifies_anomalies():
     rm = analyse_ranks(a10g_report())
-    kinds = {(c.entry.rank if c.entry else ("missing", c.missing_rank)): c.kind
-             for c in list(rm.cells.values()) + rm.unplaced}
+    kinds = {(c.entry.rank if c.entry else ("missing", c.missing_rank)): c.kind for c in list(rm.cells.values()) + rm.unplaced}
     assert kinds[13] == "out_of_range"
     assert kinds[5] == "duplicate"
     assert kinds[4] == "shared_gpu"  # rank 4 and rank 13 both on cuda:0 of node-b
@@ -213,6 +218,7 @@ def test_rank_map_escapes_hostnames():
 
 # --- versions ---------------------------------------------------------------
 
+
 def _cell_style(styler):
     styler._compute()
     return {(r, c): "".join(f"{k}:{v};" for k, v in props) for (r, c), props in styler.ctx.items() if props}
@@ -256,15 +262,31 @@ def test_version_table_escapes_html():
 
 # --- diagnosis --------------------------------------------------------------
 
+
 def _diagnosis(text=HOSTILE, docs="notebooks/guided/000-rank-world-size.ipynb"):
-    f = Finding(rule="rank.invalid", category="rank_world_size_mismatch", severity="error", confidence=0.9,
-                title="Rank 7 is beyond WORLD_SIZE 4", evidence=(Evidence("rank7.log", 12, text),),
-                cause="two nodes x 4 ranks but WORLD_SIZE=4", fix="export WORLD_SIZE=8", docs=docs, ranks=(7,),
-                hosts=("node-b",))
-    w = Finding(rule="net.plugin", category="net_plugin_missing", severity="info", confidence=0.3,
-                title="libnccl-net.so not found (benign)")
-    return Diagnosis(findings=(f, w), ranks=(RankStatus(rank=7, host="node-b", first_error=text),),
-                     sources=("rank7.log",), lines_read=40)
+    f = Finding(
+        rule="rank.invalid",
+        category="rank_world_size_mismatch",
+        severity="error",
+        confidence=0.9,
+        title="Rank 7 is beyond WORLD_SIZE 4",
+        evidence=(Evidence("rank7.log", 12, text),),
+        cause="two nodes x 4 ranks but WORLD_SIZE=4",
+        fix="export WORLD_SIZE=8",
+        docs=docs,
+        ranks=(7,),
+        hosts=("node-b",),
+    )
+    w = Finding(
+        rule="net.plugin",
+        category="net_plugin_missing",
+        severity="info",
+        confidence=0.3,
+        title="libnccl-net.so not found (benign)",
+    )
+    return Diagnosis(
+        findings=(f, w), ranks=(RankStatus(rank=7, host="node-b", first_error=text),), sources=("rank7.log",), lines_read=40
+    )
 
 
 def test_diagnosis_html_ranks_findings_and_escapes():

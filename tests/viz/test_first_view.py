@@ -2,6 +2,7 @@
 through plotly's FigureWidget (ncclnb.viz.widgets.defer_iri_grammar), and
 nothing that uses that grammar sees a difference. Each case runs in a fresh
 interpreter: what is imported is the point."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -11,8 +12,9 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("rfc3987_syntax") is None,
-                                reason="rfc3987_syntax is not installed: there is no grammar to defer")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("rfc3987_syntax") is None, reason="rfc3987_syntax is not installed: there is no grammar to defer"
+)
 
 _IRI_CHECKS = r"""
 import jsonschema
@@ -30,21 +32,25 @@ def _child(code: str) -> dict:
 
 
 def test_first_view_leaves_the_grammar_uncompiled_and_iri_checks_unchanged():
-    shipped = _child(r"""
+    shipped = _child(
+        r"""
 import json, sys
 import ncclnb
 from ncclnb.recorded import load
 view = ncclnb.show_topology(load("a30-nvlink-pairs"))
 assert view.figure.data
 compiled_after_view = "rfc3987_syntax.syntax_helpers" in sys.modules
-""" + _IRI_CHECKS + r"""
+"""
+        + _IRI_CHECKS
+        + r"""
 print(json.dumps({"compiled_after_view": compiled_after_view, "checks": checks,
                   "compiled_after_checks": "rfc3987_syntax.syntax_helpers" in sys.modules}))
-""")
+"""
+    )
     plain = _child("import json, sys\n" + _IRI_CHECKS + "\nprint(json.dumps({'checks': checks}))")
     assert shipped["compiled_after_view"] is False
     assert shipped["checks"] == plain["checks"]
-    assert shipped["compiled_after_checks"] is True   # the real module, loaded when first used
+    assert shipped["compiled_after_checks"] is True  # the real module, loaded when first used
 
 
 def test_no_stand_in_where_the_grammar_is_already_loaded():

@@ -2,6 +2,7 @@
 marks come from findings only. Reports are built from the recorded
 two-node-h100 and L40S machines; findings from ncclnb.check or written here
 for rules the view has never heard of. Work is counted, never timed."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,12 +40,19 @@ def cell(fig, host: str, column: str):
 
 
 def finding(rule, ranks=(), hosts=(), severity="warning", title=None) -> Finding:
-    return Finding(rule=rule, category="device_mapping", severity=severity, confidence=0.7,
-                   title=title or f"{rule} names ranks {list(ranks)} on {list(hosts)}", ranks=tuple(ranks),
-                   hosts=tuple(hosts))
+    return Finding(
+        rule=rule,
+        category="device_mapping",
+        severity=severity,
+        confidence=0.7,
+        title=title or f"{rule} names ranks {list(ranks)} on {list(hosts)}",
+        ranks=tuple(ranks),
+        hosts=tuple(hosts),
+    )
 
 
 # --- what is drawn ------------------------------------------------------------------
+
 
 def test_each_node_is_a_row_with_its_gpus_by_numa_node_and_each_rank_on_its_gpu():
     rep = h100()
@@ -88,9 +96,11 @@ def test_rank_out_of_range_marks_that_rank_and_its_node_first():
 
 def test_any_rule_naming_ranks_or_hosts_is_drawn_without_a_view_change():
     rep = h100()
-    found = [finding("rank_affinity_numa", ranks=(3,), hosts=("h100-node0",), title="rank 3's CPUs are far"),
-             finding("rank_nic_far", hosts=("h100-node1",), severity="info", title="node1's NIC is far"),
-             finding("rank_affinity_numa", ranks=(12,), hosts=("h100-node0",))]  # rank 12 is on node1: not it
+    found = [
+        finding("rank_affinity_numa", ranks=(3,), hosts=("h100-node0",), title="rank 3's CPUs are far"),
+        finding("rank_nic_far", hosts=("h100-node1",), severity="info", title="node1's NIC is far"),
+        finding("rank_affinity_numa", ranks=(12,), hosts=("h100-node0",)),
+    ]  # rank 12 is on node1: not it
     fig = job_map_figure(rep, found)
     got = marks(fig)
     assert list(got) == [MARK_LABELS["warning"]] and len(got[MARK_LABELS["warning"]]) == 1
@@ -110,8 +120,9 @@ def test_report_findings_are_the_default():
 
 def test_ranks_named_but_absent_and_hosts_without_snapshot_are_said():
     rep = h100()
-    ghost = tuple(RankEntry(rank=16 + k, host="ghost-node", local_rank=k, world_size=18, cuda_index=k if k else None)
-                  for k in range(2))
+    ghost = tuple(
+        RankEntry(rank=16 + k, host="ghost-node", local_rank=k, world_size=18, cuda_index=k if k else None) for k in range(2)
+    )
     rep = dataclasses.replace(rep, ranks=rep.ranks + ghost)
     found = [finding("rank_table_gaps", ranks=(40, 41), severity="error")]
     fig = job_map_figure(rep, found)
@@ -127,8 +138,11 @@ def test_ranks_named_but_absent_and_hosts_without_snapshot_are_said():
 
 def test_missing_numa_facts_are_said_not_guessed():
     snap = l40s_node()
-    snap = dataclasses.replace(snap, gpus=tuple(dataclasses.replace(g, numa_node=None) for g in snap.gpus),
-                               host=dataclasses.replace(snap.host, numa_nodes=()))
+    snap = dataclasses.replace(
+        snap,
+        gpus=tuple(dataclasses.replace(g, numa_node=None) for g in snap.gpus),
+        host=dataclasses.replace(snap.host, numa_nodes=()),
+    )
     rep = ClusterReport(snapshots=(snap,), ranks=(RankEntry(0, snap.hostname, 0, 1, cuda_index=0, cpu_affinity="0-3"),))
     fig = job_map_figure(rep, ())
     cls, text, _ = cell(fig, snap.hostname, "GPU0")
@@ -139,8 +153,10 @@ def test_missing_numa_facts_are_said_not_guessed():
 
 def test_hostile_hostnames_and_titles_are_escaped_everywhere():
     snap = l40s_node(hostname=HOSTILE)
-    rep = ClusterReport(snapshots=(snap,), ranks=tuple(
-        RankEntry(r, HOSTILE, r, 4, cuda_index=r, cpu_affinity="0,2", nic=HOSTILE) for r in range(4)))
+    rep = ClusterReport(
+        snapshots=(snap,),
+        ranks=tuple(RankEntry(r, HOSTILE, r, 4, cuda_index=r, cpu_affinity="0,2", nic=HOSTILE) for r in range(4)),
+    )
     found = [finding("rank_nic_far", ranks=(1,), hosts=(HOSTILE,), title=f"NIC far on {HOSTILE}")]
     fig = job_map_figure(rep, found)
     shown = fig.to_plotly_json()
@@ -156,6 +172,7 @@ def test_hostile_hostnames_and_titles_are_escaped_everywhere():
 
 # --- scale -----------------------------------------------------------------------------
 
+
 def test_1024_nodes_of_8_are_paged_with_the_named_nodes_first():
     from synthetic import big_report
 
@@ -167,7 +184,7 @@ def test_1024_nodes_of_8_are_paged_with_the_named_nodes_first():
     fig = job_map_figure(rep, page_size=PAGE_SIZE, job_map=jm)
     meta = fig.layout.meta
     assert meta["pages"] == 1024 // PAGE_SIZE and len(meta["nodes"]) == PAGE_SIZE
-    assert set(meta["nodes"][:len(named)]) == named
+    assert set(meta["nodes"][: len(named)]) == named
     heat = fig.data[0]
     assert len(heat.z) == PAGE_SIZE and len(heat.z[0]) <= 1 + 8 + 8 + 1
     last = job_map_figure(rep, page=meta["pages"] - 1, job_map=jm).layout.meta
@@ -260,9 +277,11 @@ def test_a_severity_is_a_shape_and_a_sign_not_only_a_colour():
     from ncclnb.viz.jobmap import MARK_COLOURS, SEVERITY_SIGNS
 
     rep = h100()
-    found = [finding("rank_affinity_numa", ranks=(3,), hosts=(), severity="error", title="rank 3 errs"),
-             finding("rank_affinity_numa", ranks=(12,), hosts=(), severity="warning", title="rank 12 warns"),
-             finding("rank_nic_far", hosts=("h100-node1",), severity="info", title="node1's NIC is far")]
+    found = [
+        finding("rank_affinity_numa", ranks=(3,), hosts=(), severity="error", title="rank 3 errs"),
+        finding("rank_affinity_numa", ranks=(12,), hosts=(), severity="warning", title="rank 12 warns"),
+        finding("rank_nic_far", hosts=("h100-node1",), severity="info", title="node1's NIC is far"),
+    ]
     fig = job_map_figure(rep, found)
     drawn = {t.name: t.marker for t in fig.data if t.name in MARK_LABELS.values() and t.x and t.x[0] is not None}
     assert set(drawn) == {MARK_LABELS["error"], MARK_LABELS["warning"]}

@@ -8,6 +8,7 @@ timed. The large builds run in a child process under a memory limit, so a
 view that grows with the square of the input fails there instead of taking
 the test machine's memory; its deadline only catches a hang.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -33,9 +34,11 @@ from large_inputs import huge_node, huge_report, many_ranks_report  # noqa: E402
 
 # --- helpers -------------------------------------------------------------------
 
+
 def child(body: str, timeout: int = 600) -> dict:
     """Run ``body`` (which sets ``out``) in a child Python with RLIMIT_AS; its JSON."""
-    code = textwrap.dedent("""
+    code = (
+        textwrap.dedent("""
         import json, resource, sys
         resource.setrlimit(resource.RLIMIT_AS, ({mem}, {mem}))
         sys.path.insert(0, {bench!r})
@@ -44,7 +47,10 @@ def child(body: str, timeout: int = 600) -> dict:
         from large_inputs import huge_node, huge_report, many_ranks_report
         from ncclnb.viz import dashboard, show_numa, show_ranks, show_topology, show_versions
         out = {{}}
-    """).format(mem=CHILD_MEMORY, bench=BENCH) + textwrap.dedent(body) + "\nprint(json.dumps(out))\n"
+    """).format(mem=CHILD_MEMORY, bench=BENCH)
+        + textwrap.dedent(body)
+        + "\nprint(json.dumps(out))\n"
+    )
     env = dict(os.environ, PYTHONHASHSEED="0")
     try:
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=env)
@@ -67,8 +73,7 @@ class Name(str):
 
 def counted_names(report):
     names = {s.hostname: Name(s.hostname) for s in report.snapshots}
-    snaps = tuple(dataclasses.replace(s, host=dataclasses.replace(s.host, hostname=names[s.hostname]))
-                  for s in report.snapshots)
+    snaps = tuple(dataclasses.replace(s, host=dataclasses.replace(s.host, hostname=names[s.hostname])) for s in report.snapshots)
     ranks = tuple(dataclasses.replace(r, host=Name(r.host)) for r in report.ranks)  # other objects, equal text
     return dataclasses.replace(report, snapshots=snaps, ranks=ranks)
 
@@ -82,6 +87,7 @@ def assert_linear(name, fn_of_n, n=400, factor=4, per_item=2_000):
 
 
 # --- topology ------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("gpus, matrix", [(500, 500), (2000, 2000), (20_000, 64)])
 def test_topology_of_a_large_node_is_blocks_under_budget(gpus, matrix):
@@ -165,6 +171,7 @@ def test_topology_work_is_linear_in_gpus():
 
 
 # --- ranks, NUMA, versions, findings at 50,000 ranks ---------------------------------
+
 
 def test_views_of_a_50000_rank_report_stay_under_budget():
     out = child("""
@@ -263,9 +270,18 @@ def test_findings_beyond_the_first_are_counted_not_drawn():
     from ncclnb.model import Evidence, Finding
     from ncclnb.viz import findings_html
 
-    findings = [Finding(rule="shm_too_small", category="shm_too_small", severity="error", confidence=0.8,
-                        title=f"/dev/shm too small on node-{i}", evidence=(Evidence("s", None, "x" * 5000),),
-                        hosts=(f"node-{i}",)) for i in range(5000)]
+    findings = [
+        Finding(
+            rule="shm_too_small",
+            category="shm_too_small",
+            severity="error",
+            confidence=0.8,
+            title=f"/dev/shm too small on node-{i}",
+            evidence=(Evidence("s", None, "x" * 5000),),
+            hosts=(f"node-{i}",),
+        )
+        for i in range(5000)
+    ]
     html = findings_html(findings)
     assert html.count('class="ncclnb-finding"') <= 40
     assert "4960 more" in html and "shm_too_small" in html
@@ -301,8 +317,11 @@ def test_host_picker_of_a_large_report_lists_a_few_and_takes_any_typed_host():
     report = huge_report(ranks=8 * 250)  # 250 nodes
     for show in (show_topology, show_numa):
         view = show(report)
-        picker = next(w for w in view.widget.children[0].children if "ncclnb-host" in w._dom_classes) \
-            if show is show_topology else view.widget.children[0]
+        picker = (
+            next(w for w in view.widget.children[0].children if "ncclnb-host" in w._dom_classes)
+            if show is show_topology
+            else view.widget.children[0]
+        )
         assert type(picker).__name__ == "Combobox" and len(picker.options) == 200
         title = lambda: view.widget.children[1].layout.title.text  # noqa: E731
         picker.value = "gpu-node-00249"  # past the suggestions

@@ -3,6 +3,7 @@ band of ncclnb.model.bandwidth, and the point-to-point pairs, those named by
 ``link_*`` findings highlighted. Link tests are built here with nccl-tests'
 formulas (algbw = size / time; busbw = algbw x 2(n-1)/n for all_reduce,
 (n-1)/n for all_gather); reports from the recorded machines."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -51,8 +52,17 @@ def ring(report: ClusterReport, slow: int = -1, size: int = 1 << 26):
 
 def two_nodes(slow: int = 3, findings=()) -> ClusterReport:
     rep = ncclnb.load("two-node-h100")
-    test = LinkTest("nccl", "cuda", 16, 2, 20, measurements(16, 40.0), ring(rep, slow),
-                    (PeerTransport(0, 8, "NET/IB", 2, "0[0] -> 8[0] [send] via NET/IB/0"),), {"NCCL_ALGO": "Ring"})
+    test = LinkTest(
+        "nccl",
+        "cuda",
+        16,
+        2,
+        20,
+        measurements(16, 40.0),
+        ring(rep, slow),
+        (PeerTransport(0, 8, "NET/IB", 2, "0[0] -> 8[0] [send] via NET/IB/0"),),
+        {"NCCL_ALGO": "Ring"},
+    )
     return dataclasses.replace(rep, links=(test,), findings=tuple(findings))
 
 
@@ -65,11 +75,18 @@ def one_h100_node() -> ClusterReport:
 
 
 def slow_pair(src: int, dst: int, rule="link_slow_pair") -> Finding:
-    return Finding(rule=rule, category="p2p_topology", severity="warning", confidence=0.7,
-                   title=f"the link from rank {src} to rank {dst} is slow", ranks=(src, dst))
+    return Finding(
+        rule=rule,
+        category="p2p_topology",
+        severity="warning",
+        confidence=0.7,
+        title=f"the link from rank {src} to rank {dst} is slow",
+        ranks=(src, dst),
+    )
 
 
 # --- busbw by size ------------------------------------------------------------------
+
 
 def test_one_line_per_collective_on_a_log2_size_axis():
     rep = two_nodes()
@@ -125,11 +142,13 @@ def test_what_was_not_measured_is_said():
 
 # --- pairs -----------------------------------------------------------------------------
 
+
 def test_pairs_named_by_link_findings_are_highlighted_and_only_those():
     rep = two_nodes(slow=3)
     slow = rep.links[0].pairs[3]
-    other = Finding(rule="ranks_share_gpu", category="device_mapping", severity="error", confidence=0.9,
-                    title="not about links", ranks=(0, 8))
+    other = Finding(
+        rule="ranks_share_gpu", category="device_mapping", severity="error", confidence=0.9, title="not about links", ranks=(0, 8)
+    )
     fig = pairs_figure(rep, [slow_pair(slow.src_rank, slow.dst_rank), other])
     bars = fig.data[0]
     red = [lab for lab, c in zip(bars.x, bars.marker.color) if c == PAIR_COLOURS["named"]]
@@ -152,7 +171,8 @@ def test_the_real_slow_pair_check_names_the_slow_pair():
     assert [f.ranks for f in found] == [(slow.src_rank, slow.dst_rank)]
     bars = pairs_figure(rep, found).data[0]
     assert [lab for lab, c in zip(bars.x, bars.marker.color) if c == PAIR_COLOURS["named"]] == [
-        f"{slow.src_rank}→{slow.dst_rank}"]
+        f"{slow.src_rank}→{slow.dst_rank}"
+    ]
     assert "1 link finding" in busbw_figure(rep, found).layout.title.text
 
 
@@ -169,8 +189,9 @@ def test_the_reports_own_findings_are_the_default():
 def test_many_pairs_show_the_named_and_the_slowest():
     rep = two_nodes()
     hosts = ("h100-node0", "h100-node1")
-    pairs = tuple(PairMeasurement(i, i + 1, hosts[i % 2], hosts[(i + 1) % 2], 1 << 20, 100.0 + i, 10.0 - i * 1e-3)
-                  for i in range(300))
+    pairs = tuple(
+        PairMeasurement(i, i + 1, hosts[i % 2], hosts[(i + 1) % 2], 1 << 20, 100.0 + i, 10.0 - i * 1e-3) for i in range(300)
+    )
     rep = dataclasses.replace(rep, links=(dataclasses.replace(rep.links[0], pairs=pairs),))
     fig = pairs_figure(rep, [slow_pair(10, 11)])
     shown = [tuple(p) for p in fig.layout.meta["pairs"]]
@@ -193,6 +214,7 @@ def test_hostile_hostnames_are_escaped():
 
 
 # --- the widget ---------------------------------------------------------------------------
+
 
 def test_the_widget_switches_between_link_tests():
     rep = two_nodes()

@@ -1,6 +1,7 @@
 """Send/recv pairing: facts from the doctor (NCCL-format dumps from the
 factory; on gloo, the plan lines of one real run of seed 004) and the
 figure; the marked cells are the doctor's unpaired ops."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -42,15 +43,21 @@ def test_guard_writes_what_the_doctor_reads():
     plan = parse_plan_line(line, "rank2.log", 7)
     assert plan.rank == 2 and [(o.peer, o.shape, o.dtype) for o in plan.sends] == [(0, (3, 8), "bfloat16")]
     assert [(o.peer, o.shape) for o in plan.recvs] == [(1, (1, 8)), (1, (4,))]
-    for bad in (PLAN_MARK + "{", PLAN_MARK + '{"rank": -1}', PLAN_MARK + '{"rank": 1, "sends": [{"peer": "x"}]}',
-                PLAN_MARK + "[1]", "no plan here", PLAN_MARK + "{" * 100000):
+    for bad in (
+        PLAN_MARK + "{",
+        PLAN_MARK + '{"rank": -1}',
+        PLAN_MARK + '{"rank": 1, "sends": [{"peer": "x"}]}',
+        PLAN_MARK + "[1]",
+        "no plan here",
+        PLAN_MARK + "{" * 100000,
+    ):
         assert parse_plan_line(bad) is None
 
 
 def test_nccl_recv_without_send_is_the_doctors_unpaired_cell():
     ts = factory.world(4)
     factory.all_to_all_p2p(ts)
-    ts[1].recv(2, ((256,),), state="started")   # rank 1 waits for a message rank 2 never sends
+    ts[1].recv(2, ((256,),), state="started")  # rank 1 waits for a message rank 2 never sends
     dumps = factory.dumps(ts)
     facts = pairing_from_dumps(dumps)
     assert facts.origin == "flight recorder"
@@ -85,8 +92,10 @@ def test_gloo_dumps_without_plans_say_what_is_missing():
 
 
 def test_hover_escapes_markup_from_a_crafted_plan():
-    plans = [parse_plan_line(p2p_plan_line(0, {1: (2,)}, {}, dtype="<script>x</script>"), "rank0.log"),
-             parse_plan_line(p2p_plan_line(1, {}, {0: (3,)}, dtype="f<b>"), "<i>rank1.log")]
+    plans = [
+        parse_plan_line(p2p_plan_line(0, {1: (2,)}, {}, dtype="<script>x</script>"), "rank0.log"),
+        parse_plan_line(p2p_plan_line(1, {}, {0: (3,)}, dtype="f<b>"), "<i>rank1.log"),
+    ]
     facts = plan_pairing(plans)
     assert facts.cell(0, 1).mismatch == "size"
     fig = pairing_figure(facts)
@@ -97,7 +106,7 @@ def test_hover_escapes_markup_from_a_crafted_plan():
 def test_large_plan_is_capped_and_keeps_the_unpaired():
     n = 200
     plans = [parse_plan_line(p2p_plan_line(r, {(r + 1) % n: (4,)}, {(r - 1) % n: (4,)})) for r in range(n)]
-    plans[150] = parse_plan_line(p2p_plan_line(150, {}, {149: (4,)}))   # rank 150 sends nothing to 151
+    plans[150] = parse_plan_line(p2p_plan_line(150, {}, {149: (4,)}))  # rank 150 sends nothing to 151
     facts = plan_pairing(plans)
     assert [(u.src, u.dst, u.kind) for u in facts.unpaired] == [(150, 151, "recv")]
     fig = pairing_figure(facts, max_ranks=32)

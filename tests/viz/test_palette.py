@@ -10,6 +10,7 @@ Simulation of Color Vision Deficiency", IEEE TVCG 15(6), 2009, the matrices
 for severity 1.0 as published with the paper, applied to linear RGB (sRGB
 decoded with the IEC 61966-2-1 transfer curve), then sRGB (D65) -> XYZ -> CIELAB.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -23,18 +24,12 @@ from ncclnb.viz._common import LINK_CLASSES, LINK_COLOURS, LINK_ORDER
 # Machado et al. (2009), severity 1.0, rows act on linear (R, G, B).
 SIMULATIONS = {
     "normal": ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)),
-    "protanopia": ((0.152286, 1.052583, -0.204868),
-                   (0.114503, 0.786281, 0.099216),
-                   (-0.003882, -0.048116, 1.051998)),
-    "deuteranopia": ((0.367322, 0.860646, -0.227968),
-                     (0.280085, 0.672501, 0.047413),
-                     (-0.011820, 0.042940, 0.968881)),
-    "tritanopia": ((1.255528, -0.076749, -0.178779),
-                   (-0.078411, 0.930809, 0.147602),
-                   (0.004733, 0.691367, 0.303900)),
+    "protanopia": ((0.152286, 1.052583, -0.204868), (0.114503, 0.786281, 0.099216), (-0.003882, -0.048116, 1.051998)),
+    "deuteranopia": ((0.367322, 0.860646, -0.227968), (0.280085, 0.672501, 0.047413), (-0.011820, 0.042940, 0.968881)),
+    "tritanopia": ((1.255528, -0.076749, -0.178779), (-0.078411, 0.930809, 0.147602), (0.004733, 0.691367, 0.303900)),
 }
 
-MIN_DELTA_E = 15.0      # CIE76, between any two link classes (about 2.3 is "just noticeable")
+MIN_DELTA_E = 15.0  # CIE76, between any two link classes (about 2.3 is "just noticeable")
 MIN_LIGHTNESS_STEP = 8.0  # L*, between classes adjacent in speed order
 MIN_DELTA_E_EXTRA = 15.0  # the diagonal ("X") and "not known" ("?") against every class and each other
 
@@ -50,7 +45,7 @@ def simulated_lab(colour: str, simulation: str) -> tuple[float, float, float]:
     """CIELAB (D65) of an sRGB '#rrggbb' as seen under ``simulation``."""
     h = colour.lstrip("#")
     assert len(h) == 6, colour
-    rgb = [_linear(int(h[i:i + 2], 16) / 255) for i in (0, 2, 4)]
+    rgb = [_linear(int(h[i : i + 2], 16) / 255) for i in (0, 2, 4)]
     m = SIMULATIONS[simulation]
     r, g, b = (min(1.0, max(0.0, sum(m[row][k] * rgb[k] for k in range(3)))) for row in range(3))
     x = 0.4124564 * r + 0.3575761 * g + 0.1804375 * b
@@ -78,8 +73,9 @@ def palette_problems(colours, simulation: str) -> list[str]:
             problems.append(f"classes {i} and {j}: delta-E76 {d:.1f} < {MIN_DELTA_E}")
     steps = [labs[i + 1][0] - labs[i][0] for i in range(len(labs) - 1)]
     if not (all(s >= MIN_LIGHTNESS_STEP for s in steps) or all(s <= -MIN_LIGHTNESS_STEP for s in steps)):
-        problems.append("lightness not monotone by at least "
-                        f"{MIN_LIGHTNESS_STEP} L*: steps {', '.join(f'{s:.1f}' for s in steps)}")
+        problems.append(
+            f"lightness not monotone by at least {MIN_LIGHTNESS_STEP} L*: steps {', '.join(f'{s:.1f}' for s in steps)}"
+        )
     return problems
 
 
@@ -118,7 +114,7 @@ def test_self_and_unknown_cells_stand_apart_from_every_class(simulation):
 
 
 def test_one_palette_keyed_by_class_in_speed_order():
-    assert tuple(LINK_ORDER[:len(LINK_CLASSES)]) == LINK_CLASSES
+    assert tuple(LINK_ORDER[: len(LINK_CLASSES)]) == LINK_CLASSES
     assert set(LINK_COLOURS) == set(LINK_ORDER)
     assert len({c.lower() for c in LINK_COLOURS.values()}) == len(LINK_COLOURS)
 
@@ -134,8 +130,12 @@ def _drawn(heat) -> list[str]:
 
 def _bad_p2p_cells(snap) -> set:
     read = snap.links.p2p["read"]
-    return {(f"GPU{snap.gpus[j].index}", f"GPU{snap.gpus[i].index}")
-            for i, row in enumerate(read) for j, v in enumerate(row) if v.strip().upper() not in ("OK", "X")}
+    return {
+        (f"GPU{snap.gpus[j].index}", f"GPU{snap.gpus[i].index}")
+        for i, row in enumerate(read)
+        for j, v in enumerate(row)
+        if v.strip().upper() not in ("OK", "X")
+    }
 
 
 def test_legend_lists_only_the_link_classes_drawn_in_their_palette_colours():
@@ -194,8 +194,11 @@ def test_p2p_not_ok_is_a_mark_over_cells_without_text_and_in_the_static_svg():
     assert marks.marker.symbol == "x" and marks.hoverinfo == "skip"  # clicks reach the cell under it
     svg = figure_svg(fig)
     root = ET.fromstring(svg)
-    crosses = [p for p in root.iter("{http://www.w3.org/2000/svg}path")
-               if p.get("stroke") == "#000000" and p.get("fill") == "none" and p.get("d", "").count("M") == 2]
+    crosses = [
+        p
+        for p in root.iter("{http://www.w3.org/2000/svg}path")
+        if p.get("stroke") == "#000000" and p.get("fill") == "none" and p.get("d", "").count("M") == 2
+    ]
     assert len(crosses) == len(marks.x) + 1  # a cross over each cell, one in the legend: a shape, not a dot
     assert P2P_NAME in "".join(root.itertext())
 

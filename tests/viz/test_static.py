@@ -5,6 +5,7 @@ on GitHub and in nbconvert's HTML offline, small and inert.
 Cells and colours are checked against the figure's z and the views' own
 palettes, not against the renderer's code; sizes are measured, nothing is
 timed."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -47,7 +48,7 @@ def assert_inert(root: ET.Element):
     """Nothing that runs: no script, no foreign element, no event handler, no link."""
     for el in root.iter():
         assert el.tag.startswith(NS), el.tag
-        assert el.tag[len(NS):] not in ("script", "foreignObject", "image", "a", "use", "style"), el.tag
+        assert el.tag[len(NS) :] not in ("script", "foreignObject", "image", "a", "use", "style"), el.tag
         for name in el.attrib:
             assert not name.lower().startswith("on") and "href" not in name, name
 
@@ -57,6 +58,7 @@ def expected_fills(z, palette, order) -> list[str]:
 
 
 # --- every builder on bundled machines ---------------------------------------------------
+
 
 @pytest.mark.parametrize("name", MACHINES)
 def test_topology_of_bundled_machines_is_one_rect_per_cell_in_the_link_colour(name):
@@ -115,7 +117,7 @@ def test_numa_ranks_keep_their_affinity_colours():
     # each rank keeps its status colour and its status shape (colour is never the only carrier)
     tag = {"circle": "circle", "square": "rect", "diamond": "polygon", "triangle-up": "polygon"}
     drawn = group(root, "scatter")[list(fig.data).index(ranks)]  # one group per scatter trace, in order
-    marks = [(el.tag[len(NS):], el.get("fill")) for el in drawn if el.tag[len(NS):] in set(tag.values())]
+    marks = [(el.tag[len(NS) :], el.get("fill")) for el in drawn if el.tag[len(NS) :] in set(tag.values())]
     assert marks == [(tag[s], c.lower()) for s, c in zip(ranks.marker.symbol, ranks.marker.color)]
     assert len(set(ranks.marker.symbol)) == len(set(ranks.marker.color)) > 1
     legend = "".join(group(root, "legend")[0].itertext())
@@ -175,6 +177,7 @@ def test_flight_recorder_alignment_and_pairing_figures():
 
 # --- escaping ----------------------------------------------------------------------------
 
+
 def test_markup_in_hostnames_labels_and_hover_is_text():
     snap = l40s_node(hostname=HOSTILE)
     snap = dataclasses.replace(snap, links=dataclasses.replace(snap.links, nic_names=("<b>nic</b>", 'x"y')))
@@ -194,11 +197,18 @@ def test_markup_in_hostnames_labels_and_hover_is_text():
 
 def test_hand_made_figure_with_markup_everywhere_stays_inert():
     evil = '</text><script>alert(1)</script><foreignObject>&amp;"\x00\x07'
-    fig = go.Figure(go.Heatmap(z=[[1, 2]], x=[evil, "b"], y=[evil], text=[[evil, evil]], texttemplate="%{text}",
-                               hovertext=[[evil, evil]]))
+    fig = go.Figure(
+        go.Heatmap(z=[[1, 2]], x=[evil, "b"], y=[evil], text=[[evil, evil]], texttemplate="%{text}", hovertext=[[evil, evil]])
+    )
     fig.add_trace(go.Scatter(x=[0], y=[0], text=[evil], mode="markers+text", name=evil))
-    fig.update_layout(title=evil, annotations=[dict(x=0, y=0, text=evil)], xaxis_title=evil, yaxis_title=evil,
-                      legend_title_text=evil, showlegend=True)
+    fig.update_layout(
+        title=evil,
+        annotations=[dict(x=0, y=0, text=evil)],
+        xaxis_title=evil,
+        yaxis_title=evil,
+        legend_title_text=evil,
+        showlegend=True,
+    )
     data = fig.to_plotly_json()  # colours plotly itself would refuse, as a dict from anywhere could hold
     data["data"][0]["colorscale"] = [[0, "red"], [1, 'blue" onload="x']]
     data["data"][1]["marker"] = {"color": '#fff" onclick="x', "symbol": '"><script>'}
@@ -210,6 +220,7 @@ def test_hand_made_figure_with_markup_everywhere_stays_inert():
 
 
 # --- bounded -----------------------------------------------------------------------------
+
 
 def test_tooltips_stop_past_the_budget_and_huge_figures_stay_small():
     small = parse(figure_svg(topology_figure(ncclnb.load("hgx-h100"))))
@@ -231,21 +242,28 @@ def test_tooltips_stop_past_the_budget_and_huge_figures_stay_small():
     assert not any(r.find(NS + "title") is not None for r in heat_rects(root))
     # 200,000 scatter points
     n = 200_000
-    svg = figure_svg(go.Figure(go.Scatter(x=list(range(n)), y=[i % 13 for i in range(n)], mode="markers",
-                                          hovertext=[str(i) for i in range(n)])))
+    svg = figure_svg(
+        go.Figure(
+            go.Scatter(x=list(range(n)), y=[i % 13 for i in range(n)], mode="markers", hovertext=[str(i) for i in range(n)])
+        )
+    )
     assert len(svg) < 1_500_000 and "points: every" in svg
 
 
 # --- what it does not draw -----------------------------------------------------------------
 
-@pytest.mark.parametrize("fig", [
-    go.Figure(go.Pie(values=[1, 2])),
-    go.Figure([go.Heatmap(z=[[1]]), go.Sankey()]),
-    {"data": [{"type": "heatmap", "z": "not a matrix"}], "layout": {"height": "tall"}},
-    {"data": "nonsense"},
-    None,
-    42,
-])
+
+@pytest.mark.parametrize(
+    "fig",
+    [
+        go.Figure(go.Pie(values=[1, 2])),
+        go.Figure([go.Heatmap(z=[[1]]), go.Sankey()]),
+        {"data": [{"type": "heatmap", "z": "not a matrix"}], "layout": {"height": "tall"}},
+        {"data": "nonsense"},
+        None,
+        42,
+    ],
+)
 def test_unsupported_or_odd_figures_give_a_note_not_an_exception(fig):
     svg = figure_svg(fig)
     root = parse(svg)
@@ -271,12 +289,12 @@ def test_bar_numeric_axes_and_continuous_scale():
 
 # --- views and saved notebooks -------------------------------------------------------------
 
+
 def test_views_carry_svg_and_no_plotly_js():
     from ncclnb.viz import dashboard, show_ranks, show_topology
     from ncclnb.viz import widgets
 
-    for view, figures in ((show_topology("hgx-h100"), 1), (dashboard("hgx-h100"), 2),
-                          (show_ranks("seed000-2node-a10g"), 1)):
+    for view, figures in ((show_topology("hgx-h100"), 1), (dashboard("hgx-h100"), 2), (show_ranks("seed000-2node-a10g"), 1)):
         bundle = view._repr_mimebundle_()
         assert set(bundle) <= {"text/plain", "text/html", widgets.WIDGET_MIME}
         html = bundle["text/html"]
@@ -298,16 +316,21 @@ def test_an_executed_notebook_of_views_is_small_and_shows_every_figure_in_nbconv
     pytest.importorskip("ipykernel")
     from nbconvert import HTMLExporter
 
-    cells = ["import ncclnb", "ncclnb.show_topology('hgx-h100')", "ncclnb.dashboard('hgx-h100')",
-             "ncclnb.show_ranks('seed000-2node-a10g')"]
+    cells = [
+        "import ncclnb",
+        "ncclnb.show_topology('hgx-h100')",
+        "ncclnb.dashboard('hgx-h100')",
+        "ncclnb.show_ranks('seed000-2node-a10g')",
+    ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     env = dict(IPYTHONDIR=str(tmp_path / "ipython"))
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
         # as JupyterLab saves by default: outputs, no widget state
-        nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", store_widget_state=False,
-                                resources={"metadata": {"path": str(tmp_path)}}).execute()
+        nbclient.NotebookClient(
+            nb, timeout=120, kernel_name="python3", store_widget_state=False, resources={"metadata": {"path": str(tmp_path)}}
+        ).execute()
     finally:
         for k, v in old.items():
             if v is None:

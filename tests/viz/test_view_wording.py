@@ -5,6 +5,7 @@ never "pid ?" / "NUMA ?"), and no "rank ≥ world size" shorthand. Every view of
 every bundled machine and report (its text and its static HTML), the views of
 the flight-recorder dumps, the summary, the magics' text forms and the CLI's
 `show` and `doctor` output are read."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -40,7 +41,7 @@ def _plain(markup: str) -> str:
 
 
 def _hits(text: str) -> list[str]:
-    return [text[max(0, m.start() - 40):m.end() + 20] for m in ARTEFACTS.finditer(text)]
+    return [text[max(0, m.start() - 40) : m.end() + 20] for m in ARTEFACTS.finditer(text)]
 
 
 def _views(target):
@@ -95,11 +96,15 @@ def test_views_of_every_bundled_machine_read_as_a_person_says(name):
 @pytest.mark.parametrize("name", _bundled())
 def test_summary_and_text_forms_read_as_a_person_says(name):
     target = load(name)
-    texts = {"summary": summary(target),
-             "topology": magics._topology_text(target), "numa": magics._numa_text(target),
-             "ranks": magics._ranks_text(target), "versions": magics._versions_text(target),
-             "findings": magics._findings_text(ncclnb.check(target), target),
-             "dashboard": magics._dashboard_text(target)}
+    texts = {
+        "summary": summary(target),
+        "topology": magics._topology_text(target),
+        "numa": magics._numa_text(target),
+        "ranks": magics._ranks_text(target),
+        "versions": magics._versions_text(target),
+        "findings": magics._findings_text(ncclnb.check(target), target),
+        "dashboard": magics._dashboard_text(target),
+    }
     if isinstance(target, ClusterReport):
         texts["jobmap"] = magics._jobmap_text(target)
         texts["links"] = magics._links_text(target)
@@ -123,7 +128,7 @@ def test_flight_recorder_views_and_the_doctor_read_as_a_person_says(scenario):
     for label, make in (("show_alignment", ncclnb.show_alignment), ("show_pairing", ncclnb.show_pairing)):
         try:
             view = make(run)
-        except ValueError:   # a scenario this view has nothing to show for
+        except ValueError:  # a scenario this view has nothing to show for
             continue
         for v in _all_views(view):
             hits += [(label, "text", h) for h in _hits(v.text or "")]

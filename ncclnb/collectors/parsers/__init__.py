@@ -12,6 +12,7 @@
 :func:`detect`, :func:`split_blocks` and :func:`parse_text` find these blocks
 in a paste that holds any number of them, in any order.
 """
+
 from ._common import ParseError, Partial
 from .collect_env import parse_collect_env
 from .detect import KINDS, Block, as_text, detect, hostnames_in, parse_block, parse_text, split_blocks
@@ -21,7 +22,22 @@ from .p2p import parse_p2p
 from .topo_m import parse_topo_m
 
 __all__ = [
-    "KINDS", "Block", "ParseError", "Partial", "as_text", "cuda_driver_versions", "detect",
-    "hostnames_in", "nccl_versions", "parse_block", "parse_collect_env", "parse_nccl_version",
-    "parse_nvidia_smi", "parse_p2p", "parse_text", "parse_topo_m", "peer_transports", "split_blocks",
+    "KINDS",
+    "Block",
+    "ParseError",
+    "Partial",
+    "as_text",
+    "cuda_driver_versions",
+    "detect",
+    "hostnames_in",
+    "nccl_versions",
+    "parse_block",
+    "parse_collect_env",
+    "parse_nccl_version",
+    "parse_nvidia_smi",
+    "parse_p2p",
+    "parse_text",
+    "parse_topo_m",
+    "peer_transports",
+    "split_blocks",
 ]

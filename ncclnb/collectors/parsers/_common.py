@@ -1,5 +1,6 @@
 """What every parser shares: the error type, the partial-facts value, and
 small helpers for cpulists and one-line messages."""
+
 from __future__ import annotations
 
 import re
@@ -34,15 +35,15 @@ def snippet(text: str, limit: int = 40) -> str:
 class Partial:
     """Facts one block of pasted text gave, keyed like the model's fields.
 
-    ``gpus`` maps the GPU index the text shows to ``Gpu`` field values;
-    ``host``, ``links`` and ``versions`` map field names of ``Host``,
-    ``Links`` and ``Versions`` to values. ``nics``/``env`` are ``None`` when
-    the block says nothing about them (an empty tuple/dict is a fact).
-    ``derived_numa_nodes`` are NUMA nodes inferred from GPU CPU affinity,
-    used only when no block lists the real ones. ``missing`` gives reasons
-    for facts the block shows as absent (``N/A``), GPU facts keyed by the GPU
-index the text shows (``gpus[3].numa_node``); ``notes`` are remarks on
-    where a fact came from, added to the snapshot's ``sources``."""
+        ``gpus`` maps the GPU index the text shows to ``Gpu`` field values;
+        ``host``, ``links`` and ``versions`` map field names of ``Host``,
+        ``Links`` and ``Versions`` to values. ``nics``/``env`` are ``None`` when
+        the block says nothing about them (an empty tuple/dict is a fact).
+        ``derived_numa_nodes`` are NUMA nodes inferred from GPU CPU affinity,
+        used only when no block lists the real ones. ``missing`` gives reasons
+        for facts the block shows as absent (``N/A``), GPU facts keyed by the GPU
+    index the text shows (``gpus[3].numa_node``); ``notes`` are remarks on
+        where a fact came from, added to the snapshot's ``sources``."""
 
     kind: str
     host: dict[str, Any] = field(default_factory=dict)
@@ -59,8 +60,8 @@ index the text shows (``gpus[3].numa_node``); ``notes`` are remarks on
 # ASCII digits only, everywhere a parser reads a number: `\d` and str.isdigit()
 # also take "١" and "³", which int() then reads or refuses with a bare ValueError
 CPULIST_RE = re.compile(r"[0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*")
-INDEX_DIGITS = 6      # GPU, NUMA node and NIC indices
-NUMBER_DIGITS = 18    # counts and sizes (CPUs, MiB, driver versions): below 2**63
+INDEX_DIGITS = 6  # GPU, NUMA node and NIC indices
+NUMBER_DIGITS = 18  # counts and sizes (CPUs, MiB, driver versions): below 2**63
 
 
 def to_int(digits: str, what: str, max_digits: int = NUMBER_DIGITS) -> int:
@@ -79,7 +80,7 @@ def is_number(text: str) -> bool:
 
 
 def cpulist_spans(text: str, what: str = "cpu list") -> tuple[Span, ...]:
-    """"0-3,8" -> ((0, 3), (8, 8)), never expanded; a malformed or too large
+    """ "0-3,8" -> ((0, 3), (8, 8)), never expanded; a malformed or too large
     list ("cpulist too large") is a ParseError."""
     try:
         return _spans(text, strict=True)

@@ -6,6 +6,7 @@ with its ``GPU Topology:`` block (a ``nvidia-smi topo -m``) and
 ``Environment Variables`` section. The CPU section is ``lscpu`` output,
 which gives the CPU model, the CPU count and each NUMA node's CPUs.
 """
+
 from __future__ import annotations
 
 import re
@@ -14,7 +15,14 @@ from typing import Optional
 from ...model import NumaNode
 from ..envvars import is_relevant, redact
 from ._common import (
-    CPULIST_RE, INDEX_DIGITS, ParseError, Partial, content_lines, cpulist_spans, is_number, to_int,
+    CPULIST_RE,
+    INDEX_DIGITS,
+    ParseError,
+    Partial,
+    content_lines,
+    cpulist_spans,
+    is_number,
+    to_int,
 )
 from .nccl_version import nccl_versions
 from .topo_m import is_header as is_topo_header, parse_topo_m
@@ -76,7 +84,7 @@ def parse_collect_env(text: str) -> Partial:
             continue
         if line.startswith("GPU Topology:"):
             in_topology = True
-            topo_lines = [line[len("GPU Topology:"):]]
+            topo_lines = [line[len("GPU Topology:") :]]
             continue
         gpu = _gpu_line(line)
         if gpu:
@@ -111,8 +119,11 @@ def parse_collect_env(text: str) -> Partial:
     missing: dict[str, str] = {}
     notes: dict[str, str] = {}
     versions: dict = {}
-    for field_name, key in (("torch", "PyTorch version"), ("torch_cuda", "CUDA used to build PyTorch"),
-                            ("driver", "Nvidia driver version")):
+    for field_name, key in (
+        ("torch", "PyTorch version"),
+        ("torch_cuda", "CUDA used to build PyTorch"),
+        ("driver", "Nvidia driver version"),
+    ):
         v = value(key)
         if v is not None:
             versions[field_name] = v
@@ -136,7 +147,7 @@ def parse_collect_env(text: str) -> Partial:
     os_name = value("OS")
     if os_name:
         arch = _ARCH_SUFFIX.search(os_name)
-        host["os"] = os_name[:arch.start()].rstrip() if arch else os_name
+        host["os"] = os_name[: arch.start()].rstrip() if arch else os_name
     platform_m = _PLATFORM.match(value("Python platform") or "")
     if platform_m:
         host["kernel"] = platform_m.group(1)
@@ -145,7 +156,7 @@ def parse_collect_env(text: str) -> Partial:
     if model:
         host["cpu_model"] = model
     count = value("CPU(s)")
-    if count and is_number(count):   # "³" or "４８" is not a CPU count
+    if count and is_number(count):  # "³" or "４８" is not a CPU count
         host["cpu_count"] = to_int(count, "collect_env: CPU(s)")
     if numa:
         host["numa_nodes"] = tuple(NumaNode(id=i, cpus=cpus) for i, cpus in sorted(numa.items()))
@@ -159,8 +170,7 @@ def parse_collect_env(text: str) -> Partial:
         topo = parse_topo_m("\n".join(topo_lines)) if any(is_topo_header(t) for t in topo_lines) else None
         if topo is not None:
             if gpus and set(topo.gpus) != set(gpus):
-                raise ParseError(
-                    f"collect_env: its GPU Topology shows {len(topo.gpus)} GPUs but its GPU list shows {len(gpus)}")
+                raise ParseError(f"collect_env: its GPU Topology shows {len(topo.gpus)} GPUs but its GPU list shows {len(gpus)}")
             for index, facts in topo.gpus.items():
                 gpus.setdefault(index, {}).update(facts)
             links, nics, derived = topo.links, topo.nics, topo.derived_numa_nodes
@@ -169,8 +179,18 @@ def parse_collect_env(text: str) -> Partial:
             for key, text_value in topo.notes.items():
                 notes.setdefault(key, text_value)
             notes["links"] = "the GPU Topology section (nvidia-smi topo -m)"
-    return Partial(kind=KIND, host=host, gpus=gpus, links=links, nics=nics, versions=versions, env=env,
-                   derived_numa_nodes=derived, missing=missing, notes=notes)
+    return Partial(
+        kind=KIND,
+        host=host,
+        gpus=gpus,
+        links=links,
+        nics=nics,
+        versions=versions,
+        env=env,
+        derived_numa_nodes=derived,
+        missing=missing,
+        notes=notes,
+    )
 
 
 def _key_value(line: str) -> Optional[tuple[str, str]]:
@@ -190,12 +210,12 @@ def _gpu_line(line: str) -> Optional[tuple[str, str]]:
     head = _GPU_HEAD.match(line)
     if not head:
         return None
-    name = line[head.end():].rstrip()
+    name = line[head.end() :].rstrip()
     if name.endswith(")"):
         # the " (UUID: ...)" that holds the final ")": the first one after the ")" before it
         start = line.rfind(")", 0, head.end() + len(name) - 1) + 1
         mark = line.find(" (UUID: ", max(start, head.end() + 1))
         if mark >= 0:
-            name = line[head.end():mark]
+            name = line[head.end() : mark]
     name = name.strip()
     return (head.group(1), name) if name else None

@@ -8,6 +8,7 @@ ends where its own structure ends; lines between blocks go with the block
 that follows them (so a ``$ nvidia-smi topo -p2p w`` prompt reaches the
 matrix it names). NCCL version lines are read wherever they are.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,6 +48,7 @@ _PROMPTS = (
 class Block:
     """One recognised output inside a paste: its kind id, its text (with the
     lines that led up to it) and the 1-based line where its own output starts."""
+
     kind: str
     text: str
     line: int
@@ -94,7 +96,7 @@ def _matrix_kind(lines: list[str], i: int) -> str:
     header = lines[i]
     if "Affinity" in header or any(not topo_m.GPU_RE.fullmatch(t) for t in header.split()):
         return "topo_m"
-    for line in lines[i + 1:i + 3]:
+    for line in lines[i + 1 : i + 3]:
         cells = line.split()[1:]
         if any(c in P2P_STATUSES and c != "X" for c in cells):
             return "p2p"
@@ -258,7 +260,9 @@ def _refuse_json(text: str) -> None:
     except RecursionError:
         raise ParseError("this is JSON nested too deeply (or starts like it), not nvidia-smi / topo / collect_env text") from None
     if isinstance(data, dict) and isinstance(data.get("schema"), str) and data["schema"].startswith("ncclnb."):
-        raise ParseError(f"this is an ncclnb JSON file (schema {data['schema']!r}), not pasted text: open it with ncclnb.load / ncclnb show")
+        raise ParseError(
+            f"this is an ncclnb JSON file (schema {data['schema']!r}), not pasted text: open it with ncclnb.load / ncclnb show"
+        )
     shape = "object with keys " + ", ".join(map(str, list(data)[:5])) if isinstance(data, dict) else type(data).__name__
     raise ParseError(f"this is JSON ({one_line(shape, 80)}), not nvidia-smi / topo / collect_env text")
 
@@ -266,4 +270,4 @@ def _refuse_json(text: str) -> None:
 def _nothing_found(text: str) -> str:
     first = next((ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")), "")
     where = f" (first line: {snippet(first)})" if first else " (only # comment lines)"
-    return ("no nvidia-smi, nvidia-smi topo -m / -p2p, collect_env or NCCL version output found" + where)
+    return "no nvidia-smi, nvidia-smi topo -m / -p2p, collect_env or NCCL version output found" + where

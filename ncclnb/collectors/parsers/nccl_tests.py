@@ -20,6 +20,7 @@ What the output gives, and where it goes:
 - ``NCCL_ALGO=...`` written anywhere in the text (an ``export`` or the
   command line) -> ``env``: it picks the reference row.
 """
+
 from __future__ import annotations
 
 import re
@@ -31,13 +32,19 @@ from ._common import ParseError
 from .nccl_version import peer_transports
 
 KIND = "nccl-tests output"
-_PERF_NAMES = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter",
-               "alltoall": "all_to_all"}
+_PERF_NAMES = {
+    "all_reduce": "all_reduce",
+    "all_gather": "all_gather",
+    "reduce_scatter": "reduce_scatter",
+    "alltoall": "all_to_all",
+}
 _PERF_RE = re.compile(r"\b([a-z_]+)_perf(?:_mpi)?\b")
-_RANK_RE = re.compile(r"^#\s*Rank\s+([0-9]{1,7})\s+Group\s+[0-9]+\s+Pid\s+([0-9]{1,10})\s+on\s+(\S{1,255})\s+device\s+"
-                      r"([0-9]{1,4})\s+\[([0-9A-Fa-fx:.]{1,32})\]\s+(.{1,120}?)\s*$")
+_RANK_RE = re.compile(
+    r"^#\s*Rank\s+([0-9]{1,7})\s+Group\s+[0-9]+\s+Pid\s+([0-9]{1,10})\s+on\s+(\S{1,255})\s+device\s+"
+    r"([0-9]{1,4})\s+\[([0-9A-Fa-fx:.]{1,32})\]\s+(.{1,120}?)\s*$"
+)
 _HEADER_RE = re.compile(r"^#\s+size\s+count\s+type\b.*\btime\s+algbw\s+busbw\b")
-_ITERS_RE = re.compile(r"#\s*nThread\b.*?(?<!warmup )(?<!agg )\biters:\s*([0-9]{1,7})\b")   # not "warmup iters", "agg iters"
+_ITERS_RE = re.compile(r"#\s*nThread\b.*?(?<!warmup )(?<!agg )\biters:\s*([0-9]{1,7})\b")  # not "warmup iters", "agg iters"
 _ALGO_RE = re.compile(r"\bNCCL_ALGO=([A-Za-z0-9_,;:^]{1,80})")
 _NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:e[-+]?[0-9]+)?")
 
@@ -55,15 +62,19 @@ def _collective(text: str, redop: Optional[str], ratio: Optional[float], n: Opti
     if known:
         return known.pop()
     if names:
-        raise ParseError(f"{KIND}: {sorted(names)[0]}_perf is not read (ncclnb reads all_reduce_perf, "
-                         "all_gather_perf, reduce_scatter_perf and alltoall_perf)")
+        raise ParseError(
+            f"{KIND}: {sorted(names)[0]}_perf is not read (ncclnb reads all_reduce_perf, "
+            "all_gather_perf, reduce_scatter_perf and alltoall_perf)"
+        )
     if ratio is not None and n and n > 1:
         if abs(ratio - 2 * (n - 1) / n) < 0.02:
             return "all_reduce"
         if abs(ratio - (n - 1) / n) < 0.02 and redop == "sum":
             return "reduce_scatter"
-    raise ParseError(f"{KIND}: which test this is cannot be told from the table: include the command line "
-                     "(./build/all_gather_perf ...) with the output")
+    raise ParseError(
+        f"{KIND}: which test this is cannot be told from the table: include the command line "
+        "(./build/all_gather_perf ...) with the output"
+    )
 
 
 def parse_nccl_tests(text: str, label: str = "nccl-tests output") -> ClusterReport:
@@ -78,19 +89,19 @@ def parse_nccl_tests(text: str, label: str = "nccl-tests output") -> ClusterRepo
     t_col = columns.index("time")
     redop_col = columns.index("redop") if "redop" in columns else None
     rows, redop = [], None
-    for line in lines[header_at + 1:]:
+    for line in lines[header_at + 1 :]:
         cells = line.split()
         if not cells or cells[0].startswith("#"):
             if rows and line.strip().startswith("# Avg bus bandwidth"):
                 break
             continue
         if not cells[0].isdigit() or len(cells) < t_col + 3:
-            continue   # NCCL INFO lines interleaved with the table
+            continue  # NCCL INFO lines interleaved with the table
         try:
-            size, time_us, algbw, busbw = int(cells[0]), *(float(c) for c in cells[t_col:t_col + 3])
+            size, time_us, algbw, busbw = int(cells[0]), *(float(c) for c in cells[t_col : t_col + 3])
         except ValueError:
             continue
-        if not all(_NUMBER.fullmatch(c) for c in cells[t_col:t_col + 3]):
+        if not all(_NUMBER.fullmatch(c) for c in cells[t_col : t_col + 3]):
             continue
         rows.append((size, time_us, algbw, busbw))
         if redop_col is not None and redop is None:
@@ -116,25 +127,37 @@ def parse_nccl_tests(text: str, label: str = "nccl-tests output") -> ClusterRepo
         gpus = {}
         for _, _, h, device, bus, name in ranks:
             if h == host:
-                gpus.setdefault(device, Gpu(index=device, cuda_index=device, name=name,
-                                            pci_bus_id=bus if ":" in bus else None))
-        snapshots.append(NodeSnapshot(
-            host=Host(hostname=host), gpus=tuple(gpus[d] for d in sorted(gpus)), origin="ingest",
-            sources={"gpus": KIND}, description=f"From the 'Using devices' lines of {label}: only the GPUs the "
-                                                "ranks used, nothing else of the node."))
+                gpus.setdefault(device, Gpu(index=device, cuda_index=device, name=name, pci_bus_id=bus if ":" in bus else None))
+        snapshots.append(
+            NodeSnapshot(
+                host=Host(hostname=host),
+                gpus=tuple(gpus[d] for d in sorted(gpus)),
+                origin="ingest",
+                sources={"gpus": KIND},
+                description=f"From the 'Using devices' lines of {label}: only the GPUs the ranks used, nothing else of the node.",
+            )
+        )
     world = n
-    table = [RankEntry(rank=r, host=h, world_size=world, pid=pid, cuda_index=device)
-             for r, pid, h, device, _, _ in sorted(ranks)]
+    table = [RankEntry(rank=r, host=h, world_size=world, pid=pid, cuda_index=device) for r, pid, h, device, _, _ in sorted(ranks)]
     iters = _ITERS_RE.search(text)
     algo = _ALGO_RE.findall(text)
     link = LinkTest(
-        backend="nccl", device="cuda", world_size=world, nodes=max(1, len(hosts)),
+        backend="nccl",
+        device="cuda",
+        world_size=world,
+        nodes=max(1, len(hosts)),
         iterations=int(iters.group(1)) if iters else 0,
-        results=tuple(LinkMeasurement(collective=collective, size_bytes=s, time_us=t, algbw_gbps=a, busbw_gbps=b)
-                      for s, t, a, b in rows),
+        results=tuple(
+            LinkMeasurement(collective=collective, size_bytes=s, time_us=t, algbw_gbps=a, busbw_gbps=b) for s, t, a, b in rows
+        ),
         transports=tuple(peer_transports(text)),
-        env={"NCCL_ALGO": algo[-1]} if algo else {})
-    return ClusterReport(snapshots=tuple(snapshots), ranks=tuple(table), links=(link,),
-                         description=f"{collective} from {label} ({KIND}, {how_many(world, 'rank')} on "
-                                     f"{how_many(max(1, len(hosts)), 'node')}); node facts are only the GPUs its "
-                                     "'Using devices' lines name.")
+        env={"NCCL_ALGO": algo[-1]} if algo else {},
+    )
+    return ClusterReport(
+        snapshots=tuple(snapshots),
+        ranks=tuple(table),
+        links=(link,),
+        description=f"{collective} from {label} ({KIND}, {how_many(world, 'rank')} on "
+        f"{how_many(max(1, len(hosts)), 'node')}); node facts are only the GPUs its "
+        "'Using devices' lines name.",
+    )

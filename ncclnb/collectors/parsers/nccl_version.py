@@ -15,6 +15,7 @@ Channel lines (:func:`peer_transports`), as NCCL 2.x prints them::
 ``src[dev] -> dst[dev]`` are global ranks with their CUDA device (older
 NCCL prints the bus id there instead: ``0[1b000]``).
 """
+
 from __future__ import annotations
 
 import re
@@ -28,8 +29,7 @@ KIND = "NCCL log"
 # ASCII digits (`\d` also takes "١"), version parts of at most 4 digits
 VERSION_RE = re.compile(r"\bNCCL version ([0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4})(?![0-9])((?:[-+][A-Za-z0-9_.]+)?)")
 CUDA_DRIVER_RE = re.compile(r"\bNCCL INFO cudaDriverVersion ([0-9]+)")
-PREFIX_RE = re.compile(
-    r"^\s*(?:\[[0-9]+\]\s*(?::\s*)?)?([A-Za-z0-9][A-Za-z0-9._-]*):([0-9]+):([0-9]+) \[[0-9]+\] NCCL ")
+PREFIX_RE = re.compile(r"^\s*(?:\[[0-9]+\]\s*(?::\s*)?)?([A-Za-z0-9][A-Za-z0-9._-]*):([0-9]+):([0-9]+) \[[0-9]+\] NCCL ")
 
 
 def nccl_versions(text: str) -> list[str]:
@@ -65,7 +65,8 @@ def log_hosts(text: str) -> list[str]:
 
 CHANNEL_RE = re.compile(
     r"\bNCCL INFO Channel ([0-9]{1,4})(?:/[0-9]{1,4})? ?: ?([0-9]{1,7})\[[0-9a-fA-F]{1,16}\] -> ([0-9]{1,7})"
-    r"\[[0-9a-fA-F]{1,16}\](?: \[(send|receive)\])? via ([A-Za-z0-9_./-]{1,80})")
+    r"\[[0-9a-fA-F]{1,16}\](?: \[(send|receive)\])? via ([A-Za-z0-9_./-]{1,80})"
+)
 
 
 def transport_kind(via: str) -> str:
@@ -92,10 +93,12 @@ def peer_transports(text: str) -> list[PeerTransport]:
         channel, src, dst, _, via = m.groups()
         key = (int(src), int(dst), transport_kind(via))
         if key not in seen:
-            seen[key] = (set(), line[m.start():].strip()[len("NCCL INFO "):][:300])
+            seen[key] = (set(), line[m.start() :].strip()[len("NCCL INFO ") :][:300])
         seen[key][0].add(int(channel))
-    return [PeerTransport(rank=r, peer=p, transport=t, channels=len(chans), line=first)
-            for (r, p, t), (chans, first) in sorted(seen.items())]
+    return [
+        PeerTransport(rank=r, peer=p, transport=t, channels=len(chans), line=first)
+        for (r, p, t), (chans, first) in sorted(seen.items())
+    ]
 
 
 def is_nccl_line(line: str) -> bool:

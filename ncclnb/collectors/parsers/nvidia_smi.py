@@ -6,6 +6,7 @@ GPU takes two or three ``|``-separated lines: name and bus id; memory use and
 compute mode; MIG mode (absent before driver 450). Only the first three
 cells are read, so the Processes table below never matches.
 """
+
 from __future__ import annotations
 
 import re
@@ -14,14 +15,18 @@ from ._common import INDEX_DIGITS, ParseError, Partial, content_lines, is_number
 
 KIND = "nvidia-smi"
 
-HEADER_RE = re.compile(
-    r"NVIDIA-SMI\s+(?P<smi>\S+)\s+Driver Version:\s*(?P<driver>\S+)(?:\s+CUDA Version:\s*(?P<cuda>\S+))?")
+HEADER_RE = re.compile(r"NVIDIA-SMI\s+(?P<smi>\S+)\s+Driver Version:\s*(?P<driver>\S+)(?:\s+CUDA Version:\s*(?P<cuda>\S+))?")
 FAILED_RE = re.compile(r"NVIDIA-SMI has failed.*|No devices were found")
 _PERSISTENCE = ("On", "Off", "WDDM", "TCC", "N/A")  # the last word of a GPU's name cell
 _BUS_CELL = re.compile(r"\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s+\S+\s*")
 _MEMORY = re.compile(r"(?<![0-9])([0-9]+)\s*MiB\s*/\s*([0-9]+)\s*MiB")  # starts only where a number does
-_COMPUTE = {"Default": "Default", "E. Process": "Exclusive_Process", "E. Thread": "Exclusive_Thread",
-            "Prohibited": "Prohibited", "Exclusive_Process": "Exclusive_Process"}
+_COMPUTE = {
+    "Default": "Default",
+    "E. Process": "Exclusive_Process",
+    "E. Thread": "Exclusive_Thread",
+    "Prohibited": "Prohibited",
+    "Exclusive_Process": "Exclusive_Process",
+}
 _COMPUTE_RE = re.compile(r"(Default|E\. Process|E\. Thread|Prohibited|Exclusive_Process)\s*$")
 
 
@@ -58,7 +63,7 @@ def parse_nvidia_smi(text: str) -> Partial:
         missing["versions.cuda_driver"] = "nvidia-smi shows no CUDA Version" + (" (N/A)" if cuda else "")
 
     gpus: dict[int, dict] = {}
-    body = lines[start + 1:]
+    body = lines[start + 1 :]
     i = 0
     while i < len(body):
         cells = _cells(body[i])
@@ -74,8 +79,11 @@ def parse_nvidia_smi(text: str) -> Partial:
         mem = _MEMORY.search(second[1]) if len(second) >= 3 else None
         if mem is None:
             raise ParseError(f"nvidia-smi: the entry of GPU {index} is cut short (no memory line after its name)")
-        facts = {"name": name_m[1], "pci_bus_id": bus_m.group(1),
-                 "memory_total_mib": to_int(mem.group(2), f"nvidia-smi: total memory (MiB) of GPU {index}")}
+        facts = {
+            "name": name_m[1],
+            "pci_bus_id": bus_m.group(1),
+            "memory_total_mib": to_int(mem.group(2), f"nvidia-smi: total memory (MiB) of GPU {index}"),
+        }
         comp = _COMPUTE_RE.search(second[2])
         if comp:
             facts["compute_mode"] = _COMPUTE[comp.group(1)]

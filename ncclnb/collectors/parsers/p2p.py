@@ -5,6 +5,7 @@ when the paste includes it (``$ nvidia-smi topo -p2p r``). Otherwise the
 caller may say, and failing that it is recorded as ``read`` (the capability
 NCCL's P2P transport needs first) with a note saying it was assumed.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,7 +22,7 @@ _COMMAND_RE = re.compile(r"(?:nvidia-smi\s+)?topo\s+(?:-p2p|--p2pstatus)[\s=]+([
 
 
 def capability_name(value: str) -> Optional[str]:
-    """"r" or "read" -> "read"; anything else -> None."""
+    """ "r" or "read" -> "read"; anything else -> None."""
     value = value.strip().lower()
     if value in CAPABILITIES:
         return CAPABILITIES[value]
@@ -46,7 +47,7 @@ def parse_p2p(text: str, capability: Optional[str] = None) -> Partial:
         raise ParseError("topo -p2p: GPU columns in the header are not in increasing order")
 
     rows: dict[str, tuple[str, ...]] = {}
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         tokens = line.split()
         if not tokens or tokens[0] not in columns:
             break
@@ -63,8 +64,7 @@ def parse_p2p(text: str, capability: Optional[str] = None) -> Partial:
         rows[label] = tuple(cells)
     absent = [c for c in columns if c not in rows]
     if absent:
-        raise ParseError(
-            f"topo -p2p: the header lists {len(columns)} GPUs but there is no row for {absent[0]} (text cut short?)")
+        raise ParseError(f"topo -p2p: the header lists {len(columns)} GPUs but there is no row for {absent[0]} (text cut short?)")
 
     cap, note = _capability(text, capability)
     notes = {f"links.p2p.{cap}": note} if note else {}

@@ -8,6 +8,7 @@ is a single word, so rows are split on any whitespace and checked cell by
 cell. The ``Legend`` is ignored; the ``NIC Legend`` maps ``NIC0`` to
 ``mlx5_0``.
 """
+
 from __future__ import annotations
 
 import re
@@ -16,7 +17,14 @@ from typing import Optional
 from ...model import Nic, NumaNode
 from ...model.cpulist import format_spans
 from ._common import (
-    CPULIST_RE, INDEX_DIGITS, ParseError, Partial, content_lines, cpulist_spans, snippet, to_int,
+    CPULIST_RE,
+    INDEX_DIGITS,
+    ParseError,
+    Partial,
+    content_lines,
+    cpulist_spans,
+    snippet,
+    to_int,
 )
 
 KIND = "nvidia-smi topo -m"
@@ -45,9 +53,7 @@ def is_header(line: str) -> bool:
     if len(tokens) == 1:
         return True
     second = tokens[1]
-    return bool(GPU_RE.fullmatch(second)) or second == "CPU" or (
-        DEVICE_RE.fullmatch(second) is not None and not _is_cell(second)
-    )
+    return bool(GPU_RE.fullmatch(second)) or second == "CPU" or (DEVICE_RE.fullmatch(second) is not None and not _is_cell(second))
 
 
 def _is_cell(token: str) -> bool:
@@ -68,7 +74,7 @@ def split_header(line: str) -> tuple[list[str], list[str]]:
     for name, _ in TRAILING:
         if rest.startswith(name):
             trailing.append(name)
-            rest = rest[len(name):].lstrip()
+            rest = rest[len(name) :].lstrip()
     if rest:
         raise ParseError(f"topo -m: unknown column {snippet(rest)} in the header")
     for dev in devices:
@@ -98,12 +104,12 @@ def parse_topo_m(text: str) -> Partial:
     devices, trailing = split_header(lines[start])
     n_dev = len(devices)
     gpu_cols = [d for d in devices if GPU_RE.fullmatch(d)]
-    nic_cols = devices[len(gpu_cols):]
+    nic_cols = devices[len(gpu_cols) :]
     width = n_dev + len(trailing)
 
     rows: dict[str, list[str]] = {}
     extra: dict[str, dict[str, str]] = {}
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         tokens = line.split()
         if not tokens or tokens[0] not in devices:
             break
@@ -122,8 +128,7 @@ def parse_topo_m(text: str) -> Partial:
             for (name, pattern), cell in zip([t for t in TRAILING if t[0] in trailing], cells[n_dev:]):
                 if cell != NA and not pattern.fullmatch(cell):
                     if len(cells) != expected:
-                        raise ParseError(
-                            f"topo -m: row {label} has {len(cells)} cells, header has {expected} columns")
+                        raise ParseError(f"topo -m: row {label} has {len(cells)} cells, header has {expected} columns")
                     raise ParseError(f"topo -m: row {label}: {name} {snippet(cell)} is not valid")
                 if name == "CPU Affinity" and cell != NA:
                     cpulist_spans(cell, f"topo -m: row {label}: CPU Affinity")  # refuse it before it is stored
@@ -132,18 +137,17 @@ def parse_topo_m(text: str) -> Partial:
         raise ParseError(f"topo -m: the header lists {n_dev} devices but no rows follow (text cut short?)")
     absent = [d for d in devices if d not in rows]
     if absent:
-        raise ParseError(
-            f"topo -m: the header lists {n_dev} devices but there is no row for {absent[0]} (text cut short?)")
+        raise ParseError(f"topo -m: the header lists {n_dev} devices but there is no row for {absent[0]} (text cut short?)")
 
     legend = {}
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         m = NIC_LEGEND_RE.fullmatch(line)
         if m:
             legend[m.group(1)] = m.group(2)
     nic_names = tuple(legend.get(c, c) for c in nic_cols)
 
     gpu_gpu = tuple(tuple(rows[g][j] for j in range(len(gpu_cols))) for g in gpu_cols)
-    gpu_nic = tuple(tuple(rows[g][len(gpu_cols):]) for g in gpu_cols) if nic_cols else ()
+    gpu_nic = tuple(tuple(rows[g][len(gpu_cols) :]) for g in gpu_cols) if nic_cols else ()
 
     gpus: dict[int, dict] = {}
     missing: dict[str, str] = {}
@@ -151,11 +155,11 @@ def parse_topo_m(text: str) -> Partial:
         index = gpu_index(g, "topo -m")
         cpu = extra[g].get("CPU Affinity")
         numa = extra[g].get("NUMA Affinity")
-        facts = {"cpu_affinity": cpu if cpu not in (None, NA) else None,
-                 "numa_node": (to_int(numa, f"topo -m: row {g}: NUMA Affinity", INDEX_DIGITS)
-                               if numa not in (None, NA) else None)}
-        for field_name, column, value in (("cpu_affinity", "CPU Affinity", cpu),
-                                          ("numa_node", "NUMA Affinity", numa)):
+        facts = {
+            "cpu_affinity": cpu if cpu not in (None, NA) else None,
+            "numa_node": (to_int(numa, f"topo -m: row {g}: NUMA Affinity", INDEX_DIGITS) if numa not in (None, NA) else None),
+        }
+        for field_name, column, value in (("cpu_affinity", "CPU Affinity", cpu), ("numa_node", "NUMA Affinity", numa)):
             if value == NA:
                 missing[f"gpus[{index}].{field_name}"] = f"nvidia-smi topo -m shows {column} N/A"
             elif value is None and column not in trailing:
@@ -197,7 +201,7 @@ def _check_cell(row: str, col: str, cell: str, n_cells: int, expected: int) -> N
 
 
 def gpu_index(name: str, where: str) -> int:
-    """"GPU3" -> 3; a GPU name with an index too long to be one is a ParseError."""
+    """ "GPU3" -> 3; a GPU name with an index too long to be one is a ParseError."""
     return to_int(GPU_RE.fullmatch(name).group(1), f"{where}: GPU index of {snippet(name, 24)}", INDEX_DIGITS)
 
 

@@ -1,5 +1,6 @@
 """Facts exchanged between ranks as JSON bytes in tensors (never pickle), and
 the cluster report rank 0 writes for the checks to read."""
+
 from __future__ import annotations
 
 import json
@@ -70,9 +71,7 @@ def write_report(job, snapshots, rank_entries, description: str) -> str:
     runner hands to the checks."""
     from ncclnb.model import ClusterReport, RankEntry
 
-    report = ClusterReport(snapshots=tuple(snapshots),
-                           ranks=tuple(RankEntry(**e) for e in rank_entries),
-                           description=description)
+    report = ClusterReport(snapshots=tuple(snapshots), ranks=tuple(RankEntry(**e) for e in rank_entries), description=description)
     path = os.path.join(job.run_dir, "report.json")
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(report.to_dict(), fh, indent=1)

@@ -1,5 +1,6 @@
 """A training loop cut to the bone, shared by the workers: a tiny model whose
 gradients are averaged with all_reduce, as DDP does."""
+
 from __future__ import annotations
 
 

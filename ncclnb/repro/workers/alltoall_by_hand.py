@@ -19,6 +19,7 @@ Before posting its isend/irecv each rank prints its plan as one line
 receive): gloo's flight recorder does not record isend/irecv, so these lines
 are what ``ncclnb doctor`` and ``ncclnb.show_pairing`` pair after the hang.
 """
+
 from __future__ import annotations
 
 from ncclnb.guard.p2p import log_p2p_plan
@@ -43,22 +44,28 @@ def train(job: Job) -> None:
     world, me = job.world_size, job.rank
     counts = routed_counts(world)
     job.init_process_group()
-    if job.arg("leave_before_plan") == me:   # a rank that dies between init and the exchange (tests)
+    if job.arg("leave_before_plan") == me:  # a rank that dies between init and the exchange (tests)
         job.say(f"rank {me}: leaving before the exchange")
         job.leave(3)
     send = {p: torch.full((counts[me][p], HIDDEN), float(me), device=job.device) for p in range(world) if p != me}
     if method == "unpaired":
         # what the exchange below posts: a send only where there are tokens, a receive from every peer
-        log_p2p_plan(sends={p: (counts[me][p], HIDDEN) for p in send if counts[me][p]},
-                     recvs={p: (counts[p][me] or 1, HIDDEN) for p in send}, dtype="float32", rank=me)
+        log_p2p_plan(
+            sends={p: (counts[me][p], HIDDEN) for p in send if counts[me][p]},
+            recvs={p: (counts[p][me] or 1, HIDDEN) for p in send},
+            dtype="float32",
+            rank=me,
+        )
     if job.arg("guard", False):
         from ncclnb.guard import check_p2p_plan
 
         # the plan of exactly what the exchange below posts: the unpaired one receives from every
         # peer; the paired one only where the peer's count says a send will come
         paired = method != "unpaired"
-        check_p2p_plan(sends={p: (counts[me][p], HIDDEN) for p in send if counts[me][p]},
-                       recvs={p: (counts[p][me] or 1, HIDDEN) for p in send if counts[p][me] or not paired})
+        check_p2p_plan(
+            sends={p: (counts[me][p], HIDDEN) for p in send if counts[me][p]},
+            recvs={p: (counts[p][me] or 1, HIDDEN) for p in send if counts[p][me] or not paired},
+        )
     if method == "all_to_all_single":
         inp = torch.cat([send.get(p, torch.zeros(0, HIDDEN, device=job.device)) for p in range(world)])
         in_splits = [counts[me][p] if p != me else 0 for p in range(world)]
@@ -71,8 +78,12 @@ def train(job: Job) -> None:
         mine = torch.tensor([counts[me][p] for p in range(world)], dtype=torch.int64, device=job.device)
         theirs = torch.zeros_like(mine)
         dist.all_to_all_single(theirs, mine)
-        log_p2p_plan(sends={p: (counts[me][p], HIDDEN) for p in send if counts[me][p]},
-                     recvs={p: (int(theirs[p]), HIDDEN) for p in send if int(theirs[p])}, dtype="float32", rank=me)
+        log_p2p_plan(
+            sends={p: (counts[me][p], HIDDEN) for p in send if counts[me][p]},
+            recvs={p: (int(theirs[p]), HIDDEN) for p in send if int(theirs[p])},
+            dtype="float32",
+            rank=me,
+        )
         ops, bufs = [], []
         for p in range(world):
             if p != me and counts[me][p]:
@@ -88,10 +99,10 @@ def train(job: Job) -> None:
         for p in range(world):
             if p == me:
                 continue
-            if counts[me][p]:                 # the bug: no send when there is nothing to send ...
+            if counts[me][p]:  # the bug: no send when there is nothing to send ...
                 reqs.append(dist.isend(send[p], dst=p))
             bufs.append(torch.zeros(counts[p][me] or 1, HIDDEN, device=job.device))
-            reqs.append(dist.irecv(bufs[-1], src=p))   # ... but a receive from every peer
+            reqs.append(dist.irecv(bufs[-1], src=p))  # ... but a receive from every peer
         for req in reqs:
             req.wait()
         received = sum(b.shape[0] for b in bufs)

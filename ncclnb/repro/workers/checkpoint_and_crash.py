@@ -10,6 +10,7 @@
 
 Knobs: ``mode`` ("slow_rank", "crash" or "none"), ``who``, ``at``, ``save_s``.
 """
+
 from __future__ import annotations
 
 import time
@@ -28,7 +29,7 @@ def train(job: Job) -> None:
         if step == at and job.rank == who:
             if mode == "crash":
                 job.say(f"rank {job.rank}: step {step}: building a batch")
-                torch.empty(1 << 60, dtype=torch.uint8)          # fails: no machine has an exabyte
+                torch.empty(1 << 60, dtype=torch.uint8)  # fails: no machine has an exabyte
             if mode == "slow_rank":
                 save_s = job.arg("save_s", job.timeout_s + 3)
                 job.say(f"rank {job.rank}: step {step}: saving a checkpoint ({save_s:g} s)")

@@ -19,6 +19,7 @@ Knobs: ``visible`` (the CUDA_VISIBLE_DEVICES value), ``set_device``, ``machine``
 physical GPU this rank would use on the recorded machine, on NCCL with the
 GPU it really uses).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -44,34 +45,56 @@ def train(job: Job) -> None:
             torch.cuda.set_device(job.local_rank)
         logical = torch.cuda.current_device()
     else:
-        logical = job.local_rank if set_device else 0   # CUDA's current device until set_device
+        logical = job.local_rank if set_device else 0  # CUDA's current device until set_device
     job.device = f"cuda:{logical}" if job.backend == "nccl" else "cpu"
     gpu = physical[logical] if logical < len(physical) else "?"
-    guess = job.rank % max(1, len(physical))   # ProcessGroupNCCL's barrier guess with no device known
-    job.say(f"rank {job.rank} (LOCAL_RANK {job.local_rank}) under CUDA_VISIBLE_DEVICES={visible}: "
-            f"tensors on cuda:{logical} = physical GPU {gpu}"
-            + ("" if set_device else f" (torch.cuda.set_device was never called; barrier() would guess "
-                                     f"cuda:{guess} = physical GPU {physical[guess]})"))
+    guess = job.rank % max(1, len(physical))  # ProcessGroupNCCL's barrier guess with no device known
+    job.say(
+        f"rank {job.rank} (LOCAL_RANK {job.local_rank}) under CUDA_VISIBLE_DEVICES={visible}: "
+        f"tensors on cuda:{logical} = physical GPU {gpu}"
+        + (
+            ""
+            if set_device
+            else f" (torch.cuda.set_device was never called; barrier() would guess cuda:{guess} = physical GPU {physical[guess]})"
+        )
+    )
     job.init_process_group()
     if job.arg("guard", False):
         from ncclnb.checks._facts import NodeFacts
         from ncclnb.guard import check_devices
 
         if job.backend == "nccl":
-            check_devices()   # the GPU this process really uses
-        else:   # the recorded machine's GPU behind cuda:<logical>, as ncclnb reads CUDA_VISIBLE_DEVICES
+            check_devices()  # the GPU this process really uses
+        else:  # the recorded machine's GPU behind cuda:<logical>, as ncclnb reads CUDA_VISIBLE_DEVICES
             seen = NodeFacts(machine).visible()
             gpu_facts = seen[logical] if logical < len(seen) else None
-            check_devices(device={"host": machine.hostname, "logical": logical,
-                                  "index": gpu_facts.index if gpu_facts else gpu,
-                                  "uuid": gpu_facts.uuid if gpu_facts else None,
-                                  "bus_id": gpu_facts.pci_bus_id if gpu_facts else None})
-    entry = dict(rank=job.rank, host=machine.hostname, local_rank=job.local_rank, world_size=job.world_size,
-                 node_rank=job.node_rank, pid=os.getpid(), cuda_index=logical)
+            check_devices(
+                device={
+                    "host": machine.hostname,
+                    "logical": logical,
+                    "index": gpu_facts.index if gpu_facts else gpu,
+                    "uuid": gpu_facts.uuid if gpu_facts else None,
+                    "bus_id": gpu_facts.pci_bus_id if gpu_facts else None,
+                }
+            )
+    entry = dict(
+        rank=job.rank,
+        host=machine.hostname,
+        local_rank=job.local_rank,
+        world_size=job.world_size,
+        node_rank=job.node_rank,
+        pid=os.getpid(),
+        cuda_index=logical,
+    )
     entries = gather_json(job, entry)
     if job.rank == 0:
-        write_report(job, [machine], entries, "Written by the seed-001 reproduction: the ranks' devices as each "
-                     "rank reported them; the node is the recorded seed001-10x-pcie machine.")
+        write_report(
+            job,
+            [machine],
+            entries,
+            "Written by the seed-001 reproduction: the ranks' devices as each "
+            "rank reported them; the node is the recorded seed001-10x-pcie machine.",
+        )
     train_steps(job, steps=job.arg("steps", 5))
 
 

@@ -10,6 +10,7 @@ Knobs: ``environment`` ("lightning" or "custom"), ``num_nodes``, ``preflight``
 (run ``ncclnb.guard.preflight`` with the rank and world size the environment
 computed, before joining).
 """
+
 from __future__ import annotations
 
 import os

@@ -9,6 +9,7 @@ joining, with ``preflight_deadline_s``); ``ncclnb_init`` (join with the
 drop-in ``ncclnb.guard.init_process_group``: launch check, then versions and
 NCCL_* settings compared across ranks).
 """
+
 from __future__ import annotations
 
 from ncclnb.repro.job import Job
@@ -16,8 +17,10 @@ from ncclnb.repro.workers._train import train_steps
 
 
 def train(job: Job) -> None:
-    job.say(f"rank {job.rank} of {job.world_size}: joining {job.backend} group at "
-            f"{__import__('os').environ.get('MASTER_ADDR')}:{__import__('os').environ.get('MASTER_PORT')}")
+    job.say(
+        f"rank {job.rank} of {job.world_size}: joining {job.backend} group at "
+        f"{__import__('os').environ.get('MASTER_ADDR')}:{__import__('os').environ.get('MASTER_PORT')}"
+    )
     if job.arg("preflight", False):
         from ncclnb.guard import preflight
 

@@ -16,13 +16,14 @@ Knobs: ``seeded`` (the fix: one seed for every rank), ``guard`` (compare the
 ranks' step counts with ``ncclnb.guard.assert_same`` at step 0), ``examples``,
 ``batch``.
 """
+
 from __future__ import annotations
 
 import random
 
 from ncclnb.repro.job import Job
 
-MAX_LEN = 48        # the preprocessing drops examples longer than this
+MAX_LEN = 48  # the preprocessing drops examples longer than this
 
 
 def make_dataset(n: int) -> list:
@@ -42,10 +43,9 @@ def train_test_split(data: list, test_size: int, seed=None, entropy: int = 0) ->
 
 def rank_batches(job: Job, seeded: bool, n: int, batch: int) -> tuple[list, int]:
     data = make_dataset(n)
-    train, _test = train_test_split(data, test_size=n // 10, seed=1234 if seeded else None,
-                                    entropy=1000 + job.rank)
+    train, _test = train_test_split(data, test_size=n // 10, seed=1234 if seeded else None, entropy=1000 + job.rank)
     train = [ex for ex in train if ex[1] <= MAX_LEN]
-    shard = train[job.rank::job.world_size]
+    shard = train[job.rank :: job.world_size]
     return shard, -(-len(shard) // batch)
 
 
@@ -55,13 +55,15 @@ def train(job: Job) -> None:
 
     seeded = bool(job.arg("seeded", False))
     shard, batches = rank_batches(job, seeded, job.arg("examples", 283), job.arg("batch", 8))
-    job.say(f"rank {job.rank}: {len(shard)} training examples, {batches} batches "
-            f"(split {'with seed 1234' if seeded else 'without a seed'})")
+    job.say(
+        f"rank {job.rank}: {len(shard)} training examples, {batches} batches "
+        f"(split {'with seed 1234' if seeded else 'without a seed'})"
+    )
     job.init_process_group()
     if job.arg("guard", False):
         from ncclnb.guard import assert_same
 
-        assert_same(steps_per_epoch=batches)   # every rank must run the same number of collectives
+        assert_same(steps_per_epoch=batches)  # every rank must run the same number of collectives
     torch.manual_seed(0)
     model = torch.nn.Linear(16, 16).to(job.device)
     for step in range(batches):
@@ -72,7 +74,7 @@ def train(job: Job) -> None:
     job.say(f"rank {job.rank}: training done after {batches} steps; saving the model")
     flat = torch.cat([p.detach().flatten() for p in model.parameters()])
     gathered = torch.zeros(flat.numel() * job.world_size, device=job.device)
-    dist.all_gather_into_tensor(gathered, flat)   # what FSDP's full state dict does (_ALLGATHER_BASE)
+    dist.all_gather_into_tensor(gathered, flat)  # what FSDP's full state dict does (_ALLGATHER_BASE)
     job.say(f"rank {job.rank}: saved")
 
 

@@ -13,6 +13,7 @@ Knob ``guard``: right after init, ``ncclnb.guard.compare_across_ranks`` with
 this node's recorded versions (``versions=``): it stops every rank of both
 nodes, naming the versions each side runs.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -37,23 +38,36 @@ def node_facts():
 def train(job: Job) -> None:
     snap = node_facts()
     v = snap.versions
-    job.say(f"rank {job.rank} on node {job.node_rank} ({snap.hostname}, recorded facts): torch {v.torch}, "
-            f"NCCL {v.nccl_torch or v.nccl_loaded}, CUDA {v.torch_cuda}")
+    job.say(
+        f"rank {job.rank} on node {job.node_rank} ({snap.hostname}, recorded facts): torch {v.torch}, "
+        f"NCCL {v.nccl_torch or v.nccl_loaded}, CUDA {v.torch_cuda}"
+    )
     job.init_process_group()
     if job.arg("guard", False):
         from ncclnb.guard import compare_across_ranks
 
         compare_across_ranks(versions={"torch": v.torch, "cuda": v.torch_cuda, "nccl": v.nccl_torch or v.nccl_loaded})
-    entry = dict(rank=job.rank, host=snap.hostname, local_rank=job.local_rank, world_size=job.world_size,
-                 node_rank=job.node_rank, pid=os.getpid(), cuda_index=job.local_rank)
+    entry = dict(
+        rank=job.rank,
+        host=snap.hostname,
+        local_rank=job.local_rank,
+        world_size=job.world_size,
+        node_rank=job.node_rank,
+        pid=os.getpid(),
+        cuda_index=job.local_rank,
+    )
     entries = gather_json(job, {"entry": entry, "snapshot": snap.to_dict() if job.local_rank == 0 else None})
     if job.rank == 0:
         from ncclnb.model import NodeSnapshot
 
         snapshots = [NodeSnapshot.from_dict(e["snapshot"]) for e in entries if e["snapshot"]]
-        write_report(job, snapshots, [e["entry"] for e in entries],
-                     "Written by the seed-002 reproduction: live ranks of a two-node torchrun job on loopback; "
-                     "each node's facts are a recorded snapshot (NCCLNB_REPRO_FACTS).")
+        write_report(
+            job,
+            snapshots,
+            [e["entry"] for e in entries],
+            "Written by the seed-002 reproduction: live ranks of a two-node torchrun job on loopback; "
+            "each node's facts are a recorded snapshot (NCCLNB_REPRO_FACTS).",
+        )
     train_steps(job, steps=job.arg("steps", 5))
 
 

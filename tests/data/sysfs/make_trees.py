@@ -9,6 +9,7 @@ as in real sysfs) and created when a test copies the tree
 (``tests/collect/conftest.py``). Run ``python tests/data/sysfs/make_trees.py``
 to rewrite the trees after changing this file.
 """
+
 from __future__ import annotations
 
 import json
@@ -89,13 +90,25 @@ def l40s_2socket() -> Tree:
     even = ",".join(str(c) for c in range(0, 128, 2))
     odd = ",".join(str(c) for c in range(1, 128, 2))
     t.file("etc/hostname", "shockwave")
-    t.file("etc/os-release", 'NAME="Ubuntu"\nVERSION="22.04.5 LTS (Jammy Jellyfish)"\nPRETTY_NAME="Ubuntu 22.04.5 LTS"\nID=ubuntu')
+    t.file(
+        "etc/os-release", 'NAME="Ubuntu"\nVERSION="22.04.5 LTS (Jammy Jellyfish)"\nPRETTY_NAME="Ubuntu 22.04.5 LTS"\nID=ubuntu'
+    )
     t.file("sys/devices/system/cpu/present", "0-127")
-    for node, cpus in ((0, "0,2,4,6,8,10,12,14,16,18,20,22,24,26,28,30,32,34,36,38,40,42,44,46,48,50,52,54,56,58,60,62,64,66,68,70,72,74,76,78,80,82,84,86,88,90,92,94,96,98,100,102,104,106,108,110,112,114,116,118,120,122,124,126"),
-                       (1, "1,3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,35,37,39,41,43,45,47,49,51,53,55,57,59,61,63,65,67,69,71,73,75,77,79,81,83,85,87,89,91,93,95,97,99,101,103,105,107,109,111,113,115,117,119,121,123,125,127")):
+    for node, cpus in (
+        (
+            0,
+            "0,2,4,6,8,10,12,14,16,18,20,22,24,26,28,30,32,34,36,38,40,42,44,46,48,50,52,54,56,58,60,62,64,66,68,70,72,74,76,78,80,82,84,86,88,90,92,94,96,98,100,102,104,106,108,110,112,114,116,118,120,122,124,126",
+        ),
+        (
+            1,
+            "1,3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,35,37,39,41,43,45,47,49,51,53,55,57,59,61,63,65,67,69,71,73,75,77,79,81,83,85,87,89,91,93,95,97,99,101,103,105,107,109,111,113,115,117,119,121,123,125,127",
+        ),
+    ):
         t.file(f"sys/devices/system/node/node{node}/cpulist", cpus)
-        t.file(f"sys/devices/system/node/node{node}/meminfo",
-               f"Node {node} MemTotal:       528151620 kB\nNode {node} MemFree:        498000000 kB")
+        t.file(
+            f"sys/devices/system/node/node{node}/meminfo",
+            f"Node {node} MemTotal:       528151620 kB\nNode {node} MemFree:        498000000 kB",
+        )
     t.file("sys/devices/system/node/online", "0-1")
     # GPUs, one per root complex
     for host_bridge, root_port, gpu, numa, cpus in (
@@ -117,13 +130,19 @@ def l40s_2socket() -> Tree:
     t.netdev("eno1", type_=1, operstate="up", mtu=1500, speed="10000", device_dir=eno1)
     t.netdev("docker0", type_=1, operstate="down", mtu=1500, speed=None, device_dir=None)
     t.netdev("lo", type_=772, operstate="unknown", mtu=65536, speed=None, device_dir=None)
-    t.file("ncclnb-addresses.json", json.dumps({
-        "eno1": ["10.20.0.11/24", "fe80::3eec:efff:fe12:3456/64"],
-        "ib0": ["192.168.100.11/24"],
-        "ens2f1np1": ["192.168.200.11/24"],
-        "docker0": ["172.17.0.1/16"],
-        "lo": ["127.0.0.1/8", "::1/128"],
-    }, indent=1))
+    t.file(
+        "ncclnb-addresses.json",
+        json.dumps(
+            {
+                "eno1": ["10.20.0.11/24", "fe80::3eec:efff:fe12:3456/64"],
+                "ib0": ["192.168.100.11/24"],
+                "ens2f1np1": ["192.168.200.11/24"],
+                "docker0": ["172.17.0.1/16"],
+                "lo": ["127.0.0.1/8", "::1/128"],
+            },
+            indent=1,
+        ),
+    )
     # IOMMU on, identity (passthrough) domains
     t.file("sys/class/iommu/dmar0/uevent", "")
     for group in (0, 1, 2):
@@ -159,16 +178,21 @@ def container_eth0() -> Tree:
 def procfs() -> Tree:
     """/proc files of the container above (cgroup v1, Docker's default limits)."""
     t = Tree("procfs-container", procfs.__doc__)
-    t.file("cpuinfo", "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7543 32-Core Processor\n\n"
-                      "processor\t: 1\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7543 32-Core Processor")
+    t.file(
+        "cpuinfo",
+        "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7543 32-Core Processor\n\n"
+        "processor\t: 1\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7543 32-Core Processor",
+    )
     t.file("sys/kernel/osrelease", "5.15.0-105-generic")
     t.file("cmdline", "BOOT_IMAGE=/vmlinuz-5.15.0-105-generic root=/dev/mapper/vg-root ro quiet")
     t.file("1/cgroup", "12:pids:/docker/3f2a9c1d7b6e\n11:memory:/docker/3f2a9c1d7b6e\n0::/")
-    t.file("self/limits",
-           "Limit                     Soft Limit           Hard Limit           Units     \n"
-           "Max cpu time              unlimited            unlimited            seconds   \n"
-           "Max open files            1048576              1048576              files     \n"
-           "Max locked memory         65536                65536                bytes     ")
+    t.file(
+        "self/limits",
+        "Limit                     Soft Limit           Hard Limit           Units     \n"
+        "Max cpu time              unlimited            unlimited            seconds   \n"
+        "Max open files            1048576              1048576              files     \n"
+        "Max locked memory         65536                65536                bytes     ",
+    )
     return t
 
 

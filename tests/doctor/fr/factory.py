@@ -17,6 +17,7 @@ torch 2.13 (and what ``torch/distributed/flight_recorder/components`` reads):
 - a batch (``batch_isend_irecv``, coalesced collectives) shares one sequence
   id and ends with an ``nccl:coalesced`` entry.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,15 @@ T0_NS = 1_700_000_000_000_000_000
 class RankTrace:
     """The flight recorder of one rank, filled op by op."""
 
-    def __init__(self, rank: int, groups: Optional[dict] = None, *, nccl_version: str = "2.21.5",
-                 timeout_ms: int = 600_000, t0_ns: int = T0_NS):
+    def __init__(
+        self,
+        rank: int,
+        groups: Optional[dict] = None,
+        *,
+        nccl_version: str = "2.21.5",
+        timeout_ms: int = 600_000,
+        t0_ns: int = T0_NS,
+    ):
         self.rank = rank
         # pg name -> (desc, global ranks); "0" is the default group
         self.groups = groups or {"0": ("default_pg", (0, 1, 2, 3))}
@@ -50,8 +58,7 @@ class RankTrace:
         self.now_ns += int(seconds * 1e9)
         return self
 
-    def _entry(self, pg: str, name: str, in_sizes, out_sizes, dtype: str, state: str,
-               is_p2p: bool) -> dict:
+    def _entry(self, pg: str, name: str, in_sizes, out_sizes, dtype: str, state: str, is_p2p: bool) -> dict:
         self._op_id[pg] += 1
         self.now_ns += 1_000_000
         desc = self.groups[pg][0]
@@ -81,9 +88,16 @@ class RankTrace:
         self.entries.append(entry)
         return entry
 
-    def collective(self, op: str, sizes: Sequence[Sequence[int]] = ((1024,),), *,
-                   out_sizes: Optional[Sequence[Sequence[int]]] = None, dtype: str = "Float",
-                   pg: str = "0", state: str = "completed") -> RankTrace:
+    def collective(
+        self,
+        op: str,
+        sizes: Sequence[Sequence[int]] = ((1024,),),
+        *,
+        out_sizes: Optional[Sequence[Sequence[int]]] = None,
+        dtype: str = "Float",
+        pg: str = "0",
+        state: str = "completed",
+    ) -> RankTrace:
         """One collective on group ``pg`` (bumps its collective_seq_id)."""
         self._coll_seq[pg] += 1
         self._entry(pg, op, sizes, sizes if out_sizes is None else out_sizes, dtype, state, False)
@@ -103,15 +117,13 @@ class RankTrace:
         # NCCL records the one tensor of a send or a recv as both input and output.
         self._entry(pg, name, sizes, sizes, dtype, state, True)
 
-    def send(self, peer: int, sizes=((1024,),), *, dtype: str = "Float", pg: str = "0",
-             state: str = "completed") -> RankTrace:
+    def send(self, peer: int, sizes=((1024,),), *, dtype: str = "Float", pg: str = "0", state: str = "completed") -> RankTrace:
         """A blocking send to group rank ``peer``."""
         self._p2p_seq[pg] += 1
         self._p2p("send", peer, sizes, dtype, pg, state)
         return self
 
-    def recv(self, peer: int, sizes=((1024,),), *, dtype: str = "Float", pg: str = "0",
-             state: str = "completed") -> RankTrace:
+    def recv(self, peer: int, sizes=((1024,),), *, dtype: str = "Float", pg: str = "0", state: str = "completed") -> RankTrace:
         """A blocking receive from group rank ``peer``."""
         self._p2p_seq[pg] += 1
         self._p2p("recv", peer, sizes, dtype, pg, state)
@@ -130,12 +142,17 @@ class RankTrace:
         return {
             "version": "2.10",
             "comm_lib_version": self.nccl_version,
-            "pg_config": {pg: {"name": pg, "desc": desc, "ranks": json.dumps(list(ranks))}
-                          for pg, (desc, ranks) in self.groups.items()},
-            "pg_status": {pg: {"last_enqueued_collective": str(self._coll_seq[pg]),
-                               "last_started_collective": str(self._coll_seq[pg]),
-                               "last_completed_collective": str(self._coll_seq[pg])}
-                          for pg in self.groups},
+            "pg_config": {
+                pg: {"name": pg, "desc": desc, "ranks": json.dumps(list(ranks))} for pg, (desc, ranks) in self.groups.items()
+            },
+            "pg_status": {
+                pg: {
+                    "last_enqueued_collective": str(self._coll_seq[pg]),
+                    "last_started_collective": str(self._coll_seq[pg]),
+                    "last_completed_collective": str(self._coll_seq[pg]),
+                }
+                for pg in self.groups
+            },
             "nccl_comm_state": {},
             "entries": self.entries,
         }
@@ -152,8 +169,7 @@ def dumps(traces: Iterable[RankTrace], prefix: str = "nccl_trace_rank") -> list[
     return [(f"{prefix}{t.rank}.json", t.dump()) for t in traces]
 
 
-def all_to_all_p2p(traces: Sequence[RankTrace], numel: int = 256, *,
-                   peer_of=None, batched: bool = True) -> None:
+def all_to_all_p2p(traces: Sequence[RankTrace], numel: int = 256, *, peer_of=None, batched: bool = True) -> None:
     """A hand-written all-to-all: every rank sends to and receives from every
     other one. ``peer_of(rank, step, n) -> (send_to, recv_from)`` lets a test
     break the peer arithmetic on some rank, as in seed 004."""

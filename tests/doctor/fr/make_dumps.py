@@ -19,6 +19,7 @@ watchdog timeout with TORCH_NCCL_DUMP_ON_TIMEOUT), with stack frames.
 
     python tests/doctor/fr/make_dumps.py --pickle --out tests/doctor/fr/pickled desync
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,7 +33,7 @@ import time
 from pathlib import Path
 
 WORLD_SIZE = 3
-TIMEOUT_S = 5          # gloo collective timeout; also the slow rank's excuse
+TIMEOUT_S = 5  # gloo collective timeout; also the slow rank's excuse
 SCENARIOS = ("healthy", "desync", "size_mismatch", "slow_rank", "late_rank")
 HERE = Path(__file__).resolve().parent
 
@@ -88,8 +89,12 @@ def _worker(name: str, rank: int, world_size: int, port: int, out: Path) -> None
     code = 0
     try:
         dist.init_process_group(
-            "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-            world_size=world_size, timeout=datetime.timedelta(seconds=TIMEOUT_S))
+            "gloo",
+            init_method=f"tcp://127.0.0.1:{port}",
+            rank=rank,
+            world_size=world_size,
+            timeout=datetime.timedelta(seconds=TIMEOUT_S),
+        )
         _run_scenario(name, rank, world_size)
     except _DumpNow:
         code = 0
@@ -112,8 +117,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def run(name: str, out_root: Path, world_size: int = WORLD_SIZE, limit_s: float = 60.0,
-        pickle: bool = False) -> dict[int, int]:
+def run(name: str, out_root: Path, world_size: int = WORLD_SIZE, limit_s: float = 60.0, pickle: bool = False) -> dict[int, int]:
     """Run scenario ``name`` and write ``out_root/name/rank<N>.json`` (and
     ``rank<N>.pkl`` with ``pickle``).
 
@@ -125,14 +129,15 @@ def run(name: str, out_root: Path, world_size: int = WORLD_SIZE, limit_s: float 
         old.unlink()
     port = _free_port()
     env = dict(os.environ)
-    env["TORCH_FR_BUFFER_SIZE"] = "2000"   # explicit, though gloo records by default in 2.13
+    env["TORCH_FR_BUFFER_SIZE"] = "2000"  # explicit, though gloo records by default in 2.13
     env.pop("TORCH_DISTRIBUTED_DEBUG", None)
     env["NCCLNB_FR_PICKLE"] = "1" if pickle else "0"
     procs = [
         subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), "--worker", name, str(r),
-             str(world_size), str(port), str(out)],
-            env=env, start_new_session=True)
+            [sys.executable, str(Path(__file__).resolve()), "--worker", name, str(r), str(world_size), str(port), str(out)],
+            env=env,
+            start_new_session=True,
+        )
         for r in range(world_size)
     ]
     deadline = time.monotonic() + limit_s
@@ -144,7 +149,7 @@ def run(name: str, out_root: Path, world_size: int = WORLD_SIZE, limit_s: float 
             except subprocess.TimeoutExpired:
                 codes[r] = -9
     finally:
-        for p in procs:   # kill only what this run started, by process group
+        for p in procs:  # kill only what this run started, by process group
             if p.poll() is None:
                 try:
                     os.killpg(p.pid, signal.SIGKILL)

@@ -9,6 +9,7 @@ as the ranks wrote them (the runner's ``result.json`` and hidden files are
 left out); ``.expected.json`` names the category and culprit ranks the
 scenario defines. Paths inside the logs name the machine that recorded them.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,10 +32,17 @@ def record(name: str) -> None:
     for path in sorted(Path(result.run_dir).iterdir()):
         if path.is_file() and not path.name.startswith(".") and path.name != "result.json":
             shutil.copyfile(path, out / path.name)
-    (out / ".expected.json").write_text(json.dumps(
-        {"category": scenario.expected_category, "culprit_ranks": list(scenario.culprit_ranks),
-         "recorded_with": f"ncclnb.reproduce({name!r}) on {result.backend}, exit codes {result.exit_codes}"},
-        indent=2) + "\n")
+    (out / ".expected.json").write_text(
+        json.dumps(
+            {
+                "category": scenario.expected_category,
+                "culprit_ranks": list(scenario.culprit_ranks),
+                "recorded_with": f"ncclnb.reproduce({name!r}) on {result.backend}, exit codes {result.exit_codes}",
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     top = result.diagnosis.top if result.diagnosis else None
     print(f"{name}: {top.category if top else None} {list(top.ranks) if top else []} -> {out}")
 
