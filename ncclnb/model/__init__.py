@@ -4,7 +4,7 @@ from ._serde import SchemaError
 from .cluster import REPORT_SCHEMA, ClusterReport, LinkMeasurement, LinkTest, PairMeasurement, PeerTransport, RankEntry
 from .diagnosis import DIAGNOSIS_SCHEMA, Diagnosis, RankStatus
 from .repro import REPRO_SCHEMA, VARIANTS, RankExit, ReproResult
-from .findings import CATEGORIES, SEVERITIES, Evidence, Finding
+from .findings import CATEGORIES, SEVERITIES, Evidence, Finding, GpuRef, LinkRef
 from .node import (
     NODE_SCHEMA,
     UNLIMITED,
@@ -35,6 +35,8 @@ __all__ = [
     "RankStatus",
     "Evidence",
     "Finding",
+    "GpuRef",
+    "LinkRef",
     "Gpu",
     "Host",
     "Library",

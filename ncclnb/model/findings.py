@@ -36,6 +36,24 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class GpuRef:
+    """A GPU a finding is about: its host and NVML index (``Gpu.index``)."""
+
+    host: str
+    index: int
+
+
+@dataclass(frozen=True)
+class LinkRef:
+    """A link a finding is about: two endpoints on one host, named as
+    ``nvidia-smi topo -m`` names them (``GPU0``, ``NIC1``)."""
+
+    host: str
+    a: str
+    b: str
+
+
+@dataclass(frozen=True)
 class Finding:
     rule: str
     category: str
@@ -48,6 +66,10 @@ class Finding:
     docs: str = ""  # the guided notebook or page that teaches this failure
     ranks: tuple[int, ...] = ()  # global ranks the finding blames
     hosts: tuple[str, ...] = ()
+    gpus: tuple[GpuRef, ...] = ()  # GPUs the finding is about (a view marks them)
+    links: tuple[LinkRef, ...] = ()
+    # the rule this finding is another reading of ("also consistent with"); "" for a finding in its own right
+    alternative_of: str = ""
 
     def __post_init__(self):
         if self.category not in CATEGORIES:
