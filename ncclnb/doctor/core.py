@@ -589,9 +589,9 @@ class _Collector:
                 continue
             row = self.rows.pop(key)
             into = self.rows.setdefault(r, _RankRow())
-            for f in ("host", "local_rank", "pid", "nccl_version", "last_seq", "last_op", "source"):
-                if getattr(into, f) is None:
-                    setattr(into, f, getattr(row, f))
+            for attr in ("host", "local_rank", "pid", "nccl_version", "last_seq", "last_op", "source"):
+                if getattr(into, attr) is None:
+                    setattr(into, attr, getattr(row, attr))
             if row.first_error and (into.first_error is None or row.first_error_at < into.first_error_at):
                 into.first_error, into.first_error_at, into.first_rule = row.first_error, row.first_error_at, row.first_rule
         for key, (n, r, lr) in self.pid_rank.items():
@@ -663,7 +663,7 @@ class _Collector:
                     findings.append((_TIER_ALTERNATIVE, round(f.confidence * 0.6, 3), h.first, _alternative(f, alt)))
         if folded:
             for i, (tier, conf, first, g) in enumerate(findings):
-                if g.rule == card:
+                if g.rule == card and not g.alternative_of:
                     findings[i] = (tier, conf, first, self._fold(g, folded))
                     break
         self._first_failure(findings)
@@ -742,14 +742,17 @@ class _Collector:
         findings.sort(key=lambda t: (t[0], -t[1], t[2]))
         ordered, seen = [], set()
         for _, _, _, f in findings:
-            if f.rule in seen:
+            key = (f.rule, f.category) if f.alternative_of else f.rule  # one finding per rule, one alternative per category
+            if key in seen:
                 continue
-            if f.rule.count("~") and any(o.category == f.category and "~" not in o.rule for o in ordered):
+            if f.alternative_of and any(o.category == f.category and not o.alternative_of for o in ordered):
                 continue  # an alternative already covered by a real finding above it
-            seen.add(f.rule)
+            seen.add(key)
             ordered.append(f)
         ordered = [
-            f for f in ordered if not ("~" in f.rule and any(o.category == f.category and "~" not in o.rule for o in ordered))
+            f
+            for f in ordered
+            if not (f.alternative_of and any(o.category == f.category and not o.alternative_of for o in ordered))
         ]
         table, cut = self._rank_table(statuses, {r for f in ordered for r in f.ranks})
         if cut:
@@ -808,7 +811,7 @@ class _Collector:
                 continue
             rules = {row.first_rule for row in crashed.values()}
             for j, (tier_j, conf_j, first_j, g) in enumerate(findings):
-                if g.rule in rules and tier_j != _TIER_FIRST_FAILURE:
+                if g.rule in rules and not g.alternative_of and tier_j != _TIER_FIRST_FAILURE:
                     blamed = tuple(sorted(r for r, row in crashed.items() if row.first_rule == g.rule))
                     findings[j] = (
                         _TIER_FIRST_FAILURE,
@@ -843,7 +846,7 @@ class _Collector:
             return
         tier, conf, first, g = findings[card]
         findings[card] = (tier, conf, first, self._fold(g, [h]))
-        findings[:] = [t for t in findings if t[3].rule.split("~")[0] != h.sig.id]
+        findings[:] = [t for t in findings if t[3].rule != h.sig.id]  # its finding and its alternatives
 
     def _fold(self, card: Finding, folded: list) -> Finding:
         """``card`` with the evidence of the hits ``folded`` into it, its title naming the ranks that printed them."""
@@ -1077,7 +1080,7 @@ class _Collector:
             p2p = [r for r, row in rows.items() if row is not None and row.first_rule in _P2P_WAIT_RULES]
             if crashed:
                 for i, (tier_i, conf, first, g) in enumerate(findings):
-                    if g.rule in {row.first_rule for row in crashed.values()}:
+                    if g.rule in {row.first_rule for row in crashed.values()} and not g.alternative_of:
                         blamed = tuple(sorted(r for r, row in crashed.items() if row.first_rule == g.rule))
                         g = replace(g, ranks=blamed, title=g.title + f"; rank {_span(blamed)} failed first")
                         findings[i] = (_TIER_FIRST_FAILURE, max(conf, f.confidence), first, g)
@@ -1288,8 +1291,10 @@ def _detail(groups: dict, count: int) -> str:
 
 
 def _alternative(f: Finding, category: str) -> Finding:
+    """``f`` read as a sign of ``category``: the same rule, lower confidence."""
     return Finding(
-        rule=f"{f.rule}~{category}",
+        rule=f.rule,
+        alternative_of=f.rule,
         category=category,
         severity="info",
         confidence=round(f.confidence * 0.6, 3),

@@ -79,11 +79,12 @@ def findings_html(findings: Iterable[Finding], title: str = "Findings", limit: i
 def _more_findings(rest: list) -> str:
     if not rest:
         return ""
-    groups: dict[tuple[str, str], list] = {}
+    groups: dict[tuple[str, str, str], list] = {}
     for f in rest:
-        groups.setdefault((f.severity, f.rule), []).append(f)
+        # an alternative reading of a rule is counted apart from the rule's own findings, one row per category
+        groups.setdefault((f.severity, f.rule, f.category if f.alternative_of else ""), []).append(f)
     rows = []
-    for (severity, rule), fs in groups.items():
+    for (severity, rule, _), fs in groups.items():
         hosts = list(dict.fromkeys(h for f in fs for h in f.hosts[:1]))
         colour = SEVERITY_COLOURS.get(severity, "#636363")
         rows.append(
