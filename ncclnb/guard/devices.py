@@ -17,6 +17,7 @@ import re
 import socket
 from typing import Mapping, Optional
 
+from ..model.derive import visible_entry
 from . import _compare as cmp
 from ._dist import all_gather_bytes, device_for, group_ranks, torch_dist
 from .errors import GuardError
@@ -46,17 +47,6 @@ def norm_bus_id(text: Optional[str]) -> Optional[str]:
     if not m:
         return None
     return f"{int(m.group('dom') or '0', 16):04x}:{int(m.group('bus'), 16):02x}:{int(m.group('dev'), 16):02x}.{m.group('fn')}"
-
-
-def visible_entry(logical: int, environ: Mapping) -> Optional[str]:
-    """The ``CUDA_VISIBLE_DEVICES`` entry CUDA calls ``cuda:<logical>`` (an
-    index, a GPU or MIG UUID), ``str(logical)`` when the variable is unset,
-    None when it hides that device."""
-    value = environ.get("CUDA_VISIBLE_DEVICES")
-    if value is None:
-        return str(logical)
-    entries = [e.strip() for e in value.split(",")] if value.strip() else []
-    return entries[logical] if 0 <= logical < len(entries) and entries[logical] else None
 
 
 def _logical(device) -> Optional[int]:
@@ -120,7 +110,7 @@ def device_identity(device=None, environ: Optional[Mapping] = None, torch=None) 
             if not cuda:
                 return None
             logical = torch.cuda.current_device()
-        entry = visible_entry(logical, environ)
+        entry = visible_entry(environ.get("CUDA_VISIBLE_DEVICES"), logical)
         ident = {"l": logical}
         if entry is not None and entry.startswith(("GPU-", "MIG-")):
             ident["u"] = entry

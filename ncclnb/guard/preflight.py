@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
+from ..model.derive import visible_count, visible_problems
 from . import _compare as cmp
 from .errors import GuardError
 
@@ -90,29 +91,20 @@ def launch_facts(environ: Optional[Mapping] = None) -> LaunchFacts:
     return LaunchFacts("none", None, None, None, None, None, None, environ.get("MASTER_ADDR"), _num(environ, "MASTER_PORT"))
 
 
+_WHY = {
+    "repeat": "names {entry} twice: two logical GPUs would be one device",
+    "absent": "GPU {entry} does not exist on this node ({gpus} GPUs); CUDA hides it and every entry after it",
+    "empty": "an empty entry; CUDA hides every entry after it",
+    "form": "{entry!r} is neither a GPU index nor a GPU/MIG UUID; CUDA hides it and every entry after it",
+}
+
+
 def _visible_devices(environ: Mapping, physical: Optional[int]) -> list[str]:
-    problems = []
     value = environ.get("CUDA_VISIBLE_DEVICES")
-    if value is None or not value.strip():
-        return problems
-    entries = [e.strip() for e in value.split(",")]
-    seen = set()
-    for i, entry in enumerate(entries):
-        if entry in seen:
-            problems.append(f"CUDA_VISIBLE_DEVICES={value} names {entry} twice: two logical GPUs would be one device")
-        seen.add(entry)
-        if entry.isascii() and entry.isdigit():
-            if physical is not None and int(entry) >= physical:
-                problems.append(
-                    f"CUDA_VISIBLE_DEVICES={value}: GPU {entry} does not exist on this node "
-                    f"({physical} GPUs); CUDA hides it and every entry after it"
-                )
-        elif not entry.startswith(("GPU-", "MIG-")):
-            problems.append(
-                f"CUDA_VISIBLE_DEVICES={value}: {entry!r} is neither a GPU index nor a GPU/MIG UUID; "
-                "CUDA hides it and every entry after it"
-            )
-    return problems
+    return [
+        f"CUDA_VISIBLE_DEVICES={value}" + (" " if why == "repeat" else ": ") + _WHY[why].format(entry=entry, gpus=physical)
+        for entry, why in visible_problems(value, physical)
+    ]
 
 
 def _resolve(host: str, deadline_s: float) -> Optional[str]:
@@ -192,13 +184,14 @@ def preflight(
         problems.append(f"world size {world} is not {facts.nodes} nodes x {lws} processes per node")
     if (backend or "").lower() == "nccl":
         if gpus is None:
-            from ..repro.runner import visible_gpu_count  # counts /proc/driver/nvidia/gpus: touches no GPU
+            from ..repro.runner import driver_gpu_count  # counts /proc/driver/nvidia/gpus: touches no GPU
 
-            gpus = visible_gpu_count(environ)
+            gpus = driver_gpu_count()
         problems += _visible_devices(environ, gpus or None)
-        if lr is not None and gpus is not None and lr >= gpus:
+        visible = None if gpus is None else visible_count(environ.get("CUDA_VISIBLE_DEVICES"), gpus)
+        if lr is not None and visible is not None and lr >= visible:
             problems.append(
-                f"local rank {lr} but only {gpus} GPU{'' if gpus == 1 else 's'} visible: ranks would share a GPU "
+                f"local rank {lr} but only {visible} GPU{'' if visible == 1 else 's'} visible: ranks would share a GPU "
                 "(NCCL: Duplicate GPU detected) or fail with invalid device ordinal"
             )
         if lws and lws > 1:

@@ -75,11 +75,11 @@ def read_visible(
     if cuda_visible_devices is _FROM_SNAPSHOT:
         cuda_visible_devices = (snap.env or {}).get("CUDA_VISIBLE_DEVICES") if snap is not None else None
     value = cuda_visible_devices if isinstance(cuda_visible_devices, str) else None
-    if value is None:
+    entries = split_visible(value)
+    if entries is None:
         return VisibleDevices(None, tuple(range(len(listed))))
-    if not value.strip():
+    if not entries:
         return VisibleDevices(value, ())
-    entries = [e.strip() for e in value.split(",")]
     lookup = _UuidLookup(listed, mig_uuids)
     chosen: list[int] = []
     seen: set[int] = set()
@@ -90,6 +90,68 @@ def read_visible(
         chosen.append(pos)
         seen.add(pos)
     return VisibleDevices(value, tuple(chosen))
+
+
+def split_visible(value: Optional[str]) -> Optional[tuple[str, ...]]:
+    """``CUDA_VISIBLE_DEVICES`` as CUDA splits it: entries stripped of
+    surrounding whitespace; None when unset, () when blank (no GPU)."""
+    if value is None:
+        return None
+    if not value.strip():
+        return ()
+    return tuple(e.strip() for e in value.split(","))
+
+
+def visible_entry(value: Optional[str], logical: int) -> Optional[str]:
+    """The entry CUDA calls ``cuda:<logical>`` (an index or a GPU/MIG UUID, as
+    written) where the GPUs themselves are not known (inside a running job);
+    ``str(logical)`` when the variable is unset; None when no entry reaches
+    that far (CUDA stops at the first empty entry)."""
+    entries = split_visible(value)
+    if entries is None:
+        return str(logical)
+    if "" in entries:
+        entries = entries[: entries.index("")]
+    return entries[logical] if 0 <= logical < len(entries) else None
+
+
+_UUID_TEXT = re.compile(r"(?:MIG-)?(?:GPU-)?[0-9A-Fa-f][0-9A-Fa-f-]*(?:/[0-9]+/[0-9]+)?")
+
+
+def visible_problems(value: Optional[str], gpu_count: Optional[int]) -> tuple[tuple[str, str], ...]:
+    """What can be told wrong with ``CUDA_VISIBLE_DEVICES`` knowing only how
+    many GPUs the driver lists (``gpu_count``; None: unknown), before CUDA
+    reads it: ``(entry, why)`` pairs, ``why`` one of ``"repeat"`` (an entry
+    named twice), ``"absent"`` (an index this node does not have), ``"empty"``
+    and ``"form"`` (neither an index nor a UUID). CUDA hides each such entry
+    and every entry after it; UUIDs are not checked here (no GPU list)."""
+    return tuple((entry, why) for _, entry, why in _entry_problems(value, gpu_count))
+
+
+def visible_count(value: Optional[str], gpu_count: int) -> int:
+    """How many GPUs CUDA enumerates when the driver lists ``gpu_count`` and
+    only that is known: the entries before the first one
+    :func:`visible_problems` finds wrong (UUIDs taken as resolving)."""
+    entries = split_visible(value)
+    if entries is None:
+        return gpu_count
+    first = next((k for k, _, _ in _entry_problems(value, gpu_count)), len(entries))
+    return min(first, gpu_count)
+
+
+def _entry_problems(value: Optional[str], gpu_count: Optional[int]):
+    seen: set[str] = set()
+    for k, entry in enumerate(split_visible(value) or ()):
+        if entry in seen:
+            yield k, entry, "repeat"
+        seen.add(entry)
+        if not entry:
+            yield k, entry, "empty"
+        elif _DIGITS.fullmatch(entry):
+            if gpu_count is not None and int(entry) >= gpu_count:
+                yield k, entry, "absent"
+        elif not _UUID_TEXT.fullmatch(entry):
+            yield k, entry, "form"
 
 
 def visible_gpus(

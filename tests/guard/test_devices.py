@@ -11,7 +11,8 @@ import pytest
 
 from _launch import launch
 from ncclnb.doctor import diagnose
-from ncclnb.guard.devices import decode_row, device_identity, devices_report, encode_row, norm_bus_id, visible_entry
+from ncclnb.guard.devices import decode_row, device_identity, devices_report, encode_row, norm_bus_id
+from ncclnb.model.derive import visible_entry
 
 WORKER = Path(__file__).with_name("_devices_worker.py")
 WORLD = 4
@@ -105,8 +106,11 @@ def test_the_doctor_reads_the_real_logs(four):
 
 def test_visible_devices_map_logical_to_physical():
     env = {"CUDA_VISIBLE_DEVICES": "6,7,GPU-8f3a,9"}
-    assert [visible_entry(i, env) for i in range(5)] == ["6", "7", "GPU-8f3a", "9", None]
-    assert visible_entry(2, {}) == "2"
+    assert [visible_entry(env["CUDA_VISIBLE_DEVICES"], i) for i in range(5)] == ["6", "7", "GPU-8f3a", "9", None]
+    assert visible_entry(None, 2) == "2"
+    # CUDA stops at the first empty entry: nothing after it is a device
+    assert [visible_entry("3,,4", i) for i in range(3)] == ["3", None, None]
+    assert device_identity(0, {"CUDA_VISIBLE_DEVICES": "3,,4"})["i"] == "3"
     assert device_identity(1, env)["i"] == "7" and device_identity(1, env)["l"] == 1
     assert device_identity("cuda:2", env)["u"] == "GPU-8f3a"
     assert device_identity(7, env) is None  # hidden by CUDA_VISIBLE_DEVICES: nothing to compare

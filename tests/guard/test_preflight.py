@@ -65,6 +65,9 @@ def test_a_healthy_launch_passes():
         (dict(TORCHRUN, CUDA_VISIBLE_DEVICES="6,7,7,8"), {"backend": "nccl", "gpus": 10}, "names 7 twice"),
         (dict(TORCHRUN, CUDA_VISIBLE_DEVICES="0,9,1"), {"backend": "nccl", "gpus": 8}, "GPU 9 does not exist"),
         (dict(TORCHRUN, LOCAL_RANK="3"), {"backend": "nccl", "gpus": 2}, "local rank 3 but only 2 GPUs visible"),
+        # CUDA stops at GPU 9, so 1 GPU is visible to local rank 1
+        (dict(TORCHRUN, CUDA_VISIBLE_DEVICES="0,9,1"), {"backend": "nccl", "gpus": 8}, "only 1 GPU visible"),
+        (dict(TORCHRUN, CUDA_VISIBLE_DEVICES="0,gpu1"), {"backend": "nccl", "gpus": 8}, "'gpu1' is neither"),
     ],
 )
 def test_each_problem_is_named(env, kwargs, message):
@@ -124,3 +127,23 @@ def test_a_rank_whose_store_host_never_started_stops_in_seconds(tmp_path):
     result = run(scenario, "broken", keep=str(tmp_path / "run"))
     assert not result.completed and not result.deadline_hit
     assert result.diagnosis.top.rule == "ncclnb_preflight_store" and result.diagnosis.top.ranks == (0,)
+
+
+def test_visible_devices_counted_against_the_node_not_the_visible_count():
+    # 10 GPUs on the node, 4 visible: 6..9 exist (the visible count must not stand in for the node's)
+    env = dict(TORCHRUN, CUDA_VISIBLE_DEVICES="6,7,8,9")
+    assert preflight(env, check_store=False, backend="nccl", gpus=10).local_rank == 1
+
+
+def test_derive_reads_the_entries_alone():
+    from ncclnb.model.derive import visible_count, visible_problems
+
+    assert visible_problems("6,7,7,8", 10) == (("7", "repeat"),)
+    assert visible_problems("0,9,1", 8) == (("9", "absent"),)
+    assert visible_problems("GPU-8f3a,8f3a-77,MIG-GPU-8f3a/1/0", 2) == ()
+    assert visible_problems("0,,1", None) == (("", "empty"),)
+    assert visible_count(None, 4) == 4
+    assert visible_count("0,9,1", 8) == 1
+    assert visible_count("2,3", 8) == 2
+    assert visible_count("0,1,2,3,4", 2) == 2
+    assert visible_count("", 4) == 0
