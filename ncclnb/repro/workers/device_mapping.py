@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
+from ncclnb.model.derive import split_visible
 from ncclnb.repro.job import Job
 from ncclnb.repro.workers._facts import gather_json, write_report
 from ncclnb.repro.workers._train import train_steps
@@ -37,7 +38,7 @@ def train(job: Job) -> None:
     set_device = bool(job.arg("set_device", False))
     machine = load_facts(job.arg("machine", "seed001-10x-pcie"))
     machine = dataclasses.replace(machine, env={**machine.env, "CUDA_VISIBLE_DEVICES": visible})
-    physical = [v.strip() for v in visible.split(",")]
+    physical = list(split_visible(visible) or ())  # entries as CUDA reads them (model.derive)
     if job.backend == "nccl":
         import torch
 
