@@ -8,9 +8,13 @@ import pytest
 
 import ncclnb.recorded as machines_pkg
 from ncclnb.recorded import DATA, load, machines
-from ncclnb.recorded.build import RECIPES, main as build_main, to_json
+from tests._tools import load_tool
+
 from ncclnb.model import ClusterReport, NodeSnapshot, SchemaError, nvlink_count
 from tests.conftest import CAPTURES
+
+build_recorded = load_tool("build_recorded")
+RECIPES, build_main, to_json = build_recorded.RECIPES, build_recorded.main, build_recorded.to_json
 
 REQUIRED = [
     "hgx-h100",
@@ -59,7 +63,7 @@ def test_build_check_notices_a_stale_file(tmp_path, monkeypatch, capsys):
     for path in DATA.glob("*.json"):
         (stale / path.name).write_text(path.read_text())
     (stale / "aws-p5.json").write_text((stale / "aws-p5.json").read_text().replace('"NV18"', '"NV12"', 1))
-    monkeypatch.setattr("ncclnb.recorded.build.DATA", stale)
+    monkeypatch.setattr(build_recorded, "DATA", stale)
     assert build_main(["--check", "--fixtures", str(CAPTURES)]) == 1
     assert "aws-p5: differs from a fresh ingest" in capsys.readouterr().out
 

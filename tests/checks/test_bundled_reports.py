@@ -2,8 +2,12 @@
 
 import pytest
 
-from ncclnb.recorded import build_reports, load
+from ncclnb.recorded import load
+from tests._tools import load_tool
+
 from ncclnb.model import ClusterReport
+
+build_reports = load_tool("build_reports")
 
 
 def test_bundled_reports_are_up_to_date():

@@ -1,9 +1,9 @@
 """Build the bundled cluster reports from the bundled recorded snapshots.
 
-    python -m ncclnb.recorded.build_reports [--check]
+    .venv/bin/python tools/build_reports.py [--check]
 
-Each report is *constructed*: real recorded machines (``data/<name>.json``,
-built by ``build.py`` from public captures) placed side by side, with the
+Each report is *constructed*: real recorded machines (``ncclnb/recorded/data/<name>.json``,
+built by ``tools/build_recorded.py`` from public captures) placed side by side, with the
 rank table, environment and versions that a seed incident describes. The
 ``description`` of each says so. ``--check`` rebuilds them in memory and
 exits 1 if a bundled file differs (run by the tests, so the JSON cannot
@@ -16,10 +16,9 @@ import argparse
 import dataclasses
 import json
 import sys
-from pathlib import Path
 from typing import Callable, Optional
 
-from ..model import (
+from ncclnb.model import (
     ClusterReport,
     Library,
     LinkMeasurement,
@@ -31,11 +30,11 @@ from ..model import (
     RankEntry,
 )
 
-DATA = Path(__file__).resolve().parent / "data"
+from ncclnb.recorded import DATA
 
 
 def _snapshot(name: str) -> NodeSnapshot:
-    from . import load
+    from ncclnb.recorded import load
 
     snap = load(name)
     if not isinstance(snap, NodeSnapshot):
@@ -201,7 +200,7 @@ def _demo_node(base: NodeSnapshot, n: int, env: dict, **versions) -> NodeSnapsho
 def _nearest(snap: NodeSnapshot, gpu: int, hcas) -> str:
     """The HCA of ``hcas`` nearest GPU ``gpu`` (the first among equals), as
     ncclnb.survey.rankfacts reads NCCL_IB_HCA for a rank that knows its GPU."""
-    from ..checks._facts import link_distance
+    from ncclnb.checks._facts import link_distance
 
     row = dict(zip(snap.links.nic_names, snap.links.gpu_nic[gpu]))
     return min(hcas, key=lambda h: (link_distance(row[h]), hcas.index(h)))
@@ -370,7 +369,7 @@ def survey_demo() -> ClusterReport:
         ),
     )
     # as the survey writes a report: with the findings of every check (a check's change shows here as a stale file)
-    from ..checks import check
+    from ncclnb.checks import check
 
     return dataclasses.replace(report, findings=tuple(check(report)))
 
@@ -388,7 +387,7 @@ def render(report: ClusterReport) -> str:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ncclnb.recorded.build_reports", description=__doc__.strip().splitlines()[0])
+    parser = argparse.ArgumentParser(prog="tools/build_reports.py", description=__doc__.strip().splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare with the bundled JSON instead of writing")
     args = parser.parse_args(argv)
     stale = []
@@ -402,7 +401,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             path.write_text(text, encoding="utf-8")
             print(f"wrote {path}")
     if stale:
-        print("out of date (run python -m ncclnb.recorded.build_reports): " + ", ".join(stale), file=sys.stderr)
+        print("out of date (run .venv/bin/python tools/build_reports.py): " + ", ".join(stale), file=sys.stderr)
         return 1
     return 0
 

@@ -1,9 +1,9 @@
 """Regenerate the bundled machines from the public captures, through ``ingest``.
 
-    python -m ncclnb.recorded.build [--fixtures tests/data/public_captures] [--check]
+    .venv/bin/python tools/build_recorded.py [--fixtures tests/data/public_captures] [--check]
 
 Each recipe names fixture files (``tests/data/public_captures`` in the repository, or
-``constructed/`` here for the one topology written by hand) and the
+``tools/constructed/`` for the one topology written by hand) and the
 description stored with the machine. ``--check`` compares a fresh ingest
 with the bundled JSON instead of writing, and exits 1 when they differ.
 Provenance tiers are those of the captures' PROVENANCE.md: G = byte-exact from a
@@ -20,15 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from ..collectors.ingest import ingest
-from ..model import NodeSnapshot
-from ..model.words import how_many
-from . import DATA
+from ncclnb.collectors.ingest import ingest
+from ncclnb.model import NodeSnapshot
+from ncclnb.model.words import how_many
+from ncclnb.recorded import DATA
 
+# a tool of the repository, not of the wheel: its inputs are the repository's
 HERE = Path(__file__).resolve().parent
 CONSTRUCTED = HERE / "constructed"
-# the captures travel with the repository (not with the installed package)
-DEFAULT_FIXTURES = HERE.parents[1] / "tests" / "data" / "public_captures"
+DEFAULT_FIXTURES = HERE.parent / "tests" / "data" / "public_captures"
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ RECIPES: dict[str, Recipe] = {
         ("nvidia_smi__10x-quadro-rtx8000-drv470__gengwg-cheatsheets.txt", "constructed/topo_m__seed001-10x-pcie.txt"),
         "CONSTRUCTED to match seed 001 (a job on GPUs 6,7,8,9 that straddle two NUMA nodes): the "
         "topology (GPUs 0-7 on socket 0, 8-9 on socket 1, SYS across) was written by hand in "
-        "ncclnb/recorded/constructed/; GPU names, bus ids, memory and driver 470.63.01 are the real "
+        "tools/constructed/; GPU names, bus ids, memory and driver 470.63.01 are the real "
         "10x Quadro RTX 8000 nvidia-smi from github.com/gengwg/cheatsheets (tier G).",
     ),
     # beyond the required set: edge cases the checks and views should meet
@@ -148,7 +148,7 @@ def to_json(snapshot: NodeSnapshot) -> str:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ncclnb.recorded.build", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="tools/build_recorded.py", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--fixtures",
         type=Path,
@@ -176,10 +176,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         else:
             DATA.mkdir(exist_ok=True)
             target.write_text(text, encoding="utf-8")
-            print(f"wrote {target.relative_to(HERE.parents[1])}")
+            print(f"wrote {target.relative_to(HERE.parent)}")
     if args.check:
         if stale:
-            print(f"{how_many(len(stale), 'bundled machine')} out of date: run python -m ncclnb.recorded.build")
+            print(f"{how_many(len(stale), 'bundled machine')} out of date: run .venv/bin/python tools/build_recorded.py")
             return 1
         print(f"all {len(RECIPES)} bundled machines match the fixtures")
     return 0
