@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from ..model import Diagnosis, Evidence, Finding, RankStatus
+from ..model.categories import TABLE as CATEGORY
 from ..model.redact import scrub_cut
 from .collapse import InertRests, Normalizer, skip_inert
 from .kb import Signature, load_signatures
@@ -64,28 +65,6 @@ MATCH_CACHE = 1 << 16  # distinct messages whose signature matches are remembere
 _NCCLNB_JSON = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"schema"\s*:\s*"ncclnb\.[a-z]+/')
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
-# where an "also consistent with <category>" alternative points (upstream pages
-# until the guided notebooks exist); other categories keep the finding's own link
-_NCCL_TS = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
-_NCCL_ENV = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
-CATEGORY_DOCS = {
-    "rank_world_size_mismatch": "https://pytorch.org/docs/stable/elastic/run.html",
-    "rendezvous_unreachable": "https://pytorch.org/docs/stable/elastic/run.html",
-    "socket_ifname": _NCCL_ENV,
-    "net_plugin_missing": _NCCL_ENV,
-    "ib_misconfig": _NCCL_ENV,
-    "p2p_topology": _NCCL_TS,
-    "shm_too_small": _NCCL_TS,
-    "device_mapping": "https://pytorch.org/docs/stable/distributed.html",
-    "version_mismatch": _NCCL_TS,
-    "collective_desync": "https://pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications",
-    "p2p_pairing": "https://pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications",
-    "oom_or_resource": _NCCL_TS,
-    "slow_rank_timeout": "https://pytorch.org/docs/stable/distributed.html",
-    "driver_or_hardware": _NCCL_TS,
-    "nccl_env_override": _NCCL_ENV,
-    "unknown": _NCCL_TS,
-}
 
 # categories whose errors say a rank waited for a peer, not that it failed by itself
 _WAITING = {"collective_desync", "slow_rank_timeout", "p2p_pairing", "rendezvous_unreachable", "unknown"}
@@ -654,8 +633,8 @@ class _Collector:
                 f = replace(
                     f,
                     category=cat,
-                    docs=CATEGORY_DOCS[cat],
-                    title=f.title + f" (the rest of the log points to {cat.replace('_', ' ')})",
+                    docs=CATEGORY[cat].docs,
+                    title=f.title + f" (the rest of the log points to {CATEGORY[cat].title})",
                 )
             findings.append((tier, f.confidence, h.first, f))
             if tier in (_TIER_ROOT_ERROR, _TIER_ROOT_WARNING):
@@ -892,16 +871,16 @@ class _Collector:
                         severity="warning",
                         confidence=0.3,
                         title=f"An NCCL warning no signature knows{src} ({count} line{'s' if count > 1 else ''}), "
-                        f"pointing to {cat.replace('_', ' ')}",
+                        f"pointing to {CATEGORY[cat].title}",
                         evidence=tuple(evidence),
                         ranks=ranks,
                         hosts=tuple(sorted(hosts))[:64],
                         cause="NCCL printed a WARN line that ncclnb has no signature for; the part of NCCL that printed it "
-                        f"({where or 'named in the message'}) is where {cat.replace('_', ' ')} problems show up, "
+                        f"({where or 'named in the message'}) is where {CATEGORY[cat].title} problems show up, "
                         "so that is the first place to look.",
                         fix="Read the WARN line itself and the INFO lines just before it (NCCL_DEBUG=INFO, "
                         "NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH); search NCCL's issue tracker for its wording.",
-                        docs=CATEGORY_DOCS[cat],
+                        docs=CATEGORY[cat].docs,
                     ),
                     first,
                 )
@@ -943,11 +922,11 @@ class _Collector:
                         category=c.category,
                         severity="info",
                         confidence=round(min(0.45, score), 3),
-                        title=f"Candidate cause #{i + 1} of {CANDIDATE_KIND_TITLES[kind]}: {c.category.replace('_', ' ')}",
+                        title=f"Candidate cause #{i + 1} of {CANDIDATE_KIND_TITLES[kind]}: {CATEGORY[c.category].title}",
                         evidence=evidence,
                         cause=c.why[:1].upper() + c.why[1:] + "." + why,
                         fix="To tell the candidates apart: " + c.check + ".",
-                        docs=CATEGORY_DOCS[c.category],
+                        docs=CATEGORY[c.category].docs,
                     ),
                     first,
                 )
@@ -1140,7 +1119,7 @@ class _Collector:
                 "earlier attempt still running beside its restart.",
                 fix="Let the launcher number the ranks (torchrun, srun's SLURM_PROCID) and kill leftover processes of "
                 "an earlier attempt before relaunching; check that RANK runs over 0..WORLD_SIZE-1 once each.",
-                docs=CATEGORY_DOCS["rank_world_size_mismatch"],
+                docs=CATEGORY["rank_world_size_mismatch"].docs,
                 ranks=ranks,
             )
         ]
@@ -1298,11 +1277,11 @@ def _alternative(f: Finding, category: str) -> Finding:
         category=category,
         severity="info",
         confidence=round(f.confidence * 0.6, 3),
-        title=f"Also consistent with {category.replace('_', ' ')}: {f.title}",
+        title=f"Also consistent with {CATEGORY[category].title}: {f.title}",
         evidence=f.evidence[:2],
         cause=f.cause,
         fix=f.fix,
-        docs=CATEGORY_DOCS.get(category, f.docs),
+        docs=CATEGORY[category].docs,
         ranks=f.ranks,
         hosts=f.hosts,
     )

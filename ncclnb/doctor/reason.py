@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..model import Evidence, Finding
+from ..model.categories import TABLE as CATEGORY
 from ..model.words import how_many
 
 # numbers are ASCII digits of bounded length (a version part of 5,000 digits is not a version;
@@ -79,11 +80,11 @@ REASONING_PATTERNS = (
     C10D_FRAME.pattern,
 )
 
-# upstream pages until the guided notebooks exist
-DESYNC_DOC = "https://pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications"
-SLOW_DOC = "https://pytorch.org/docs/stable/distributed.html"
-VERSION_DOC = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
-RANKS_DOC = "https://pytorch.org/docs/stable/elastic/run.html"
+# the pages of the categories these findings conclude (model.categories)
+DESYNC_DOC = CATEGORY["collective_desync"].docs
+SLOW_DOC = CATEGORY["slow_rank_timeout"].docs
+VERSION_DOC = CATEGORY["version_mismatch"].docs
+RANKS_DOC = CATEGORY["rank_world_size_mismatch"].docs
 
 
 @dataclass

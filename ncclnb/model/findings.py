@@ -6,25 +6,9 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ._serde import SchemaError, from_dict, to_dict
+from .categories import TABLE as CATEGORY_TABLE
 
-CATEGORIES = (
-    "rank_world_size_mismatch",
-    "rendezvous_unreachable",
-    "socket_ifname",
-    "net_plugin_missing",
-    "ib_misconfig",
-    "p2p_topology",
-    "shm_too_small",
-    "device_mapping",
-    "version_mismatch",
-    "collective_desync",
-    "p2p_pairing",
-    "oom_or_resource",
-    "slow_rank_timeout",
-    "driver_or_hardware",
-    "nccl_env_override",
-    "unknown",
-)
+CATEGORIES = tuple(CATEGORY_TABLE)  # the ids; their titles and pages are in categories.TABLE
 SEVERITIES = ("error", "warning", "info")
 
 

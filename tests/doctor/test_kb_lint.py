@@ -23,6 +23,7 @@ from ncclnb.doctor.kb import (
 from ncclnb.model import CATEGORIES
 
 SIGS = load_signatures()
+NOTEBOOKS = os.path.join(os.path.dirname(__file__), "..", "..", "notebooks")
 
 
 def test_enough_signatures_across_every_category():
@@ -137,13 +138,14 @@ def test_grep_accepts_exported_patterns_and_finds_the_fixture_hits(tmp_path):
     assert int(proc.stdout) == len(hits)
 
 
-def test_reasoning_and_alternative_docs_are_https_urls():
-    from ncclnb.doctor import reason
-    from ncclnb.doctor.core import CATEGORY_DOCS
+def test_every_category_has_a_title_and_an_https_page():
+    from ncclnb.model.categories import TABLE
 
-    for url in (reason.DESYNC_DOC, reason.SLOW_DOC, reason.VERSION_DOC, reason.RANKS_DOC, *CATEGORY_DOCS.values()):
-        assert re.fullmatch(r"https://[a-z0-9.-]+\.[a-z]+/\S*", url), url
-    assert set(CATEGORY_DOCS) == set(CATEGORIES)
+    assert tuple(TABLE) == CATEGORIES
+    for cat in TABLE.values():
+        assert re.fullmatch(r"https://[a-z0-9.-]+\.[a-z]+/\S*", cat.docs), cat.docs
+        assert cat.title and cat.title == cat.title.strip().lower(), cat.id
+        assert not cat.notebook or os.path.isfile(os.path.join(NOTEBOOKS, f"{cat.notebook}.ipynb")), cat.notebook
 
 
 def test_signature_examples_show_each_signature_of_a_category_with_a_line_it_hits():
