@@ -7,9 +7,8 @@ substrings), ``cause``, ``fix``, ``docs`` and optional ``also`` (other
 categories the same lines are consistent with), ``benign`` (a fallback NCCL
 recovers from: info, never above a real error), ``blame`` (whom the finding
 blames: see :data:`BLAME`), ``consequence`` (a wrapper or
-cascade that says something failed, not why), ``suspect`` (a setting that is
-only a cause when something else failed) and ``nccl_min``/``nccl_max`` (the
-NCCL versions the signature applies to). Beside each record, ``<id>.log``
+cascade that says something failed, not why) and ``suspect`` (a setting that is
+only a cause when something else failed). Beside each record, ``<id>.log``
 holds lines marked ``# ncclnb: hit`` / ``# ncclnb: miss``.
 
 Patterns use the subset of regex syntax that ``grep -E`` also understands
@@ -280,7 +279,7 @@ def _seq_covered(seq, triggers, sp) -> bool:
 
 
 _REQUIRED = ("id", "category", "severity", "confidence", "title", "patterns", "cause", "fix", "docs")
-_OPTIONAL = {"also": list, "benign": bool, "consequence": bool, "suspect": bool, "nccl_min": str, "nccl_max": str, "blame": str}
+_OPTIONAL = {"also": list, "benign": bool, "consequence": bool, "suspect": bool, "blame": str}
 # whom a signature's finding blames: the ranks that printed it (default), the
 # ranks of the world size that never printed anything ("missing_ranks": the
 # pattern's (?P<expected>) group or the known world size), the rank that
@@ -312,8 +311,6 @@ class Signature:
     benign: bool = False
     consequence: bool = False
     suspect: bool = False
-    nccl_min: Optional[str] = None
-    nccl_max: Optional[str] = None
     blame: str = "printers"
 
     @property
@@ -329,17 +326,6 @@ class Signature:
             if m:
                 return m
         return None
-
-    def applies_to(self, nccl_version: Optional[str]) -> bool:
-        """False when the record names a version range that excludes ``nccl_version``."""
-        if not nccl_version:
-            return True
-        v = version_tuple(nccl_version)
-        if self.nccl_min and v < version_tuple(self.nccl_min):
-            return False
-        if self.nccl_max and v > version_tuple(self.nccl_max):
-            return False
-        return True
 
 
 def version_tuple(text: str) -> tuple[int, ...]:
@@ -431,8 +417,6 @@ def _load_record(path: str) -> Signature:
         benign=bool(data.get("benign", False)),
         consequence=bool(data.get("consequence", False)),
         suspect=bool(data.get("suspect", False)),
-        nccl_min=data.get("nccl_min"),
-        nccl_max=data.get("nccl_max"),
         blame=data.get("blame", "printers"),
     )
 

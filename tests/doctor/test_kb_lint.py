@@ -117,6 +117,11 @@ def test_malformed_record_is_refused(tmp_path):
     with pytest.raises(KnowledgeBaseError, match="does not compile"):
         load_signatures(str(tmp_path))
     load_signatures.cache_clear()
+    bad = dict(good, nccl_min="2.18.1")  # a version range was never evaluated, so it is not a field
+    (tmp_path / f"{good['id']}.json").write_text(json.dumps(bad))
+    with pytest.raises(KnowledgeBaseError, match="unknown field nccl_min"):
+        load_signatures(str(tmp_path))
+    load_signatures.cache_clear()
 
 
 def test_grep_export():
