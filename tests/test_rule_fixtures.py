@@ -88,6 +88,11 @@ def test_fixture_files_only_of_the_kinds_the_doctor_reads_and_the_package_ships(
             assert all(f.is_file() for f in p.iterdir()), p.name
 
 
+def test_rule_ids_are_file_names_as_they_are():
+    # a fixture is named by its rule id unchanged: no id may need mapping to be a file name
+    assert not [r for r in [*CODE_RULES, *CHECKS] if not re.fullmatch(r"[a-z0-9_]+(?:\.[a-z0-9_]+)*", r)]
+
+
 def test_a_rule_id_names_one_rule():
     assert not set(CODE_RULES) & SIGNATURES
     assert not set(CODE_RULES) & set(CHECKS)
@@ -115,7 +120,7 @@ def _emitted_rule_ids() -> tuple[set, set]:
             if not any("~" in p for p in parts):  # "<rule>~<category>": an alternative reading, not a rule
                 prefixes.add(parts[0] if parts and isinstance(node.values[0], ast.Constant) else "")
 
-    for path in sorted(DOCTOR.glob("*.py")):
+    for path in sorted(DOCTOR.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.keyword) and node.arg == "rule":
                 take(node.value)

@@ -23,6 +23,15 @@ fire:
 
 It only writes; ``tests/test_rule_fixtures.py`` checks that each fixture
 yields its rule.
+
+Written by hand and not rebuilt here: ``watchdog_desync``, ``watchdog_seq_differs``
+and ``watchdog_all_waiting`` (torch's watchdog wordings, as in
+``tests/doctor/test_blame.py``), ``nccl_version_differs_across_hosts`` (seed 002's
+lines, as in ``tests/doctor/test_seeds.py``), ``world_size_differs_across_hosts``
+(NCCL 2.21's communicator lines) and the ``nccl_warn.<category>.log`` lines (NCCL
+WARN lines from the source file each category leans to).
+
+Rule ids are file-name safe (``[a-z0-9_.]``): a fixture's name is its rule id as it is.
 """
 
 from __future__ import annotations
