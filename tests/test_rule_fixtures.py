@@ -85,7 +85,7 @@ def test_fixture_files_only_of_the_kinds_the_doctor_reads_and_the_package_ships(
     for p in DOCTOR_FIXTURES.iterdir():
         assert p.is_dir() or p.suffix == ".log", p.name
         if p.is_dir():
-            assert all(f.is_file() for f in p.iterdir()), p.name
+            assert all(f.is_file() and not f.name.startswith(".") for f in p.iterdir()), p.name
 
 
 def test_rule_ids_are_file_names_as_they_are():

@@ -81,7 +81,8 @@ def _copy(name: str, source: str, pattern: str = "*") -> Callable[[], None]:
     def build() -> None:
         out = _fresh_dir(name)
         for p in sorted((TESTS / source).glob(pattern)):
-            if p.is_file() and p.suffix in (".log", ".json"):
+            # the logs and dumps of the run, not the expectations a test keeps beside them (.expected.json)
+            if p.is_file() and p.suffix in (".log", ".json") and not p.name.startswith("."):
                 shutil.copyfile(p, out / p.name)
 
     return build
