@@ -13,6 +13,7 @@ from typing import Optional
 from ..model import Diagnosis, Evidence, Finding, RankStatus
 from ..model.categories import TABLE as CATEGORY
 from ..model.redact import scrub_cut
+from . import flight_recorder as fr
 from .collapse import InertRests, Normalizer, skip_inert
 from .kb import Signature, load_signatures
 from .normalize import MAX_DIGITS, clean, num
@@ -245,7 +246,7 @@ class _Collector:
             self.blank.append((index, src.name, NCCLNB_JSON))
             return
         try:
-            if head[:1] in (b"{", b" ", b"\n", b"\t", b"\xef") and _looks_like_dump(head):
+            if head[:1] in (b"{", b" ", b"\n", b"\t", b"\xef") and fr.looks_like_dump(head):
                 # read at most MAX_DUMP bytes, parse only what stays small in memory, and keep
                 # only what the analysis reads (the JSON is dropped at once), MAX_DUMPS_KEPT in all
                 left = MAX_DUMPS_KEPT - self.dumps_kept
@@ -254,7 +255,7 @@ class _Collector:
                 else:
                     parsed, why = _parse_dump_bytes(_read_upto(stream, MAX_DUMP + 1, head))
                     if parsed is not None:
-                        kept, parsed = _prepare_dump(src.name, parsed, left), None
+                        kept, parsed = fr.prepare_dump(src.name, parsed, left), None
                         if kept.size > left:
                             why = (
                                 f"it needs about {kept.size >> 20} MiB, more than the {left >> 20} MiB "
@@ -560,7 +561,7 @@ class _Collector:
     def finish(self, dumps: list, names: list) -> Diagnosis:
         # the world the dumps' process-group configs name counts like NCCL's nRanks: ranks of it that
         # left no log and no dump are the ones a timeout's printers waited for
-        self.world_size = max(self.world_size or 0, _dump_world(dumps) or 0) or None
+        self.world_size = max(self.world_size or 0, (fr.world_size(dumps) if dumps else None) or 0) or None
         # fold pid-keyed rows into rank rows
         for key in [k for k in self.rows if isinstance(k, tuple)]:
             r = self._resolve(key)
@@ -608,7 +609,7 @@ class _Collector:
             + version_findings(self.state, {r: (row.host, row.pid) for r, row in self.rows.items() if isinstance(r, int)})
             + world_size_findings(self.state, known_ranks)
             + out_of_range_findings(self.state)
-            + plan_findings(self.state, _dumps_ahead(dumps))
+            + plan_findings(self.state, fr.ranks_ahead(dumps) if dumps else frozenset())
             + wait_findings(self.state, self._present_ranks())
         )
         reasoned_categories = {f.category for f in reasoned}
@@ -701,7 +702,7 @@ class _Collector:
 
         statuses = []
         if dumps:
-            fr_findings, statuses = _flight_recorder(dumps)
+            fr_findings, statuses = list(fr.analyze_dumps(dumps)), list(fr.dump_rank_status(dumps))
             for f, tier in self._reconcile(fr_findings, findings):
                 findings.append((tier, f.confidence, (-1,), f))
         self._fold_into_recorder(findings)
@@ -1058,7 +1059,7 @@ class _Collector:
             crashed = {r: row for r, row in rows.items() if row is not None and not self._waiting(row.first_rule)}
             p2p = [r for r, row in rows.items() if row is not None and row.first_rule in _P2P_WAIT_RULES]
             if crashed:
-                for i, (tier_i, conf, first, g) in enumerate(findings):
+                for i, (_, conf, first, g) in enumerate(findings):
                     if g.rule in {row.first_rule for row in crashed.values()} and not g.alternative_of:
                         blamed = tuple(sorted(r for r, row in crashed.items() if row.first_rule == g.rule))
                         g = replace(g, ranks=blamed, title=g.title + f"; rank {_span(blamed)} failed first")
@@ -1339,49 +1340,6 @@ def _read_upto(stream, limit: int, head: bytes = b"") -> bytearray:
             break
         data += chunk
     return data
-
-
-def _prepare_dump(name: str, parsed: dict, max_size: int):
-    from .flight_recorder import prepare_dump
-
-    return prepare_dump(name, parsed, max_size)
-
-
-def _looks_like_dump(head: bytes) -> bool:
-    try:
-        from .flight_recorder import looks_like_dump
-    except ImportError:
-        return False
-    return bool(looks_like_dump(head))
-
-
-def _dump_world(dumps: list) -> Optional[int]:
-    if not dumps:
-        return None
-    try:
-        from .flight_recorder import world_size
-    except ImportError:
-        return None
-    return world_size(dumps)
-
-
-def _dumps_ahead(dumps: list) -> frozenset:
-    """The ranks the dumps show at the furthest collective of the default group."""
-    if not dumps:
-        return frozenset()
-    try:
-        from .flight_recorder import ranks_ahead
-    except ImportError:
-        return frozenset()
-    return ranks_ahead(dumps)
-
-
-def _flight_recorder(dumps: list) -> tuple[list, list]:
-    try:
-        from .flight_recorder import analyze_dumps, dump_rank_status
-    except ImportError:
-        return [], []
-    return list(analyze_dumps(dumps)), list(dump_rank_status(dumps))
 
 
 class _Chained:

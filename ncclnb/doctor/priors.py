@@ -76,7 +76,6 @@ class LogContext:
     finished: bool = False
     completed: bool = False
     init_seen: bool = False
-    nccl_seen: bool = False
     single_process: bool = False  # one process drives every GPU (nccl-tests -g N): one host
 
     MAX_HOSTS = 64
@@ -90,8 +89,6 @@ class LogContext:
     def observe(self, msg: str) -> None:
         """Read the facts ``msg`` carries (called once per distinct message: the lines that
         carry them hold one of kb.TRIGGERS' context literals, so the scanner hands them over)."""
-        if "NCCL" in msg or "Bootstrap" in msg:
-            self.nccl_seen = True
         if "set by environment" in msg:
             m = _ENV_SET.search(msg)
             if m and len(self.env) < 256:

@@ -55,7 +55,6 @@ PROGRESS = re.compile(
     r"last completed (?:NCCL )?work: (?P<done>-?[0-9]+)",
     re.ASCII,
 )
-WORLD_SIZE = re.compile(r"nRanks (?P<n>[0-9]+)", re.ASCII)
 # a framework's banner naming a process's global rank and the world size it was given
 # (PyTorch Lightning: "Initializing distributed: GLOBAL_RANK: 7, MEMBER: 8/4")
 BANNER = re.compile(r"GLOBAL_RANK: (?P<rank>[0-9]+), MEMBER: (?P<member>[0-9]+)/(?P<size>[0-9]+)", re.ASCII)
@@ -122,7 +121,6 @@ class ReasonState:
 
     watchdog: dict = field(default_factory=dict)  # rank -> last WatchdogRecord
     versions: dict = field(default_factory=dict)  # (host or source, pid) -> (version, cuda, Evidence)
-    version_keys_seen: int = 0
     comm_by_host: dict = field(default_factory=dict)  # host -> CommRecord with the largest nRanks
     out_of_range: dict = field(default_factory=dict)  # rank -> (size, Evidence)
     plans: dict = field(default_factory=dict)  # rank -> its last P2PPlan (ncclnb guard: p2p plan)

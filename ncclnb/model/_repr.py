@@ -33,10 +33,9 @@ def diagnosis_text(diag) -> str:
 
 
 def diagnosis_html(diag) -> str:
-    try:
-        from ..viz.diagnosis import diagnosis_html as cards
-    except ImportError:  # an install without the views: the text, escaped
-        return pre_html(diagnosis_text(diag), "diagnosis")
+    """The diagnosis as the notebook views draw it: escaped HTML cards."""
+    from ..viz.diagnosis import diagnosis_html as cards
+
     return cards(diag)
 
 

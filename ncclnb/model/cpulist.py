@@ -16,7 +16,6 @@ from typing import Iterable, Optional
 
 MAX_CPUS = 1 << 16  # CPU ids are 0..MAX_CPUS-1; a larger id is garbage, not a request for memory
 MAX_PARTS = MAX_CPUS  # comma-separated parts in one list
-MAX_RANGE = MAX_CPUS  # kept for callers of the old name
 _DIGITS = 10  # more digits than this is past MAX_CPUS whatever they say
 _PART = re.compile(r"([0-9]+)(?:-([0-9]+))?")  # ASCII digits only: "١-٣" is not a cpulist
 

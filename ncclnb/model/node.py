@@ -162,9 +162,6 @@ class NodeSnapshot:
     def hostname(self) -> str:
         return self.host.hostname
 
-    def gpu_numa(self) -> dict[int, Optional[int]]:
-        return {g.index: g.numa_node for g in self.gpus}
-
     def _repr_pretty_(self, p, cycle: bool) -> None:
         """IPython's text form: the snapshot as ``ncclnb show`` prints it."""
         from ._repr import pretty, summary_text
