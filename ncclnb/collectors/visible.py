@@ -12,10 +12,11 @@ otherwise CUDA puts the fastest first and this module declines to guess.
 
 from __future__ import annotations
 
+import os
 from typing import Mapping, Optional, Sequence
 
 from ..model import Gpu
-from ..model.derive import visible_gpus
+from ..model.derive import visible_count, visible_gpus
 
 
 def cuda_indices(
@@ -39,3 +40,17 @@ def cuda_indices(
     for cuda, pos in enumerate(visible_gpus(gpus, environ.get("CUDA_VISIBLE_DEVICES"), mig_uuids=mig_uuids)):
         result[pos] = cuda
     return result, None
+
+
+def driver_gpu_count(proc_root: str = "/proc/driver/nvidia/gpus") -> int:
+    """GPUs the NVIDIA driver lists; 0 with no driver. Touches no GPU and imports nothing."""
+    try:
+        return len(os.listdir(proc_root))
+    except OSError:
+        return 0
+
+
+def visible_gpu_count(environ=os.environ, proc_root: str = "/proc/driver/nvidia/gpus") -> int:
+    """GPUs the NVIDIA driver lists, narrowed by ``CUDA_VISIBLE_DEVICES`` as
+    ``model.derive`` reads it; 0 with no driver."""
+    return visible_count(environ.get("CUDA_VISIBLE_DEVICES"), driver_gpu_count(proc_root))

@@ -184,7 +184,7 @@ def preflight(
         problems.append(f"world size {world} is not {facts.nodes} nodes x {lws} processes per node")
     if (backend or "").lower() == "nccl":
         if gpus is None:
-            from ..repro.runner import driver_gpu_count  # counts /proc/driver/nvidia/gpus: touches no GPU
+            from ..collectors.visible import driver_gpu_count  # counts /proc/driver/nvidia/gpus: touches no GPU
 
             gpus = driver_gpu_count()
         problems += _visible_devices(environ, gpus or None)

@@ -32,7 +32,7 @@ from typing import Callable, Optional
 
 from .._signals import signals_held, signals_interrupt
 from ..model import Diagnosis, RankExit, ReproResult
-from ..model.derive import visible_count
+from ..collectors.visible import visible_gpu_count
 from ..model.words import how_many
 from .job import ENV_ARGS, ENV_BACKEND, ENV_DEADLINE, ENV_DIR, ENV_OWN_LOG, ENV_PARENT, ENV_RUN_ID, ENV_TIMEOUT, PR_SET_PDEATHSIG
 from .scenario import RECORDED_DIR, Scenario, ScenarioError, Variant
@@ -199,20 +199,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def driver_gpu_count(proc_root: str = "/proc/driver/nvidia/gpus") -> int:
-    """GPUs the NVIDIA driver lists; 0 with no driver. Touches no GPU and imports nothing."""
-    try:
-        return len(os.listdir(proc_root))
-    except OSError:
-        return 0
-
-
-def visible_gpu_count(environ=os.environ, proc_root: str = "/proc/driver/nvidia/gpus") -> int:
-    """GPUs the NVIDIA driver lists, narrowed by ``CUDA_VISIBLE_DEVICES`` as
-    ``model.derive`` reads it; 0 with no driver."""
-    return visible_count(environ.get("CUDA_VISIBLE_DEVICES"), driver_gpu_count(proc_root))
 
 
 def choose_backend(scenario: Scenario, nproc: int, backend: str) -> tuple[str, str]:
