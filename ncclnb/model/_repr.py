@@ -2,7 +2,7 @@
 ``_repr_html_``), for IPython: a terminal shows the full text form, a
 notebook the escaped HTML one.
 
-The renderers live in layers above the model (``ncclnb.doctor.report``,
+The renderers live in layers above the model (``ncclnb.terminal``,
 ``ncclnb.summary``, ``ncclnb.viz.diagnosis``): they are imported inside the
 functions the methods call, never when the model is imported, so the model
 still imports nothing else of ncclnb."""
@@ -15,7 +15,7 @@ import html
 def terminal_text(text: str) -> str:
     """``text`` with every control character of each line shown as an escape
     (a hostname or log line can carry ``ESC ]0;...``): safe on a terminal."""
-    from ..doctor.report import visible
+    from ..terminal import visible
 
     return "\n".join(visible(line) for line in text.split("\n"))
 
@@ -27,9 +27,9 @@ def pre_html(text: str, kind: str) -> str:
 
 def diagnosis_text(diag) -> str:
     """The diagnosis as ``ncclnb doctor`` prints it (without colour)."""
-    from ..doctor.report import render_text
+    from ..terminal import render_diagnosis
 
-    return render_text(diag).rstrip("\n")
+    return render_diagnosis(diag).rstrip("\n")
 
 
 def diagnosis_html(diag) -> str:
@@ -48,12 +48,12 @@ def summary_text(target) -> str:
 
 def report_text(report) -> str:
     """A cluster report: ``ncclnb show``'s summary, then the findings it carries."""
+    from ..terminal import findings_brief
+
     lines = [summary_text(report)]
     if report.findings:
         lines.append(f"\nFindings when the report was written ({len(report.findings)})")
-        for f in report.findings:
-            ranks = f"  ranks {', '.join(map(str, f.ranks[:16]))}{' ...' if len(f.ranks) > 16 else ''}" if f.ranks else ""
-            lines.append(terminal_text(f"  {f.severity.upper():8}{f.title}{ranks}"))
+        lines.extend(findings_brief(report.findings))
     return "\n".join(lines)
 
 

@@ -48,7 +48,7 @@ def outcome(result: ReproResult, scenario: Scenario) -> tuple[bool, str]:
 
 def render_text(result: ReproResult, scenario: Scenario, colour: bool = False, top: int = 3) -> str:
     """What happened, the notes, the doctor's conclusion and the lesson."""
-    from ..doctor.report import render_text as render_diagnosis
+    from ..terminal import render_diagnosis
 
     ok, why = outcome(result, scenario)
     state = "completed" if result.completed else ("killed at the deadline" if result.deadline_hit else "failed")

@@ -102,7 +102,7 @@ def _say(out: TextIO, text: str) -> None:
 
 def _short(text: str, limit: int = 110) -> str:
     """One terminal-safe line (log text may carry escape sequences)."""
-    from ..doctor.report import visible
+    from ..terminal import visible
 
     text = visible(" ".join(text.split()))
     return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,7 +1,7 @@
 """The terminal report says plainly when nothing failed."""
 
 from ncclnb.doctor import diagnose
-from ncclnb.doctor.report import render_text
+from ncclnb.terminal import render_diagnosis as render_text
 
 PLUGIN = "host:1:1 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal implementation\n"
 INVALID = "[rank7]: ncclInvalidUsage: Invalid rank requested : 7/4\n"

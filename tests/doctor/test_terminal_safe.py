@@ -17,7 +17,8 @@ import unicodedata
 import pytest
 
 from ncclnb.doctor import diagnose
-from ncclnb.doctor.report import render_text, to_json
+from ncclnb.doctor.report import to_json
+from ncclnb.terminal import render_diagnosis as render_text
 
 OSC_TITLE = "\x1b]0;pwned\x07"
 OSC8 = "\x1b]8;;https://evil.example/\x1b\\click here\x1b]8;;\x1b\\"
