@@ -3,8 +3,9 @@
 the Python twin of every verb is named in ``VERBS``.
 
 The current target (the last snapshot or report loaded) lives in a small
-state object. Bad arguments raise ``UsageError`` with the usage line; no
-verb exits the process.
+state object. Bad arguments raise ``UsageError`` with the usage line, and
+bad input (an :class:`~ncclnb.errors.InputError`) becomes one such line; any
+other exception is a bug and keeps its traceback. No verb exits the process.
 
 Every verb shows what it made the way this frontend can (:func:`renderer`
 decides: a live widget, a static HTML copy, or the full text a terminal
@@ -24,6 +25,7 @@ from IPython.core.error import UsageError
 from IPython.display import display
 
 from ._frontend import RENDERER_ENV, RENDERERS, renderer  # noqa: F401  (widget, static or text: decided there)
+from .errors import InputError
 from .model.words import how_many
 
 __all__ = [
@@ -139,6 +141,8 @@ def _show(
 
 
 def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename and exc.strerror:
+        return f"{type(exc).__name__}: {exc.filename}: {exc.strerror}"
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"
 
@@ -150,10 +154,11 @@ def _need_target():
 
 
 def _call(fn, *args):
-    """Run a public function; bad input becomes a one-line UsageError."""
+    """Run a public function; bad input becomes a one-line UsageError, a bug
+    keeps its traceback."""
     try:
         return fn(*args)
-    except (ValueError, TypeError, OSError, LookupError, UnicodeError) as exc:
+    except InputError as exc:
         raise UsageError(_one_line(exc)) from None
 
 

@@ -1,6 +1,7 @@
 """The ``ncclnb`` command. Each verb is a module of this package with
 ``add_parser(subparsers)`` and ``run(args) -> int``: a few lines around one
-public Python function. Bad input exits 2 with one line on stderr.
+public Python function. Bad input (an :class:`~ncclnb.errors.InputError`) exits 2
+with one line on stderr; any other exception is a bug and shows its traceback.
 
 The conventions every verb shares live here: where colour is decided
 (:func:`colour_wanted`), the default ``--width`` (:func:`terminal_width`),
@@ -15,7 +16,7 @@ import importlib
 import os
 import sys
 
-from ..model import SchemaError
+from ..errors import InputError
 
 # verb modules, in the order `ncclnb --help` lists them
 VERBS = ("collect", "ingest", "show", "doctor", "check", "survey", "repro", "tour")
@@ -24,8 +25,8 @@ VERBS = ("collect", "ingest", "show", "doctor", "check", "survey", "repro", "tou
 SEVERITY_ORDER = ("error", "warning", "info")
 
 
-class UsageError(Exception):
-    """Bad input that the user can fix: printed as one line, exit 2."""
+class UsageError(InputError):
+    """A bad argument that the user can fix: printed as one line, exit 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,7 +71,7 @@ def _main(argv: list[str] | None) -> int:
         return args._run(args) or 0
     except BrokenPipeError:
         raise
-    except (UsageError, SchemaError, OSError, UnicodeError, ValueError) as exc:
+    except InputError as exc:  # the user's mistake; anything else is a bug: its traceback is what to report
         print(f"ncclnb {args.verb}: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
@@ -103,12 +104,20 @@ def write_output(text: str, path: str | None) -> None:
         return
     import tempfile
 
+    from ..errors import path_error
+
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".ncclnb-", dir=folder)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".ncclnb-", dir=folder)
+    except OSError as exc:  # the user's -o: no such folder, no permission, a full disk
+        raise path_error(exc, path) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text if text.endswith("\n") else text + "\n")
         os.replace(tmp, path)
+    except OSError as exc:
+        os.unlink(tmp)
+        raise path_error(exc, path) from None
     except BaseException:
         os.unlink(tmp)
         raise

@@ -64,6 +64,15 @@ def _load(item: str):
     return load_facts(item)
 
 
+def _require_known(only: str, known) -> None:
+    """``--only`` names registered checks, or the command stops with one line
+    (before any input is read)."""
+    unknown = [i for i in (p.strip() for p in only.split(",")) if i and i not in known]
+    if unknown:
+        ids = "id" if len(unknown) == 1 else "ids"
+        raise UsageError(f"--only: unknown check {ids}: {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+
+
 def combine(targets):
     """One target for ``check()``: a lone report as is, snapshots as one job,
     reports and snapshots merged (snapshots and rank tables concatenated)."""
@@ -134,6 +143,8 @@ def run(args) -> int:
         return 0
     if not args.inputs:
         raise UsageError(f"nothing to check; usage: {USAGE}")
+    if args.only is not None:
+        _require_known(args.only, registry())
     target = combine([_load(item) for item in args.inputs])
     findings = check(target, only=args.only)
     if args.json:

@@ -49,9 +49,12 @@ def run(args) -> int:
 
 
 def _require_file(path: str) -> None:
+    import errno
     import os
 
+    from ..errors import PathError
+
     if not os.path.exists(path):
-        raise FileNotFoundError(2, "No such file or directory", path)
+        raise PathError(errno.ENOENT, "No such file or directory", path)
     if os.path.isdir(path):
-        raise IsADirectoryError(21, "Is a directory", path)
+        raise PathError(errno.EISDIR, "Is a directory", path)

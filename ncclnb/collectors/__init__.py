@@ -14,6 +14,7 @@ import threading
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping, Optional, Sequence
 
+from ..errors import tolerate
 from ..model import Links, NodeSnapshot, Versions
 
 __all__ = ["collect"]
@@ -121,6 +122,8 @@ def collect(
     frameworks = _safely("versions.frameworks", lambda: libraries.framework_versions(dists), {}, missing)
 
     torch_thread.join(torch_timeout + 5.0)
+    if "exception" in torch_out:
+        tolerate(torch_out.pop("exception"), (OSError,))
     if "result" in torch_out:
         tfacts, tmissing = torch_out["result"]
     else:
@@ -162,10 +165,13 @@ def collect(
 
 
 def _safely(what: str, fn: Callable, default: Any, missing: dict) -> Any:
-    """Run one probe; a bug in it costs its facts and a reason, not the snapshot."""
+    """Run one probe; a bug in it costs its facts and a reason, not the
+    snapshot (under NCCLNB_STRICT a bug raises; an OSError of an odd machine
+    does not)."""
     try:
         return fn()
     except Exception as exc:  # deliberately broad: collection must not fail
+        tolerate(exc, (OSError,))
         missing[what] = f"collector failed: {type(exc).__name__}: {exc}"
         return default
 
@@ -174,8 +180,9 @@ def _guarded(fn: Callable[[], None], out: dict) -> Callable[[], None]:
     def body() -> None:
         try:
             fn()
-        except Exception as exc:
+        except Exception as exc:  # a thread: what it raised goes to ``out``; the caller decides (_raise_if_strict)
             out["error"] = f"collector failed: {type(exc).__name__}: {exc}"
+            out["exception"] = exc
 
     return body
 
@@ -187,7 +194,7 @@ def _never_raising(run: Callable) -> Callable:
     def wrapped(argv: Sequence[str], timeout: float) -> CommandResult:
         try:
             return run(argv, timeout)
-        except Exception as exc:
+        except Exception as exc:  # the caller's code, not ncclnb's: not re-raised under NCCLNB_STRICT
             return CommandResult(None, error=f"runner failed: {type(exc).__name__}: {exc}")
 
     return wrapped

@@ -18,7 +18,11 @@ import os
 import sys
 from typing import Callable, Mapping, Optional, Sequence
 
+from ..errors import tolerate
 from .runner import CommandResult
+
+# what a half-broken torch install raises when asked for its versions (not a bug in ncclnb)
+_TORCH_FAILURES = (ImportError, RuntimeError, AttributeError, OSError)
 
 _PROBE = r"""
 import json
@@ -189,6 +193,7 @@ def _from_module(torch, facts: dict, missing: dict) -> tuple[dict, dict]:
 
         available = bool(dist.is_available() and dist.is_nccl_available())
     except Exception as exc:  # a half-broken install must not break collection
+        tolerate(exc, _TORCH_FAILURES)
         missing["versions.nccl_torch"] = f"torch.distributed: {type(exc).__name__}: {exc}"
         return facts, missing
     if not available:
@@ -199,5 +204,6 @@ def _from_module(torch, facts: dict, missing: dict) -> tuple[dict, dict]:
     try:
         facts["nccl_torch"] = nccl_version_text(torch.cuda.nccl.version())
     except Exception as exc:
+        tolerate(exc, _TORCH_FAILURES)
         missing["versions.nccl_torch"] = f"torch.cuda.nccl.version(): {type(exc).__name__}: {exc}"
     return facts, missing

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from ..errors import InputError
 from ..model import Diagnosis, ReproResult
 from .core import _NCCLNB_JSON, MAX_DUMP, MAX_DUMPS_KEPT, _Chained, _parse_dump_bytes, _read_upto
 from .flight_recorder import Alignment, alignment, looks_like_dump, prepare_dump, ranks_ahead
@@ -43,14 +44,14 @@ class RunInputs:
 
 def inputs_of(source) -> tuple:
     """The paths to read for ``source``: a ReproResult's run directory, the
-    files a Diagnosis read, or the path(s) given. Raises ValueError (one line)
+    files a Diagnosis read, or the path(s) given. Raises InputError (a ValueError, one line)
     when ``source`` names nothing to read."""
     if isinstance(source, ReproResult):
         return (source.run_dir,)
     if isinstance(source, Diagnosis):
         paths = tuple(s for s in source.sources if "\n" not in s and os.path.exists(s))
         if not paths:
-            raise ValueError(
+            raise InputError(
                 "this diagnosis was made from text, not files: pass the run directory or the log and dump files instead"
             )
         return paths
@@ -127,14 +128,14 @@ def run_alignment(source) -> Alignment:
     run = read_run(source)
     if not run.dumps:
         why = f" ({run.skipped[0][0]}: {run.skipped[0][1]})" if run.skipped else ""
-        raise ValueError(f"no flight-recorder dumps in {run.where}{why}: {_HOW_TO_DUMP}")
+        raise InputError(f"no flight-recorder dumps in {run.where}{why}: {_HOW_TO_DUMP}")
     return alignment(run.dumps)
 
 
 def run_pairing(source) -> Pairing:
     """The send/receive pairing of a run: from the sends and recvs its
     flight-recorder dumps recorded (NCCL), else from its ranks' ``ncclnb
-    guard: p2p plan`` lines (gloo). Raises ValueError (one line) when it
+    guard: p2p plan`` lines (gloo). Raises InputError (a ValueError, one line) when it
     holds neither."""
     run = read_run(source)
     recorded = pairing_from_dumps(run.dumps) if run.dumps else None
@@ -142,7 +143,7 @@ def run_pairing(source) -> Pairing:
         return recorded
     if run.plans:
         return plan_pairing(run.plans, ranks_ahead(run.dumps) if run.dumps else ())
-    raise ValueError(
+    raise InputError(
         f"no send/recv in {run.where}: no NCCL flight-recorder send/recv entries and no "
         f"'{PLAN_MARK.strip()}' lines (gloo records no isend/irecv: call "
         "ncclnb.guard.p2p.log_p2p_plan(sends, recvs) on every rank before posting)"

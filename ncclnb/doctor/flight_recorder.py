@@ -105,6 +105,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any, Iterable, Optional, Union
 
+from ncclnb.errors import InputError
 from ncclnb.model import Evidence, Finding, RankStatus
 
 __all__ = [
@@ -220,8 +221,9 @@ class _Dump:
     world: int = 0  # the largest rank any pg_config group names, plus one (0: none named)
 
 
-class _BadDump(Exception):
-    """A dump that cannot be analysed; the message says why, in one line."""
+class _BadDump(InputError):
+    """A dump that cannot be analysed (malformed input, never a bug); the
+    message says why, in one line."""
 
 
 class _NoEntries(_BadDump):

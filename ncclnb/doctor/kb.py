@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache, cache
 from typing import Iterable, Optional
 
+from ..errors import InputError
 from ..model import CATEGORIES, SEVERITIES
 
 SIGNATURE_DIR = os.path.join(os.path.dirname(__file__), "signatures")
@@ -292,8 +293,9 @@ _OPTIONAL = {"also": list, "benign": bool, "consequence": bool, "suspect": bool,
 BLAME = ("printers", "missing_ranks", "store_host", "silent_ranks", "values")
 
 
-class KnowledgeBaseError(ValueError):
-    """A signature record that is malformed (one line, names the file)."""
+class KnowledgeBaseError(InputError):
+    """A signature record that is malformed (one line, names the file); a
+    ValueError too, as InputError is."""
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,7 @@ from operator import itemgetter
 from contextlib import contextmanager
 from typing import BinaryIO, Callable, Iterator, NamedTuple, Optional
 
+from ..errors import NcclnbError, tolerate
 from .kb import TRIGGERS
 from .sources import BINARY
 
@@ -279,7 +280,8 @@ def _filter(data: bytes, start: int, end: int, max_line: int, numpy_min: Optiona
                 import numpy
 
                 _TABLE = _QuadTable(numpy, data[start : start + (4 << 20)])
-            except Exception:  # no numpy (or a broken one): the find sweeps give the same lines
+            except Exception as exc:  # no numpy (or a broken one): the find sweeps give the same lines
+                tolerate(exc, (ImportError, OSError))
                 _NUMPY_FAILED = True
         if _TABLE is not None:
             return _TABLE.filter(data, start, end, max_line)
@@ -706,8 +708,9 @@ class _Pread:
         return data
 
 
-class NotTheFile(OSError):
-    """A worker opened something other than the caller's file: the caller reads that range itself."""
+class NotTheFile(OSError, NcclnbError):
+    """A worker opened something other than the caller's file: the caller reads that range itself
+    (a signal between the scanner's parts, not the user's mistake)."""
 
 
 def scan_range(
@@ -921,7 +924,8 @@ class ParallelScan:
         base = 0
         try:
             pool = _pool(self.workers)
-        except Exception:  # no process pool here (no semaphores, no fork): scan in this process
+        except Exception as exc:  # no process pool here (no semaphores, no fork): scan in this process
+            tolerate(exc, (ImportError, OSError, NotImplementedError))
             pool = None
         if pool is None:
             scanner = self._here(fd, 0, size)
@@ -953,7 +957,8 @@ class ParallelScan:
                                 identity,
                                 frozenset(skip.rests) if skip is not None else None,
                             )
-                        except Exception:  # a broken pool takes no more work: the rest is read here
+                        except Exception as exc:  # a broken pool takes no more work: the rest is read here
+                            tolerate(exc, (RuntimeError, OSError))  # BrokenProcessPool, shut down, fork failed
                             broken = True
                     pending.append((rng, fut, gen))
                     return
@@ -968,7 +973,10 @@ class ParallelScan:
                     if fut is None:
                         raise NotTheFile("no worker")
                     found, lines, truncated, stopped = fut.result()
-                except Exception:  # a worker died, could not read, or saw another file: read this range here
+                except Exception as exc:  # a worker died, could not read, or saw another file: read this range here
+                    from concurrent.futures import BrokenExecutor  # imported with the pool already
+
+                    tolerate(exc, (OSError, BrokenExecutor))  # NotTheFile is an OSError
                     found, lines, truncated, stopped = [], 0, "", start
                 last = 0
                 for no, line in found:

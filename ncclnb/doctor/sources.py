@@ -12,8 +12,11 @@ import os
 import re
 import stat
 import sys
+import zlib
 from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterator, Optional, Union
+
+from ..errors import PathError, tolerate
 
 _PATHLIKE = re.compile(r"^[^\s]*(?:/[^\s]*|\.(?:log|txt|gz|json|out|err))$")
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -22,8 +25,9 @@ EMPTY = "empty, no log text"  # why a file or stream of nothing but white space 
 NCCLNB_JSON = "ncclnb's own JSON (a snapshot, report or result), not a log: ncclnb check or ncclnb show reads it"
 
 
-class DoctorInputError(OSError):
-    """An input the doctor cannot read (missing path, unreadable file): one line."""
+class DoctorInputError(PathError):
+    """An input the doctor cannot read (missing path, unreadable file): one
+    line; an OSError (errno, filename) and an InputError."""
 
 
 @dataclass
@@ -130,8 +134,8 @@ def sniff_pickle(fh, name: str):
         if name != "<stdin>":  # stdin stays open, as the doctor leaves it (it may be named twice)
             try:
                 fh.close()
-            except Exception:  # a half-read gzip can raise again on close
-                pass
+            except Exception as exc:  # a half-read gzip can raise again on close
+                tolerate(exc, (OSError, EOFError, ValueError, zlib.error))
     return io.BytesIO(data)
 
 

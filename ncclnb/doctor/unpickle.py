@@ -33,6 +33,7 @@ import pickle
 import pickletools
 from typing import Any
 
+from ..errors import InputError
 from ..model.limits import DUMP_LIMIT, DUMP_VALUES, human
 
 __all__ = ["looks_like_pickle", "PickleRefused", "load_plain", "read_pickled_dump", "PLAIN_OPCODES"]
@@ -118,7 +119,7 @@ _STRINGS = frozenset({"UNICODE", "BINUNICODE", "SHORT_BINUNICODE", "BINUNICODE8"
 _MAX_NAME = 120  # characters of a refused global's name shown in the message
 
 
-class PickleRefused(ValueError):
+class PickleRefused(InputError):
     """A pickle that is not plain data, not a pickle at all, or too large; the
     message says why in one line, and nothing in the pickle was run."""
 

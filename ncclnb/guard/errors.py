@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Mapping, Optional, Sequence
 
+from ..errors import NcclnbError
 
-class GuardError(RuntimeError):
+
+class GuardError(NcclnbError, RuntimeError):
     """Ranks of a distributed job disagree on something that must be equal.
+    Not an InputError: it stops the user's training job (a RuntimeError, as
+    torch.distributed's own errors are), and no command prints it as one line.
 
     Raised on every rank of the group by the same check, with the same text,
     so no rank runs on while another stops.

@@ -17,13 +17,15 @@ import typing
 from functools import cache
 from typing import Any, Union
 
+from ..errors import InputError
+
 # Every integer fact fits a 64-bit field (NVML, sysfs, rlimits; -1 for
 # "unlimited"): a larger one is garbage, refused here rather than overflowing
 # in a view that turns it into a float.
 INT_MIN, INT_MAX = -(1 << 63), (1 << 64) - 1
 
 
-class SchemaError(ValueError):
+class SchemaError(InputError):
     """Input that is not a valid ncclnb value. The message is one line and
     names the field (``path``) that is wrong."""
 

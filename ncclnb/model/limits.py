@@ -13,6 +13,8 @@ import os
 import stat
 from typing import BinaryIO, Union
 
+from ..errors import InputError, path_error
+
 SNIFF_BYTES = 64 << 10  # binary or not is decided on this much
 TEXT_LIMIT = 64 << 20  # pasted text (ncclnb ingest)
 JSON_LIMIT = 128 << 20  # snapshots, reports, diagnoses, repro results
@@ -45,17 +47,22 @@ def read_bounded(
     label: str,
     what: str = "text",
     binary: str = "",
-    error: type = ValueError,
+    error: type = InputError,
 ) -> bytes:
     """All of ``source`` (a path or a binary file object such as
     ``sys.stdin.buffer``) as bytes, or ``error`` with one line starting with
     ``label``: binary data (NUL bytes in the first ``SNIFF_BYTES``; the
     message says ``binary``, by default "binary data, not <what>"), or more
-    than ``limit`` bytes. At most ``limit + 1`` bytes are ever held."""
+    than ``limit`` bytes; a path that cannot be opened or read raises
+    :class:`~ncclnb.errors.PathError` (an OSError). At most
+    ``limit + 1`` bytes are ever held."""
     binary = binary or f"binary data, not {what}"
     if isinstance(source, (str, os.PathLike)):
-        with open(source, "rb") as fh:
-            return _read(fh, limit, label, what, binary, error)
+        try:
+            with open(source, "rb") as fh:
+                return _read(fh, limit, label, what, binary, error)
+        except OSError as exc:  # the user's path: missing, a directory, no permission, an I/O error
+            raise path_error(exc, label) from None
     return _read(source, limit, label, what, binary, error)
 
 

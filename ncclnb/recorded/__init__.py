@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Union
 
+from ..errors import InputError
 from ..model import ClusterReport, Diagnosis, NodeSnapshot, ReproResult, SchemaError
 from ..model.limits import JSON_CONTAINERS, JSON_LIMIT, human, looks_binary, read_bounded
 
@@ -49,9 +50,9 @@ def load(path_or_name: Union[str, os.PathLike[str]]) -> Loaded:
     NodeSnapshot, ClusterReport, Diagnosis or ReproResult (chosen by its
     ``schema`` tag).
 
-    Unknown names raise ValueError listing the known ones; unreadable,
+    Unknown names raise InputError (a ValueError) listing the known ones; unreadable,
     non-JSON, binary, oversized (over ``JSON_LIMIT``), foreign or
-    newer-schema files raise ValueError / SchemaError with one line naming
+    newer-schema files raise InputError / SchemaError with one line naming
     the file and the field. A binary or oversized file is refused from its
     first 64 KiB and its size, before the rest is read."""
     bundled = _bundled()
@@ -61,11 +62,11 @@ def load(path_or_name: Union[str, os.PathLike[str]]) -> Loaded:
     elif os.path.isfile(key):
         path = Path(key)
     elif isinstance(path_or_name, str) and not any(c in key for c in "/\\") and not key.endswith(".json"):
-        raise ValueError(
+        raise InputError(
             f"unknown machine {key!r}; bundled machines: {', '.join(sorted(bundled)) or 'none'} (or give the path of a JSON file)"
         )
     else:
-        raise ValueError(f"{key}: no such file (and not a bundled machine name)")
+        raise InputError(f"{key}: no such file (and not a bundled machine name)")
     # a bundled machine is named by its name, a user's file by the path they gave
     return load_bytes(read_bounded(path, limit=JSON_LIMIT, label=key, what="a JSON file"), key)
 
@@ -78,36 +79,36 @@ def load_facts(path_or_name: Union[str, os.PathLike[str], bytes], label: str = "
     if not isinstance(value, (NodeSnapshot, ClusterReport)):
         what = "a diagnosis" if isinstance(value, Diagnosis) else "a repro result"
         name = label or os.fspath(path_or_name)
-        raise ValueError(f"{name}: {what}, not a node snapshot or cluster report (open it with ncclnb.load())")
+        raise InputError(f"{name}: {what}, not a node snapshot or cluster report (open it with ncclnb.load())")
     return value
 
 
 def load_bytes(raw: bytes, label: str = "input") -> Loaded:
     """Parse JSON bytes into a NodeSnapshot, ClusterReport, Diagnosis or
     ReproResult; ``label`` names the input in error messages, which are one
-    line (ValueError or SchemaError) for binary, oversized, non-JSON, too
+    line (InputError or SchemaError, both ValueErrors) for binary, oversized, non-JSON, too
     deeply nested or malformed input."""
     if not isinstance(raw, (bytes, bytearray)):
         raise ValueError(f"{label}: expected the bytes of a JSON file, got {type(raw).__name__}")
     if looks_binary(raw[:4096]):
-        raise ValueError(f"{label}: binary data, not a JSON file")
+        raise InputError(f"{label}: binary data, not a JSON file")
     if len(raw) > JSON_LIMIT:
-        raise ValueError(f"{label}: too large ({human(len(raw))}; ncclnb reads JSON files of at most {human(JSON_LIMIT)})")
+        raise InputError(f"{label}: too large ({human(len(raw))}; ncclnb reads JSON files of at most {human(JSON_LIMIT)})")
     # objects and lists cost ~60 bytes each once parsed: bound them before json.loads builds them
     if raw.count(b"[") + raw.count(b"{") > JSON_CONTAINERS:
-        raise ValueError(f"{label}: too many JSON objects and lists to be an ncclnb file (over {JSON_CONTAINERS})")
+        raise InputError(f"{label}: too many JSON objects and lists to be an ncclnb file (over {JSON_CONTAINERS})")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{label}: not a JSON file (undecodable byte at offset {exc.start})") from None
+        raise InputError(f"{label}: not a JSON file (undecodable byte at offset {exc.start})") from None
     try:
         data = json.loads(text)
     except ValueError as exc:
         msg = getattr(exc, "msg", str(exc))
         where = f" at line {exc.lineno} column {exc.colno}" if hasattr(exc, "lineno") else ""
-        raise ValueError(f"{label}: not valid JSON ({msg}{where})") from None
+        raise InputError(f"{label}: not valid JSON ({msg}{where})") from None
     except RecursionError:
-        raise ValueError(f"{label}: JSON nested too deeply to be an ncclnb file") from None
+        raise InputError(f"{label}: JSON nested too deeply to be an ncclnb file") from None
     tag = data.get("schema") if isinstance(data, dict) else None
     kind = tag.split("/")[0] if isinstance(tag, str) else None
     try:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from ..errors import InputError
 from ..model import CATEGORIES, VARIANTS
 
 HERE = Path(__file__).resolve().parent
@@ -54,7 +55,7 @@ _KEYS = {
 }
 
 
-class ScenarioError(ValueError):
+class ScenarioError(InputError):
     """A scenario file that does not describe a runnable scenario (one line)."""
 
 

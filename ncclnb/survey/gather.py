@@ -58,6 +58,7 @@ import threading
 import time
 from typing import Mapping, Optional, TextIO
 
+from ..errors import InputError, path_error, tolerate
 from ..guard.preflight import LaunchFacts, launch_facts
 from ..model.words import how_many
 
@@ -68,7 +69,7 @@ _ENTRY = "entry/"
 SEVERITIES = ("error", "warning", "info")
 
 
-class SurveyUsageError(ValueError):
+class SurveyUsageError(InputError):
     """Bad arguments, or no launcher variables: one line, exit 2."""
 
 
@@ -253,7 +254,10 @@ class _Survey:
                 "process (python -m ncclnb survey), with the job's launcher"
             )
         if self.rank == 0:
-            os.makedirs(self.out_dir, exist_ok=True)
+            try:
+                os.makedirs(self.out_dir, exist_ok=True)
+            except OSError as exc:  # the user's --out: a file, no permission
+                raise path_error(exc, self.out_dir) from None
         try:
             self.store = _store(dist, f, self.environ, t)
             _register(self.store, self.entry)
@@ -327,7 +331,8 @@ class _Survey:
                 local_rank=self.facts.local_rank,
                 phase=phase,
             )
-        except Exception as exc:  # a bug, not a measurement: the facts still make the report
+        except Exception as exc:  # the facts still make the report; under NCCLNB_STRICT a bug (not gloo's failure) raises
+            tolerate(exc, (RuntimeError, OSError))
             link = {
                 "backend": "unknown",
                 "device": "unknown",

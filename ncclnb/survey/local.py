@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Optional, TextIO
 
 from .._signals import signals_interrupt
+from ..errors import path_error
 from ..repro.job import ENV_RUN_ID
 from ..repro.runner import _DROP, _preexec, free_port, stop_processes
 from .gather import SurveyUsageError
@@ -43,7 +44,10 @@ def run_local(
         raise SurveyUsageError(f"--nproc must be between 1 and 64, got {nproc}")
     if not 1 <= timeout <= 3600:
         raise SurveyUsageError(f"--timeout must be between 1 and 3600 seconds, got {timeout:g}")
-    os.makedirs(out_dir, exist_ok=True)
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as exc:  # the user's --out: a file, no permission
+        raise path_error(exc, out_dir) from None
     run_id = uuid.uuid4().hex
     env = {k: v for k, v in os.environ.items() if k not in _DROP and not k.startswith(("SLURM_", "OMPI_", "PMI"))}
     package_root = str(Path(__file__).resolve().parents[2])

@@ -54,6 +54,7 @@ from ..checks.network import ifname_matches, parse_ifname
 from ..collectors._fs import listdir, read_int, read_text, under
 from ..collectors.nics import _addresses
 from ..collectors.pci import bus_id_in_path, gpu_nic_matrix, sysfs_bus_id
+from ..errors import tolerate
 from ..model.cpulist import covers, spans
 
 
@@ -79,7 +80,8 @@ def rank_facts(
 def _guarded(read):
     try:
         return read()
-    except Exception:  # a fact that cannot be read is None, whatever the reason
+    except Exception as exc:  # a fact that cannot be read is None (under NCCLNB_STRICT, a bug raises)
+        tolerate(exc, (OSError, ValueError, RuntimeError))
         return None
 
 

@@ -7,10 +7,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ...errors import InputError
 from ...model.cpulist import Span, spans as _spans
 
 
-class ParseError(ValueError):
+class ParseError(InputError):
     """Text that looks like a known format but cannot be read. The message is
     one line and says what is wrong ("topo -m: row GPU3 has 6 cells, header
     has 8 columns")."""
