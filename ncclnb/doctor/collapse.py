@@ -18,10 +18,10 @@ prefix inside the message); the template is made from the rest behind two
 different made-up prefixes, and a rest that does not give back each one's
 own host and pid is not collapsed (nor is one holding the made-up hosts'
 ``\\x01``, or nothing but blanks). ``Template.inert`` is filled in by the
-collector once it has read the message (see ``_Collector.line``).
+matcher once it has read the message (see ``match.Matcher.line``).
 
 :func:`skip_inert` goes one step further, between the scanner and the
-collector: lines with a rest known inert never reach the collector at all,
+matcher: lines with a rest known inert never reach the matcher at all,
 but for the few that stand in for what they would have done.
 """
 
@@ -47,7 +47,7 @@ class Template:
         self.rest = rest  # the bytes it was made from (what skip_inert knows a line by)
         self.text, self.rank, self.local_rank = ln.text, ln.rank, ln.local_rank
         self.level, self.ts, self.where = ln.level, ln.ts, ln.where
-        self.inert: Optional[bool] = None  # set by the collector: a message no gate, signature or WARN rule reads
+        self.inert: Optional[bool] = None  # set by the matcher: a message no gate, signature or WARN rule reads
 
     def line(self, host: str, pid: int) -> Line:
         return Line(self.text, self.rank, self.local_rank, host, pid, self.level, self.ts, self.where)
@@ -107,7 +107,7 @@ class Normalizer:
 
 
 class InertRests:
-    """The rests (bytes after NCCL's prefix) whose message the collector has
+    """The rests (bytes after NCCL's prefix) whose message the matcher has
     read, found inert, and still holds in its match cache. ``generation``
     counts the times it was emptied (with that cache): a snapshot taken for a
     worker holds only while the generation is the same."""
@@ -129,8 +129,8 @@ class InertRests:
 
 def skip_inert(lines: Iterator[tuple[int, bytes]], inert) -> Iterator[tuple[int, bytes]]:
     """``lines`` (``(line number, raw)`` of one source) without the lines the
-    collector needs no more: NCCL-prefixed lines whose rest is in ``inert``
-    (rests whose message the collector has read and found inert, while its
+    matcher needs no more: NCCL-prefixed lines whose rest is in ``inert``
+    (rests whose message the matcher has read and found inert, while its
     match cache still holds it) and whose host this source already showed.
     What such a line would do is redone by the lines kept: a host is kept the
     first time it shows, and before each line kept comes the last line

@@ -1,6 +1,6 @@
 """Cross-rank reasoning: what no single line says.
 
-The collector keeps bounded per-rank state (the last watchdog record, each
+The matcher keeps bounded per-rank state (the last watchdog record, each
 rank's last enqueued and completed work, the call its traceback waited in,
 the NCCL version, the communicator table, the ranks each process claims)
 from the lines the scanner hands it; the functions below turn that state
@@ -99,7 +99,7 @@ class WatchdogRecord:
 class ProgressRecord:
     """A rank's last enqueued and last completed work (sequence numbers of its default group)."""
 
-    rank: object  # a global rank, or the collector's ("pid", host, pid) key until it is resolved
+    rank: object  # a global rank, or the matcher's ("pid", host, pid) key until it is resolved
     enqueued: int
     completed: int
     evidence: Evidence
@@ -117,7 +117,7 @@ class CommRecord:
 
 @dataclass
 class ReasonState:
-    """Bounded state the reasoning needs; fed line by line by the collector."""
+    """Bounded state the reasoning needs; fed line by line by the matcher."""
 
     watchdog: dict = field(default_factory=dict)  # rank -> last WatchdogRecord
     versions: dict = field(default_factory=dict)  # (host or source, pid) -> (version, cuda, Evidence)
@@ -168,7 +168,7 @@ class ReasonState:
         if old is None or rec.seq >= old.seq:
             self.watchdog[rec.rank] = rec
 
-    def add_version(self, key: str, version: str, cuda: Optional[str], ev: Evidence) -> None:
+    def add_version(self, key: tuple, version: str, cuda: Optional[str], ev: Evidence) -> None:
         if key in self.versions or len(self.versions) >= self.limit:
             return
         self.versions[key] = (version, cuda, ev)

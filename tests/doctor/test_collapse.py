@@ -190,12 +190,12 @@ def test_memoised_trigger_test_says_what_the_plain_one_says():
 def test_parallel_scan_with_worker_skipping_same_as_plain(tmp_path, monkeypatch, match_cache):
     # workers drop lines whose rest the caller knows inert (a snapshot per task); a small match cache empties
     # often, so snapshots go stale and ranges are read again here: the same Diagnosis all the same
-    from ncclnb.doctor import core
+    from ncclnb.doctor import match
 
     log = tmp_path / "ranks.log"
     log.write_text(_many_ranks_log(4) * 4, encoding="utf-8")
     if match_cache:
-        monkeypatch.setattr(core, "MATCH_CACHE", match_cache)
+        monkeypatch.setattr(match, "MATCH_CACHE", match_cache)
     monkeypatch.setattr(scan, "NUMPY_MIN", 1024)
     monkeypatch.setattr(scan, "RANGE", 60_000)
     monkeypatch.setattr(scan, "PARALLEL_MIN", 1 << 40)
@@ -321,7 +321,7 @@ def test_bulk_skip_leaves_the_path_on_mostly_new_messages(monkeypatch):
 @pytest.mark.parametrize("match_cache", [None, 40])
 def test_many_ranks_same_with_bulk_skipping_in_small_chunks(tmp_path, monkeypatch, match_cache):
     # many regions, lines cut across chunks, and (with a small match cache) the cache emptied often
-    from ncclnb.doctor import core
+    from ncclnb.doctor import match
 
     log = tmp_path / "ranks.log"
     log.write_bytes(_bulk_input(5) * 2)
@@ -329,7 +329,7 @@ def test_many_ranks_same_with_bulk_skipping_in_small_chunks(tmp_path, monkeypatc
     monkeypatch.setattr(scan, "CHUNK", 30_000)
     monkeypatch.setattr(scan, "BULK_MIN", 0)
     if match_cache:
-        monkeypatch.setattr(core, "MATCH_CACHE", match_cache)
+        monkeypatch.setattr(match, "MATCH_CACHE", match_cache)
     assert diagnose(str(log)).to_dict() == plain
 
 

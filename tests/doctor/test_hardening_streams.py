@@ -21,7 +21,7 @@ import time
 import pytest
 
 from ncclnb.doctor import DoctorInputError, diagnose, scan
-from ncclnb.doctor.core import MAX_RANKS
+from ncclnb.doctor.rank_table import MAX_RANKS
 from tests.conftest import REPO, run_cli
 
 ERROR_LINE = b"[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"

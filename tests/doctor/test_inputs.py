@@ -273,14 +273,15 @@ def test_text_handed_over_in_python_always_gets_a_diagnosis():
 def test_every_xid_number_lands_on_the_signature_of_its_kind():
     """0..999 each hit exactly one Xid signature, and the one XIDS says:
     program faults and the cleanup Xid are not blamed on the hardware."""
-    from ncclnb.doctor.core import _Collector
+    from ncclnb.doctor.match import Matcher
+    from ncclnb.doctor.rank_table import RankRows
     from ncclnb.doctor.kb import load_signatures
     from ncclnb.doctor.xid import XIDS
 
-    col = _Collector(load_signatures())
+    matcher = Matcher(load_signatures(), RankRows())
     want_for = {"program": "gpu_xid_program_fault", "consequence": "gpu_xid_cleanup"}
     for n in range(1000):
-        hits = {sig.id for sig, _ in col._matches(f"NVRM: Xid (PCI:0000:3b:00): {n}, pid=4121, name=python")}
+        hits = {sig.id for sig, _ in matcher.matches(f"NVRM: Xid (PCI:0000:3b:00): {n}, pid=4121, name=python")}
         kind = XIDS[n].kind if n in XIDS else "hardware"
         assert hits & {"gpu_xid", "gpu_xid_program_fault", "gpu_xid_cleanup"} == {want_for.get(kind, "gpu_xid")}, n
 

@@ -1,0 +1,379 @@
+"""Stage 2 of :func:`~ncclnb.doctor.diagnose`: each line read, matched.
+
+:class:`Matcher` takes the lines the reader hands it (stage 1, in
+:mod:`ncclnb.doctor.core`), one by one, and keeps what the later stages
+need: the signature hits (:class:`Hits`), the reasoning state (versions,
+comm lines, watchdog and progress lines, p2p plans:
+:class:`~ncclnb.doctor.reason.ReasonState`), the rank rows
+(:class:`~ncclnb.doctor.rank_table.RankRows`), the facts of the run that
+decide between causes (:class:`~ncclnb.doctor.priors.LogContext`) and the
+NCCL WARN lines no signature knows. Memory stays bounded whatever the input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ..model import Evidence
+from ..model.redact import scrub_cut
+from .collapse import InertRests, Normalizer
+from .kb import Signature
+from .normalize import MAX_DIGITS, clean, num
+from .priors import LogContext, warn_prior
+from .rank_table import MAX_BLAMED, MAX_CUT_COUNTED, MAX_RANKS, RankRows, log_stem
+from .reason import (
+    BANNER,
+    C10D_FRAME,
+    COMM,
+    PG_ID,
+    PLAN,
+    PROGRESS,
+    VERSION,
+    WATCHDOG,
+    WORK,
+    CommRecord,
+    ProgressRecord,
+    ReasonState,
+    WatchdogRecord,
+    value_kind,
+)
+
+MAX_EVIDENCE = 5  # evidence lines kept per finding
+MAX_TEXT = 500  # characters of a line kept as evidence
+MATCH_CACHE = 1 << 16  # distinct messages whose signature matches are remembered (a 1024-rank log has thousands)
+MAX_WARN_KEPT = 256  # distinct unrecognised NCCL WARN messages remembered
+
+# a rank's own error that means it timed out in a send/recv
+P2P_WAIT_RULES = {"gloo_op_timeout"}
+# the lines torch prints for one watchdog timeout (the timeout, the rank's progress, "taking the entire process
+# down"): one incident, one card; a wrapper (DistBackendError, terminate called ...) printed within
+# _INCIDENT_SPAN lines after them belongs to the same incident
+INCIDENT_RULES = ("watchdog_timeout", "timeout_at_nccl_work", "nccl_ops_failed_or_timed_out")
+_INCIDENT_SPAN = 8
+# the substrings on which line() reads a message beyond its signatures (versions, comm lines, banners, watchdog
+# and progress lines, p2p plans): a message holding none of them, with no signature hit and not a WARN, is inert
+# (collapse.Template.inert) and later lines with it take the short way (_inert_line). A new gate goes here too.
+_LINE_GATES = (
+    "NCCL version",
+    "nRanks",
+    "GLOBAL_RANK",
+    "WorkNCCL(",
+    "NCCL work:",
+    "enqueued work",
+    "p2p plan",
+    "distributed_c10d.py",
+)
+
+
+@dataclass
+class Hits:
+    """What one signature matched: how often, its first lines and whom they name."""
+
+    sig: Signature
+    count: int = 0
+    evidence: list = field(default_factory=list)
+    first: tuple = ()
+    groups: dict = field(default_factory=dict)
+    blamed: set = field(default_factory=set)
+    printers: set = field(default_factory=set)  # rank or ("pid", host, pid) of the lines
+    hosts: set = field(default_factory=set)
+    in_incident: int = 0  # lines printed as part of a watchdog timeout (the line itself or just after it)
+
+
+@dataclass
+class SourceContext:
+    """The input being read, and what its lines so far tell the next one."""
+
+    name: str
+    index: int
+    rank_hint: Optional[int]
+    host: Optional[str] = None
+    prev_no: int = 0  # the last candidate line's number and text (to rejoin a hard-wrapped message)
+    prev_text: str = ""
+    prev_ids: frozenset = frozenset()
+    last_watchdog: int = -(1 << 30)  # number of the last line of a watchdog timeout in this source
+    c10d_calls: dict = field(default_factory=dict)  # rank -> torch.distributed call of its traceback's last frame
+
+
+class Matcher:
+    """Reads lines into hits, reasoning state, rank rows, run facts and unknown WARNs."""
+
+    def __init__(self, sigs: tuple[Signature, ...], rows: RankRows, redact: bool = True, collapse: bool = True):
+        # text kept from a line, cut to a length; credentials in it replaced before the cut
+        self.cut = scrub_cut if redact else (lambda text, limit: text[:limit])
+        # flat (signature, literal, regex) list: the per-line loop is the hot path for candidate lines
+        self._matchers = [(sig, lit, rx) for sig in sigs for lit, rx in sig.compiled]
+        self._match_cache: dict = {}  # message -> [(signature, match)], bounded
+        self._normalize = Normalizer(enabled=collapse)  # raw line -> (Line, template); see collapse.py
+        self._inert = InertRests()  # rests of inert messages still in the match cache (collapse.skip_inert)
+        self.rows = rows
+        self.hits: dict[str, Hits] = {}
+        self.state = ReasonState()
+        self.world_size: Optional[int] = None  # the largest nRanks an NCCL comm line gave
+        self.context = LogContext()  # facts of the run that decide between causes
+        self.warns: dict = {}  # category -> [count, evidence, first, also, hosts, printers, where] of unrecognised WARNs
+        self._warn_seen: set = set()
+
+    @property
+    def inert(self) -> Optional[InertRests]:
+        """The rests of messages known inert, which a scanner may leave out; None when lines are not collapsed."""
+        return self._inert if self._normalize.enabled else None
+
+    def line(self, ctx: SourceContext, line_no: int, raw: bytes) -> None:
+        """Line ``line_no`` of ``ctx``'s input (bytes as read) matched and kept."""
+        ln, tpl = self._normalize(raw)  # collapse.Normalizer: a rest after NCCL's prefix is read once
+        if ln is None:
+            return
+        if tpl is not None and tpl.inert:
+            self._inert_line(ctx, line_no, ln, tpl)
+            return
+        text = raw.decode("utf-8", "replace")
+        msg = ln.text
+        if ln.host:
+            ctx.host = ln.host
+        rank = ln.rank if ln.rank is not None else ctx.rank_hint
+        host = ln.host
+        ev = Evidence(ctx.name, line_no, self.cut(clean(text), MAX_TEXT))
+        order = (ctx.index, line_no)
+
+        if "NCCL version" in msg:
+            m = VERSION.search(msg)
+            if m and msg[m.end("ver") : m.end("ver") + 1].isdigit():
+                m = None  # a version part longer than VERSION reads: not a version
+            if m:
+                # one entry per process: two processes on one host may load different libraries. A line
+                # with no host is kept hostless (never the host of the line before it, which in a log of
+                # many hosts is anyone's), by its rank or else its source and pid
+                where = (
+                    (host, ln.pid if ln.pid is not None else rank)
+                    if host
+                    else (None, rank if rank is not None else f"{ctx.name}:{ln.pid}")
+                )
+                self.state.add_version(where, m.group("ver"), m.group("cuda"), ev)
+                row = self.rows.row(self.rows.key(rank, host, ln.pid))
+                if row is not None:
+                    row.nccl_version = row.nccl_version or m.group("ver") + (f"+cuda{m.group('cuda')}" if m.group("cuda") else "")
+                    self.rows.fill(row, host, ln.pid, ctx.name)
+        if "nRanks" in msg:
+            m = COMM.search(msg)
+            r, n, lr, nodes = (num(m.group(k)) for k in ("rank", "nranks", "lrank", "nnodes")) if m else (None,) * 4
+            if r is not None and n is not None and lr is not None and nodes is not None:
+                self.state.add_comm(CommRecord(host, r, n, nodes, ev))
+                self.world_size = max(self.world_size or 0, n)
+                if host is not None and ln.pid is not None:
+                    self.state.add_claim(n, r, (host, ln.pid), ev)
+                if ln.pid is not None:
+                    old = self.rows.pid_rank.get((host, ln.pid))
+                    if old is None or n > old[0]:
+                        if old is not None or len(self.rows.pid_rank) < MAX_CUT_COUNTED:
+                            self.rows.pid_rank[(host, ln.pid)] = (n, r, lr)
+                largest = ln.pid is None or old_is_smaller(self.rows.pid_rank.get((host, ln.pid)), n)
+                row = self.rows.row(r if largest else self.rows.key(None, host, ln.pid))
+                if row is not None:
+                    row.local_rank = lr if row.local_rank is None else row.local_rank
+                    self.rows.fill(row, host, ln.pid, ctx.name)
+        if "GLOBAL_RANK" in msg:
+            m = BANNER.search(msg)
+            if m:
+                r, size = num(m.group("rank")), num(m.group("size"))
+                if r is None or size is None:
+                    r = None
+                else:
+                    if r >= size:
+                        self.state.add_out_of_range(r, size, ev)
+                    # the process: its log (stdout and stderr of one process share a stem), host, pid, local rank
+                    self.state.add_claim(size, r, (log_stem(ctx.name), host, ln.pid, ln.local_rank), ev)
+                row = self.rows.row(r)
+                if row is not None:
+                    self.rows.fill(row, host, ln.pid, ctx.name)
+        if "WorkNCCL(" in msg or "NCCL work:" in msg or "enqueued work" in msg:
+            self._watchdog(msg, rank, host, ln.pid, ev, ctx.name)
+        if "distributed_c10d.py" in msg and rank is not None:
+            m = C10D_FRAME.search(msg)
+            if m and (rank in ctx.c10d_calls or len(ctx.c10d_calls) < MAX_RANKS):
+                ctx.c10d_calls[rank] = m.group("fn")
+        if "p2p plan" in msg and PLAN.search(msg):
+            from .pairing import parse_plan_line
+
+            plan = parse_plan_line(msg, ctx.name, line_no)
+            if plan is not None:
+                self.state.add_plan(plan)
+
+        if host:
+            self.context.observe_host(host)
+        # an NCCL WARN is matched with its source location in front, so a signature can key on the file
+        # that printed it ("transport/nvls.cc:244 NCCL WARN ..."), with or without NCCL's prefix
+        text_ = (f"{ln.where} NCCL WARN {msg}" if ln.where else f"NCCL WARN {msg}") if ln.level == "WARN" else msg
+        hits = self.matches(text_)
+        if tpl is not None and tpl.inert is None:
+            tpl.inert = not hits and ln.level != "WARN" and not any(g in msg for g in _LINE_GATES)
+        ids = frozenset(sig.id for sig, _ in hits)
+        if ctx.prev_no == line_no - 1 and ctx.prev_text and raw[:1] in (b" ", b"\t"):
+            # a hard-wrapped message: what only the two halves together say
+            for sig, m in self.matches(ctx.prev_text + " " + msg.lstrip()):
+                if sig.id not in ids and sig.id not in ctx.prev_ids:
+                    hits = hits + [(sig, m)]
+        ctx.prev_no, ctx.prev_text, ctx.prev_ids = line_no, text_[:2000], ids
+        if any(sig.id in INCIDENT_RULES for sig, _ in hits):
+            ctx.last_watchdog = line_no
+        in_incident = line_no - ctx.last_watchdog <= _INCIDENT_SPAN
+        for sig, m in hits:
+            self._hit(sig, m, rank, host, ln.pid, ln.ts, ev, order, msg, ctx.name)
+            if in_incident:
+                self.hits[sig.id].in_incident += 1
+            if sig.id in P2P_WAIT_RULES and rank is not None:
+                # the traceback that ends here says which call the rank waited in
+                self.state.add_wait(rank, ctx.c10d_calls.pop(rank, None), ev)
+        if ln.level == "WARN" and not hits:
+            self._unrecognised_warn(ln.where, msg, rank, host, ln.pid, ev, order)
+
+    def _inert_line(self, ctx: SourceContext, line_no: int, ln, tpl) -> None:
+        """What :meth:`line` does with a line whose message no gate, signature or
+        WARN rule reads (its template says so): the host is seen, the message is
+        the one a hard-wrapped next line would be joined to. Nothing else."""
+        ctx.host = ln.host
+        self.context.observe_host(ln.host)
+        self.matches(ln.text)  # the same lookups as line(): a message the bounded cache dropped feeds the context again
+        ctx.prev_no, ctx.prev_text, ctx.prev_ids = line_no, ln.text[:2000], frozenset()
+        self._inert.add(tpl.rest)  # later lines with it need not reach here at all
+
+    def matches(self, msg: str) -> list:
+        """[(signature, match)] for ``msg``; a message seen for the first time also feeds the context."""
+        hits = self._match_cache.get(msg)
+        if hits is None:
+            # what matches depends on the message alone, and big logs repeat messages
+            self.context.observe(msg)
+            hits, matched = [], set()
+            for sig, lit, rx in self._matchers:
+                if lit is not None and lit not in msg:
+                    continue
+                if sig.id in matched:
+                    continue  # one hit per signature per line; its first pattern that matches
+                m = rx.search(msg)
+                if m:
+                    matched.add(sig.id)
+                    hits.append((sig, m))
+            if len(self._match_cache) >= MATCH_CACHE:
+                self._match_cache.clear()
+                self._inert.clear()  # skip_inert may skip only lines whose message is in the cache
+            self._match_cache[msg] = hits
+        return hits
+
+    def _unrecognised_warn(self, where, msg, rank, host, pid, ev, order) -> None:
+        """An NCCL WARN no signature knows: kept as evidence, leaning to the category of the file that printed it."""
+        prior = warn_prior(where, msg)
+        if prior is None:
+            return
+        cat, also = prior
+        entry = self.warns.get(cat)
+        if entry is None:
+            entry = self.warns[cat] = [0, [], order, also, set(), set(), where]
+        entry[0] += 1
+        if len(entry[1]) < MAX_EVIDENCE and msg not in self._warn_seen:
+            entry[1].append(ev)
+        if len(self._warn_seen) < MAX_WARN_KEPT:
+            self._warn_seen.add(msg)
+        if host and len(entry[4]) < 64:
+            entry[4].add(host)
+        key = self.rows.key(rank, host, pid)
+        if key is not None and len(entry[5]) < MAX_BLAMED:
+            entry[5].add(key)
+
+    def _watchdog(self, msg, rank, host, pid, ev, source) -> None:
+        m = WATCHDOG.search(msg)
+        seq = op = None
+        if m:
+            seq, op = num(m.group("seq"), MAX_DIGITS), m.group("op")
+            nin, nout = _signed(m.group("nin")), _signed(m.group("nout"))
+            numel = (nin, nout) if nin is not None and nout is not None else None
+            if seq is None:
+                return
+            key = self.rows.key(rank, host, pid)
+            if key is not None:
+                self.state.add_watchdog(WatchdogRecord(key, seq, op, numel, ev))
+        else:
+            w = WORK.search(msg)
+            if w:
+                seq = num(w.group("enq"), MAX_DIGITS)
+        p = PROGRESS.search(msg)
+        if p:
+            enq, done = _signed(p.group("enq")), _signed(p.group("done"))
+            key = self.rows.key(rank, host, pid)
+            if enq is not None and done is not None and key is not None:
+                g = PG_ID.search(msg)
+                self.state.add_progress(ProgressRecord(key, enq, done, ev, g.group("pg") if g else None))
+                seq = enq if seq is None else seq
+        if seq is None:
+            return
+        row = self.rows.row(self.rows.key(rank, host, pid), keep=True)
+        if row is not None and (row.last_seq is None or seq >= row.last_seq):
+            row.last_seq = seq
+            row.last_op = op or row.last_op
+            self.rows.fill(row, host, pid, source)
+
+    def _hit(self, sig, m, rank, host, pid, ts, ev, order, msg, source) -> None:
+        h = self.hits.get(sig.id)
+        if h is None:
+            h = self.hits[sig.id] = Hits(sig, first=order, groups={k: v for k, v in m.groupdict().items() if v is not None})
+        h.count += 1
+        if len(h.evidence) < MAX_EVIDENCE:
+            h.evidence.append(ev)
+        groups = m.groupdict()
+        if groups.get("ranks"):
+            for r in _parse_rank_list(groups["ranks"]):
+                if len(h.blamed) < MAX_BLAMED:
+                    h.blamed.add(r)
+        for name in ("rank", "rank2"):
+            if groups.get(name) is not None and len(h.blamed) < MAX_BLAMED:
+                r = num(groups[name])
+                size = num(groups.get("size"))
+                if r is None:
+                    continue
+                if size is None:
+                    h.blamed.add(r)
+                elif r >= size:
+                    h.blamed.add(r)
+                    self.state.add_out_of_range(r, size, ev)
+        key = self.rows.key(rank, host, pid)
+        if sig.blame == "values" and key is not None:  # a count every rank should share: kept per rank
+            kind, value = value_kind(groups.get("what")), num(groups.get("value"), MAX_DIGITS)
+            if kind is not None and value is not None:
+                self.state.add_value(kind, key, value, ev)
+        if key is not None and len(h.printers) < MAX_BLAMED:
+            h.printers.add(key)
+        if host and len(h.hosts) < 64:
+            h.hosts.add(host)
+        if not sig.benign and key is not None:
+            row = self.rows.row(key, keep=sig.severity == "error")
+            if row is not None:
+                self.rows.fill(row, host, pid, source)
+                if sig.severity == "error" and row.first_error is None:
+                    row.first_error, row.first_error_at, row.first_rule = self.cut(msg, 200), order, sig.id
+
+
+def _parse_rank_list(text: str) -> list:
+    """ "1-3,5" -> [1, 2, 3, 5]; bounded, ASCII digits only."""
+    out: list = []
+    for part in text.split(",")[:MAX_BLAMED]:
+        lo, _, hi = part.strip().partition("-")
+        if not (lo.isascii() and lo.isdigit() and len(lo) < 8) or (hi and not (hi.isascii() and hi.isdigit() and len(hi) < 8)):
+            continue
+        a, b = int(lo), int(hi) if hi else int(lo)
+        out.extend(range(a, min(b, a + MAX_BLAMED) + 1))
+        if len(out) >= MAX_BLAMED:
+            break
+    return out[:MAX_BLAMED]
+
+
+def old_is_smaller(known, n) -> bool:
+    """True when the pid's largest communicator is this one (so its rank is the global rank)."""
+    return known is not None and known[0] == n
+
+
+def _signed(text: Optional[str]) -> Optional[int]:
+    """ "-1" -> -1, "4096" -> 4096: an element count (NCCL writes -1 when unknown)."""
+    if text and text[0] == "-":
+        n = num(text[1:], MAX_DIGITS)
+        return -n if n is not None else None
+    return num(text, MAX_DIGITS)

@@ -1,0 +1,693 @@
+"""Stage 4 of :func:`~ncclnb.doctor.diagnose`: the findings, ranked.
+
+From what the matcher kept (:mod:`ncclnb.doctor.match`) and the rank rows
+folded by rank (:mod:`ncclnb.doctor.rank_table`): the cross-rank
+conclusions (:mod:`ncclnb.doctor.reason`), a finding per signature that
+matched, its alternative readings, the unknown NCCL WARNs, candidate causes
+of a generic error, notes on the inputs and the flight recorder's findings
+reconciled with the logs, each in a tier; then :func:`order` sorts them,
+most likely root cause first, one finding per rule.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import TYPE_CHECKING, Optional
+
+from ..model import Evidence, Finding
+from ..model.categories import TABLE as CATEGORY
+from . import flight_recorder as fr
+from .kb import Signature
+from .match import INCIDENT_RULES, MAX_EVIDENCE, MAX_TEXT, P2P_WAIT_RULES, Hits, Matcher
+from .normalize import MAX_DIGITS, num
+from .priors import CANDIDATE_KIND_TITLES, preferred_category, rank_candidates
+from .rank_table import MAX_BLAMED, MAX_RANKS
+from .reason import (
+    duplicate_claims,
+    out_of_range_findings,
+    plan_findings,
+    version_findings,
+    wait_findings,
+    watchdog_findings,
+    world_size_findings,
+)
+
+if TYPE_CHECKING:
+    from .core import Inputs
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+# categories whose errors say a rank waited for a peer, not that it failed by itself
+_WAITING = {"collective_desync", "slow_rank_timeout", "p2p_pairing", "rendezvous_unreachable", "unknown"}
+# cross-rank findings that explain a watchdog timeout (the incident's card when there is one)
+_INCIDENT_CARDS = (
+    "watchdog_rank_behind",
+    "watchdog_desync",
+    "watchdog_seq_differs",
+    "watchdog_rank_missing",
+    "watchdog_all_waiting",
+    "traceback_rank_missing",
+)
+# cross-rank findings from where the ranks' tracebacks say they waited (reason.wait_findings)
+_TRACEBACK_CARDS = ("p2p_wait_beside_collective", "traceback_desync", "traceback_rank_missing")
+# ranking tiers, most likely root cause first (a rank's own error that came first leads all)
+_TIER_FIRST_FAILURE = -1
+_TIER_ROOT_ERROR, _TIER_ROOT_WARNING, _TIER_ALTERNATIVE, _TIER_CONSEQUENCE, _TIER_INFO, _TIER_BENIGN = range(6)
+
+# the generic wrappers that say something failed, not why: the candidate causes they get when nothing else is known
+_GENERIC_KIND = {
+    "nccl_system_error": "system",
+    "nccl_internal_error": "internal",
+    "nccl_remote_error": "remote",
+    "nccl_unhandled_cuda_error": "cuda",
+    "connection_reset_by_peer": "reset",
+    "nccl_invalid_usage": "invalid_usage",
+}
+MAX_CANDIDATES = 4  # candidate causes shown for one generic error
+MIN_CANDIDATE_SCORE = 0.13  # below this (its base weight, lowered by what the log shows) a candidate is not shown
+
+
+def rank_findings(matched: Matcher, inputs: Inputs, dumps: list, world_size: Optional[int]) -> tuple[list, list]:
+    """(findings most likely root cause first, the flight recorder's rank statuses) of what
+    ``matched`` kept, once its rows are folded by rank; ``inputs`` says what was not read,
+    ``world_size`` counts the ranks of the job (comm lines and dumps)."""
+    return _Ranker(matched, inputs, world_size).rank(dumps)
+
+
+def order(findings: list) -> list[Finding]:
+    """``findings`` as (tier, confidence, first line, finding) sorted most likely first, one per rule,
+    and an alternative only where no finding in its own right names its category."""
+    ordered: list[Finding] = []
+    seen: set = set()
+    for _, _, _, f in sorted(findings, key=lambda t: (t[0], -t[1], t[2])):
+        key = (f.rule, f.category) if f.alternative_of else f.rule  # one finding per rule, one alternative per category
+        if key in seen:
+            continue
+        if f.alternative_of and any(o.category == f.category and not o.alternative_of for o in ordered):
+            continue  # an alternative already covered by a real finding above it
+        seen.add(key)
+        ordered.append(f)
+    ordered = [
+        f for f in ordered if not (f.alternative_of and any(o.category == f.category and not o.alternative_of for o in ordered))
+    ]
+    return ordered
+
+
+class _Ranker:
+    """What the matcher kept, read as findings in tiers."""
+
+    def __init__(self, matched: Matcher, inputs: Inputs, world_size: Optional[int]):
+        self.hits = matched.hits
+        self.state = matched.state
+        self.context = matched.context
+        self.warns = matched.warns
+        self.table = matched.rows
+        self.rows = matched.rows.rows
+        self.world_size = world_size
+        self.skipped_dumps = inputs.skipped_dumps
+        self.truncated = inputs.truncated
+        self.skipped = inputs.skipped
+        self.changed = inputs.changed
+
+    def rank(self, dumps: list) -> tuple[list, list]:
+        """(findings in order, the dumps' rank statuses)."""
+        findings = self._from_logs(dumps)
+        findings += self._notes()
+        statuses = self._with_recorder(findings, dumps)
+        return order(findings), statuses
+
+    def _from_logs(self, dumps: list) -> list:
+        """The cross-rank conclusions, the signatures' findings and their alternatives, the unknown
+        WARNs and, when none of them names a cause, the candidate causes: as (tier, confidence, first, finding)."""
+        findings: list[tuple[int, float, tuple, Finding]] = []
+        known_ranks = {k for k in self.rows if isinstance(k, int)}
+        reasoned = (
+            watchdog_findings(self.state, self.world_size, self.table.present())
+            + version_findings(self.state, {r: (row.host, row.pid) for r, row in self.rows.items() if isinstance(r, int)})
+            + world_size_findings(self.state, known_ranks)
+            + out_of_range_findings(self.state)
+            + plan_findings(self.state, fr.ranks_ahead(dumps) if dumps else frozenset())
+            + wait_findings(self.state, self.table.present())
+        )
+        reasoned_categories = {f.category for f in reasoned}
+        for f in reasoned:
+            findings.append((_TIER_ROOT_ERROR, f.confidence, (-1,), f))
+
+        any_error = any(h.sig.severity == "error" and not h.sig.benign for h in self.hits.values())
+        facts = self._facts()
+        card, folded = self._incident(reasoned)
+        for h in self.hits.values():
+            sig = h.sig
+            if h in folded:
+                continue
+            f = self._finding(h, any_error)
+            tier = _tier(sig, f)
+            if sig.id == "watchdog_timeout" and reasoned_categories & {"collective_desync", "slow_rank_timeout"}:
+                tier = _TIER_CONSEQUENCE  # the cross-rank finding says more than one timeout line
+            others = sig.also
+            cat = preferred_category(sig.id, sig.category, sig.also, facts) if sig.also and not reasoned else sig.category
+            if cat != sig.category:  # another line of the log settles which of its categories holds
+                others = (sig.category,) + tuple(c for c in sig.also if c != cat)
+                f = replace(
+                    f,
+                    category=cat,
+                    docs=CATEGORY[cat].docs,
+                    title=f.title + f" (the rest of the log points to {CATEGORY[cat].title})",
+                )
+            findings.append((tier, f.confidence, h.first, f))
+            if tier in (_TIER_ROOT_ERROR, _TIER_ROOT_WARNING):
+                for alt in others:
+                    findings.append((_TIER_ALTERNATIVE, round(f.confidence * 0.6, 3), h.first, _alternative(f, alt)))
+        if folded:
+            for i, (tier, conf, first, g) in enumerate(findings):
+                if g.rule == card and not g.alternative_of:
+                    findings[i] = (tier, conf, first, self._fold(g, folded))
+                    break
+        self._first_failure(findings)
+        for f, first in self._warn_findings():
+            findings.append((_TIER_ROOT_WARNING, f.confidence, first, f))
+            for alt in self.warns[f.category][3]:
+                findings.append((_TIER_ALTERNATIVE, round(f.confidence * 0.6, 3), first, _alternative(f, alt)))
+        known = any(
+            t in (_TIER_FIRST_FAILURE, _TIER_ROOT_ERROR, _TIER_ROOT_WARNING) and g.category != "unknown"
+            for t, _, _, g in findings
+        )
+        if not known:
+            for f, first in self._candidates(facts):
+                findings.append((_TIER_ALTERNATIVE, f.confidence, first, f))
+        return findings
+
+    def _notes(self) -> list:
+        """Info findings on the inputs: dumps not read, files cut short, inputs skipped or changed."""
+        findings: list = []
+        if self.skipped_dumps:
+            name, why = self.skipped_dumps[0]
+            more = len(self.skipped_dumps) - 1
+            findings.append(
+                (
+                    _TIER_INFO,
+                    0.1,
+                    (10**9,),
+                    Finding(
+                        rule="fr.dump_not_read",
+                        category="unknown",
+                        severity="info",
+                        confidence=0.1,
+                        title=f"Skipped flight-recorder dump {name}: {why}" + (f" (and {more} more)" if more else ""),
+                        evidence=tuple(Evidence(n, None, w) for n, w in self.skipped_dumps[:MAX_EVIDENCE]),
+                        cause="This file looks like a flight-recorder dump but was not analysed; the other inputs were.",
+                        fix="Give the dump as torch wrote it (one JSON object per rank, a few MB).",
+                    ),
+                )
+            )
+        for name, why in self.truncated:
+            findings.append(
+                (
+                    _TIER_INFO,
+                    0.1,
+                    (10**9,),
+                    Finding(
+                        rule="input_truncated",
+                        category="unknown",
+                        severity="info",
+                        confidence=0.1,
+                        title=f"{name} ended early; the lines before the cut were read",
+                        evidence=(Evidence(name, None, why[:MAX_TEXT]),),
+                        cause="The file is cut off or corrupt (a truncated .gz, a copy that did not finish).",
+                        fix="Copy the complete log again if the end matters.",
+                    ),
+                )
+            )
+        for f in self._input_notes():
+            findings.append((_TIER_INFO, f.confidence, (10**9,), f))
+        return findings
+
+    def _with_recorder(self, findings: list, dumps: list) -> list:
+        """The flight recorder's findings reconciled with the logs' and a rank claimed twice, into
+        ``findings`` in place; returns the dumps' rank statuses."""
+        statuses = []
+        if dumps:
+            fr_findings, statuses = list(fr.analyze_dumps(dumps)), list(fr.dump_rank_status(dumps))
+            for f, tier in self._reconcile(fr_findings, findings):
+                findings.append((tier, f.confidence, (-1,), f))
+        self._fold_into_recorder(findings)
+        for f in self._claimed_twice():
+            findings.append((_TIER_ROOT_ERROR, f.confidence, (-1,), f))
+            # two processes on one rank: the store port taken twice, the store waiting for the rank nobody
+            # runs and the connections it breaks are what it causes
+            for i, (tier, conf, first, g) in enumerate(findings):
+                if g.category == "rendezvous_unreachable" and tier < _TIER_CONSEQUENCE:
+                    findings[i] = (
+                        _TIER_CONSEQUENCE,
+                        conf,
+                        first,
+                        replace(g, title=g.title + f" (after rank {_span(f.ranks)} was claimed twice)"),
+                    )
+        return statuses
+
+    def _incident(self, reasoned: list) -> tuple:
+        """(rule of the card, [Hits folded into it]) for the watchdog timeout
+        of this log: one incident is one card. The card is the cross-rank
+        finding that explains the timeout when there is one, else the timeout
+        line's own finding; folded into it are the other lines torch prints
+        for the same timeout and the wrappers (DistBackendError, torchrun's
+        ChildFailedError) whose every line came right after one of them."""
+        card = next((f.rule for f in reasoned if f.rule in _INCIDENT_CARDS), None)
+        card = card or next((r for r in INCIDENT_RULES if r in self.hits), None)
+        if card is None:
+            return None, []
+        folded = [
+            h
+            for h in self.hits.values()
+            if h.sig.id != card
+            and (
+                h.sig.id in INCIDENT_RULES
+                or (
+                    h.sig.consequence
+                    and h.sig.category == "unknown"
+                    and h.sig.id not in _GENERIC_KIND
+                    and h.in_incident == h.count
+                )
+            )
+        ]
+        return card, folded
+
+    def _first_failure(self, findings: list) -> None:
+        """The ranks a cross-rank timeout finding blames (they never reached
+        the collective) whose own log shows an error of their own (not a
+        wait for a peer) failed first: that error is the cause, promoted
+        and blaming them; the timeout finding becomes its consequence. In place."""
+        for i, (tier, conf, first, f) in enumerate(findings):
+            if f.rule not in _INCIDENT_CARDS or not f.ranks:
+                continue
+            crashed = {r: self.rows[r] for r in f.ranks if r in self.rows and not self._waiting(self.rows[r].first_rule)}
+            if not crashed:
+                continue
+            rules = {row.first_rule for row in crashed.values()}
+            for j, (tier_j, conf_j, first_j, g) in enumerate(findings):
+                if g.rule in rules and not g.alternative_of and tier_j != _TIER_FIRST_FAILURE:
+                    blamed = tuple(sorted(r for r, row in crashed.items() if row.first_rule == g.rule))
+                    findings[j] = (
+                        _TIER_FIRST_FAILURE,
+                        max(conf_j, f.confidence),
+                        first_j,
+                        replace(g, ranks=blamed, title=g.title + f"; rank {_span(blamed)} failed first"),
+                    )
+            findings[i] = (_TIER_CONSEQUENCE, conf, first, replace(f, title=f.title + f" (after rank {_span(crashed)} failed)"))
+
+    def _fold_into_recorder(self, findings: list) -> None:
+        """gloo's send/recv timeouts are the waiting side of the incident that
+        the flight recorder explains (a desync, a rank that never arrived or
+        came late, a send/recv without its partner), or else by where the
+        ranks' tracebacks say they waited (reason.wait_findings; dropped when
+        the recorder speaks: it says the same with more): one card, with
+        their lines as its evidence. In place."""
+
+        def explains(t, rules=("fr.",)) -> bool:  # a card that explains why the others waited
+            tier, _, _, g = t
+            return (
+                g.rule.startswith(rules)
+                and tier <= _TIER_ROOT_WARNING
+                and g.severity == "error"
+                and g.category in ("collective_desync", "slow_rank_timeout", "p2p_pairing")
+            )
+
+        if any(explains(t) for t in findings):
+            findings[:] = [t for t in findings if t[3].rule not in _TRACEBACK_CARDS]
+        h = self.hits.get("gloo_op_timeout")
+        card = next((i for i, t in enumerate(findings) if explains(t, ("fr.",) + _TRACEBACK_CARDS)), None)
+        if h is None or card is None:
+            return
+        tier, conf, first, g = findings[card]
+        findings[card] = (tier, conf, first, self._fold(g, [h]))
+        findings[:] = [t for t in findings if t[3].rule != h.sig.id]  # its finding and its alternatives
+
+    def _fold(self, card: Finding, folded: list) -> Finding:
+        """``card`` with the evidence of the hits ``folded`` into it, its title naming the ranks that printed them."""
+        evidence, seen = list(card.evidence), {(e.source, e.line) for e in card.evidence}
+        room = max(len(evidence), MAX_EVIDENCE) + 3
+        lines, printers = 0, set()
+        for h in sorted(folded, key=lambda h: h.first):
+            lines += h.count
+            printers |= {r for r in (self.table.resolve(k) for k in h.printers) if isinstance(r, int)}
+            for e in h.evidence:
+                if len(evidence) < room and (e.source, e.line) not in seen:
+                    seen.add((e.source, e.line))
+                    evidence.append(e)
+        who = f" from rank {_span(printers)}" if printers else ""
+        return replace(
+            card, evidence=tuple(evidence), title=card.title + f" (one incident: {lines} more timeout and wrapper lines{who})"
+        )
+
+    def _facts(self) -> set:
+        """The facts of the run (priors.LogContext) and of what matched."""
+        facts = self.context.facts(self.state.watchdog)
+        if self.hits.keys() & {"barrier_device_unknown", "guessing_device_id"}:
+            facts.add("device_unknown")
+        if any(h.sig.category == "p2p_pairing" and not h.sig.consequence for h in self.hits.values()):
+            facts.add("p2p_ops")
+        for h in self.hits.values():
+            joined, expected = num(h.groups.get("joined")), num(h.groups.get("expected"))
+            if joined is not None and expected is not None and joined > expected:
+                facts.add("over_joined")  # more processes reached the store than the world size counts
+        return facts
+
+    def _warn_findings(self) -> list:
+        """One low-confidence finding per category of the NCCL WARN lines no signature knows."""
+        out = []
+        for cat, (count, evidence, first, also, hosts, printers, where) in self.warns.items():
+            ranks = tuple(sorted(r for r in {self.table.resolve(k) for k in printers} if isinstance(r, int)))[:MAX_BLAMED]
+            src = f" from {where.split(':')[0]}" if where else ""
+            out.append(
+                (
+                    Finding(
+                        rule=f"nccl_warn.{cat}",
+                        category=cat,
+                        severity="warning",
+                        confidence=0.3,
+                        title=f"An NCCL warning no signature knows{src} ({count} line{'s' if count > 1 else ''}), "
+                        f"pointing to {CATEGORY[cat].title}",
+                        evidence=tuple(evidence),
+                        ranks=ranks,
+                        hosts=tuple(sorted(hosts))[:64],
+                        cause="NCCL printed a WARN line that ncclnb has no signature for; the part of NCCL that printed it "
+                        f"({where or 'named in the message'}) is where {CATEGORY[cat].title} problems show up, "
+                        "so that is the first place to look.",
+                        fix="Read the WARN line itself and the INFO lines just before it (NCCL_DEBUG=INFO, "
+                        "NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH); search NCCL's issue tracker for its wording.",
+                        docs=CATEGORY[cat].docs,
+                    ),
+                    first,
+                )
+            )
+        return out
+
+    def _candidates(self, facts: set) -> list:
+        """Ranked candidate causes of the generic errors that matched (or of a stop after NCCL's
+        set-up with no error at all), conditioned on the run's facts."""
+        generic = [(h.first, _GENERIC_KIND[i], h) for i, h in self.hits.items() if i in _GENERIC_KIND]
+        if generic:
+            first, kind, h = min(generic, key=lambda t: t[0])
+            evidence = tuple(h.evidence[:2])
+        elif (
+            not any(h.sig.severity == "error" and not h.sig.benign for h in self.hits.values())
+            and "init_seen" in facts
+            and "completed" not in facts
+            and not self.state.watchdog
+        ):
+            kind, first, evidence = "hang", (10**8,), ()
+        else:
+            return []
+        shown = sorted(f for f in facts if f not in ("init_seen", "completed"))
+        out = []
+        # a log with no error at all is the weakest evidence: two candidates at most
+        ranked = [t for t in rank_candidates(kind, facts) if t[1] >= MIN_CANDIDATE_SCORE][
+            : MAX_CANDIDATES if kind != "hang" else 2
+        ]
+        for i, (c, score, moved) in enumerate(ranked):
+            why = (
+                f" The log shows: {', '.join(moved)}."
+                if moved
+                else (f" The log shows: {', '.join(shown)}." if shown else " The log shows nothing that narrows it down.")
+            )
+            out.append(
+                (
+                    Finding(
+                        rule=f"candidate.{kind}.{c.category}",
+                        category=c.category,
+                        severity="info",
+                        confidence=round(min(0.45, score), 3),
+                        title=f"Candidate cause #{i + 1} of {CANDIDATE_KIND_TITLES[kind]}: {CATEGORY[c.category].title}",
+                        evidence=evidence,
+                        cause=c.why[:1].upper() + c.why[1:] + "." + why,
+                        fix="To tell the candidates apart: " + c.check + ".",
+                        docs=CATEGORY[c.category].docs,
+                    ),
+                    first,
+                )
+            )
+        return out
+
+    def _input_notes(self) -> list:
+        """One info finding for the inputs skipped (binary data, an entry of a
+        directory that could not be read), one for the files that changed
+        while they were read (a rule appears once in a Diagnosis)."""
+        out = []
+        if self.skipped:
+            named = [f"{name}: {why}" for _, name, why in self.skipped[:3]]
+            more = len(self.skipped) - len(named)
+            out.append(
+                Finding(
+                    rule="input_skipped",
+                    category="unknown",
+                    severity="info",
+                    confidence=0.1,
+                    title=(
+                        f"{named[0]}; skipped"
+                        if len(self.skipped) == 1
+                        else f"{len(self.skipped)} inputs skipped: " + "; ".join(named) + (f"; and {more} more" if more else "")
+                    ),
+                    evidence=tuple(Evidence(name, None, why[:MAX_TEXT]) for _, name, why in self.skipped[:MAX_EVIDENCE]),
+                    cause="These inputs hold no log text ncclnb can read, or could not be opened or listed; "
+                    "the other inputs were read.",
+                    fix="Give the log files themselves (text, or .gz of text), readable by this user.",
+                )
+            )
+        if self.changed:
+            name, how = self.changed[0]
+            others = f"; and {len(self.changed) - 1} more files changed" if len(self.changed) > 1 else ""
+            out.append(
+                Finding(
+                    rule="input_changed",
+                    category="unknown",
+                    severity="info",
+                    confidence=0.1,
+                    title=f"{name} changed while it was read: {how}{others}",
+                    evidence=tuple(Evidence(n, None, h[:MAX_TEXT]) for n, h in self.changed[:MAX_EVIDENCE]),
+                    cause="The file was truncated, rotated, replaced or removed while the doctor read it, so what was "
+                    "read may not be what the path holds now.",
+                    fix="Run the doctor on a copy (or on the rotated file) once the job stops writing it.",
+                )
+            )
+        return out
+
+    def _finding(self, h: Hits, any_error: bool) -> Finding:
+        sig = h.sig
+        groups = h.groups
+        severity, confidence = sig.severity, sig.confidence
+        if sig.suspect and any_error:
+            severity, confidence = "warning", max(confidence, 0.6)
+        title = sig.title + _detail(groups, h.count)
+        cause = _PLACEHOLDER.sub(lambda m: str(groups.get(m.group(1), m.group(0))), sig.cause)
+        printers = {self.table.resolve(k) for k in h.printers}
+        if sig.blame == "missing_ranks":
+            blamed = set(self.table.missing(groups.get("expected"), self.world_size))
+            if blamed:
+                title += f"; rank {_span(blamed)} never joined"
+        elif sig.blame == "silent_ranks":
+            # the job's ranks that did not print it (a timeout's printers waited for them)
+            size = self.world_size if self.world_size and self.world_size <= MAX_RANKS else 0
+            job = {r for r in self.table.present() if isinstance(r, int)} | set(range(size))
+            blamed = job - printers if printers & job else set()
+            if len(blamed) > len(printers):
+                blamed = set()  # the fewer are the late ones; most ranks silent says too little
+            if blamed:
+                absent = blamed - self.table.present()  # in the world size, yet no log and no dump
+                if blamed - absent:
+                    title += f"; rank {_span(blamed - absent)} did not time out"
+                if absent:
+                    title += f"; rank {_span(absent)} of the {size} ranks left no log"
+        elif sig.blame == "store_host":
+            blamed = set() if 0 in printers else {0}
+            if blamed and 0 not in self.table.present():
+                title += "; rank 0, the store host, left no log"
+        elif sig.blame == "values":
+            blamed = set()
+            for kind, per in sorted(self.state.values.items()):
+                if len({v for v, _ in per.values()}) > 1:  # the counts ranks should share differ
+                    title += f"; the {kind} differ across ranks: " + ", ".join(
+                        f"{v} on rank {r}" for r, (v, _) in sorted(per.items())[:8]
+                    )
+        elif sig.consequence or sig.benign:
+            blamed = set(h.blamed)
+        else:
+            blamed = set(h.blamed) or printers
+        if h.hosts and (groups.get("xid") is not None or (h.evidence and "NVRM: Xid" in h.evidence[0].text)):
+            # an Xid's kernel line read through syslog / journalctl names its host (dmesg's does not: none is named)
+            title += " on " + ", ".join(sorted(h.hosts)[:4]) + (f" and {len(h.hosts) - 4} more" if len(h.hosts) > 4 else "")
+        ranks = tuple(sorted(r for r in blamed if isinstance(r, int)))[:MAX_BLAMED]
+        return Finding(
+            rule=sig.id,
+            category=sig.category,
+            severity=severity,
+            confidence=confidence,
+            title=title,
+            evidence=tuple(h.evidence),
+            cause=cause,
+            fix=sig.fix,
+            docs=sig.docs,
+            ranks=ranks,
+            hosts=tuple(sorted(h.hosts))[:64],
+        )
+
+    def _waiting(self, rule: Optional[str]) -> bool:
+        """Is ``rule`` an error that says a rank waited for a peer (a timeout, a
+        closed connection), rather than a failure of its own?"""
+        h = self.hits.get(rule) if rule else None
+        return h is None or h.sig.consequence or h.sig.benign or h.sig.category in _WAITING
+
+    def _reconcile(self, fr_findings: list, findings: list) -> list:
+        """The flight recorder says which rank never reached the collective the
+        others waited in; that rank's own log says why. A rank that failed
+        first with an error of its own is the cause (its error is promoted and
+        the recorder's finding becomes its consequence); a rank that timed out
+        in a send/recv while outside every recorded collective was stuck in a
+        point-to-point exchange. Returns [(finding, tier)]."""
+        out = []
+        for f in fr_findings:
+            tier = {"error": _TIER_ROOT_ERROR, "warning": _TIER_ROOT_WARNING}.get(f.severity, _TIER_INFO)
+            if f.rule not in ("fr.missing_rank", "fr.late_rank") or not f.ranks:
+                out.append((f, tier))
+                continue
+            rows = {r: self.rows.get(r) for r in f.ranks}
+            crashed = {r: row for r, row in rows.items() if row is not None and not self._waiting(row.first_rule)}
+            p2p = [r for r, row in rows.items() if row is not None and row.first_rule in P2P_WAIT_RULES]
+            if crashed:
+                for i, (_, conf, first, g) in enumerate(findings):
+                    if g.rule in {row.first_rule for row in crashed.values()} and not g.alternative_of:
+                        blamed = tuple(sorted(r for r, row in crashed.items() if row.first_rule == g.rule))
+                        g = replace(g, ranks=blamed, title=g.title + f"; rank {_span(blamed)} failed first")
+                        findings[i] = (_TIER_FIRST_FAILURE, max(conf, f.confidence), first, g)
+                out.append((replace(f, title=f.title + f" (after rank {_span(crashed)} failed)"), _TIER_CONSEQUENCE))
+            elif f.rule == "fr.missing_rank" and p2p and set(p2p) == set(f.ranks):
+                out.append(
+                    (
+                        replace(
+                            f,
+                            rule="fr.missing_rank_p2p",
+                            category="p2p_pairing",
+                            title=_p2p_title(p2p, f.title),
+                            cause=f"The flight recorder shows rank {_span(p2p)} never entered the collective the others "
+                            "wait in, yet its own log shows it timed out waiting for a peer: it was blocked in a "
+                            "point-to-point send/recv (isend/irecv, batch_isend_irecv) whose partner never posted "
+                            "the matching operation. The others finished their part and moved on.",
+                            fix="Pair every isend with exactly one irecv on the peer (same size, same order): exchange the "
+                            "counts first and post only the pairs both sides know, in one batch_isend_irecv, or use "
+                            "all_to_all_single; ncclnb.guard.check_p2p_plan(sends, recvs) checks the plan before "
+                            "anything is posted.",
+                        ),
+                        tier,
+                    )
+                )
+            else:
+                out.append((f, tier))
+        return out
+
+    def _claimed_twice(self) -> list:
+        """Ranks that two different log files claim (``rank2.log`` beside
+        ``rank2.proc3.log``; ``rank2.out``/``rank2.err`` are one process), or
+        that two processes claim in their lines (reason.duplicate_claims:
+        framework banners, NCCL's communicator lines)."""
+        doubled = {r: names for r, names in self.table.rank_files.items() if len(names) > 1}
+        lines = duplicate_claims(self.state, self.world_size)
+        if not doubled and not lines:
+            return []
+        ranks = tuple(sorted(set(doubled) | set(lines)))[:MAX_BLAMED]
+        evidence = tuple(
+            Evidence(name, None, f"log of a process claiming rank {r}")
+            for r in ranks[:4]
+            if r in doubled
+            for name in sorted(doubled[r].values())[:2]
+        )
+        evidence += tuple(ev for r in ranks[:4] for ev in lines.get(r, ()))
+        return [
+            Finding(
+                rule="rank_claimed_twice",
+                category="rank_world_size_mismatch",
+                severity="error",
+                confidence=0.85,
+                title=f"Rank {_span(ranks)} was claimed by more than one process",
+                evidence=evidence,
+                cause="Two processes were started with the same RANK, so a rank of the world size has no process "
+                "(the others wait for it at the rendezvous or in the first collective) while two processes "
+                "answer for another: RANK computed by a script from the wrong variable, or a process of an "
+                "earlier attempt still running beside its restart.",
+                fix="Let the launcher number the ranks (torchrun, srun's SLURM_PROCID) and kill leftover processes of "
+                "an earlier attempt before relaunching; check that RANK runs over 0..WORLD_SIZE-1 once each.",
+                docs=CATEGORY["rank_world_size_mismatch"].docs,
+                ranks=ranks,
+            )
+        ]
+
+
+def _p2p_title(p2p, missing_title: str) -> str:
+    m = re.search(r"never reached (?P<where>.+) that (?P<present>.+) waited in$", missing_title)
+    head = f"Rank {_span(p2p)} timed out in a send/recv outside any collective"
+    return head + (f"; {m.group('present')} waited for it in {m.group('where')}" if m else "")
+
+
+def _span(ranks) -> str:
+    """[4, 5, 6, 7, 9] -> "4-7, 9"."""
+    out: list[str] = []
+    run: list[int] = []
+    for r in sorted(ranks):
+        if run and r == run[-1] + 1:
+            run.append(r)
+            continue
+        if run:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)))
+        run = [r]
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)))
+    return ", ".join(out)
+
+
+def _tier(sig: Signature, f: Finding) -> int:
+    if sig.benign:
+        return _TIER_BENIGN
+    if sig.consequence:
+        return _TIER_CONSEQUENCE if f.severity != "info" else _TIER_INFO
+    return {"error": _TIER_ROOT_ERROR, "warning": _TIER_ROOT_WARNING}.get(f.severity, _TIER_INFO)
+
+
+def _detail(groups: dict, count: int) -> str:
+    bits = []
+    if "joined" in groups and "expected" in groups:
+        joined, expected = num(groups["joined"]), num(groups["expected"])
+        if joined is None or expected is None:
+            return ""
+        bits.append(f"{joined}/{expected} joined, {expected - joined} missing")
+    elif "rank" in groups and "size" in groups:
+        if num(groups["rank"]) is not None and num(groups["size"]) is not None:
+            bits.append(f"rank {num(groups['rank'])} with world size {num(groups['size'])}")
+    elif "seq" in groups and "op" in groups:
+        if num(groups["seq"], MAX_DIGITS) is not None:
+            bits.append(f"{groups['op']} at SeqNum {num(groups['seq'], MAX_DIGITS)}")
+    elif "xid" in groups:  # a kernel log's Xid line: what the number means
+        from .xid import describe
+
+        meaning = describe(groups["xid"])
+        if meaning:
+            bits.append(meaning)
+    if count > 1:
+        bits.append(f"{count} lines")
+    return f" ({'; '.join(bits)})" if bits else ""
+
+
+def _alternative(f: Finding, category: str) -> Finding:
+    """``f`` read as a sign of ``category``: the same rule, lower confidence."""
+    return Finding(
+        rule=f.rule,
+        alternative_of=f.rule,
+        category=category,
+        severity="info",
+        confidence=round(f.confidence * 0.6, 3),
+        title=f"Also consistent with {CATEGORY[category].title}: {f.title}",
+        evidence=f.evidence[:2],
+        cause=f.cause,
+        fix=f.fix,
+        docs=CATEGORY[category].docs,
+        ranks=f.ranks,
+        hosts=f.hosts,
+    )
