@@ -117,8 +117,7 @@ def _emitted_rule_ids() -> tuple[set, set]:
             take(node.elts[0])
         elif isinstance(node, ast.JoinedStr):
             parts = [v.value for v in node.values if isinstance(v, ast.Constant)]
-            if not any("~" in p for p in parts):  # "<rule>~<category>": an alternative reading, not a rule
-                prefixes.add(parts[0] if parts and isinstance(node.values[0], ast.Constant) else "")
+            prefixes.add(parts[0] if parts and isinstance(node.values[0], ast.Constant) else "")
 
     for path in sorted(DOCTOR.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
