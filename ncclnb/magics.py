@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import html
 import shlex
-import shutil
 import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
@@ -26,7 +25,6 @@ from IPython.display import display
 
 from ._frontend import RENDERER_ENV, RENDERERS, renderer  # noqa: F401  (widget, static or text: decided there)
 from .errors import InputError
-from .model.words import how_many
 
 __all__ = [
     "RENDERERS",
@@ -87,10 +85,6 @@ STATE = State()
 
 
 # --- how to show: widget, static HTML or text ---------------------------------
-
-
-def _width() -> int:
-    return max(100, shutil.get_terminal_size((100, 24)).columns)
 
 
 def _pre(text: str) -> str:
@@ -202,7 +196,7 @@ def _verb_check(args):
     target = _call(_load_one, args) if args else _need_target()
     findings = _call(check, target)
     return _show(
-        findings, lambda: _findings_text(findings, target), lambda: show_diagnosis(findings, title="Checks"), full_plain=True
+        findings, lambda: _text("findings")(findings, target), lambda: show_diagnosis(findings, title="Checks"), full_plain=True
     )
 
 
@@ -225,7 +219,7 @@ def _verb_doctor(args):
 
 def _show_diagnosis(diag, title: Optional[str] = None):
     """A Diagnosis shown as cards (widget, static) or as ``ncclnb doctor`` prints it."""
-    from .doctor.report import render_text
+    from .terminal import render_diagnosis as render_text
 
     def view():
         from .viz import show_diagnosis
@@ -240,7 +234,7 @@ def _view(name):
         from . import viz
 
         target = _call(_load_one, args) if args else _need_target()
-        return _show(None, lambda: _call(_VIEW_TEXT[name], target), lambda: _call(getattr(viz, name), target), fallback=target)
+        return _show(None, lambda: _call(_text(name), target), lambda: _call(getattr(viz, name), target), fallback=target)
 
     return verb
 
@@ -250,7 +244,7 @@ def _verb_dashboard(args):
 
     target = _call(_load_one, args) if args else _need_target()
     diag = STATE.diagnosis
-    return _show(None, lambda: _call(_dashboard_text, target, diag), lambda: _call(dashboard, target, diag), fallback=target)
+    return _show(None, lambda: _call(_text("dashboard"), target, diag), lambda: _call(dashboard, target, diag), fallback=target)
 
 
 def _run_view(name):
@@ -270,7 +264,7 @@ def _run_view(name):
                 "dumps), or run %ncclnb repro NAME or %ncclnb doctor PATH... first"
             )
         facts = _call(_RUN_FACTS[name], source)  # read once: the view and the text draw the same facts
-        return _show(None, lambda: _RUN_TEXT[name](facts), lambda: _call(getattr(viz, name), facts), fallback=facts)
+        return _show(None, lambda: _text(name)(facts), lambda: _call(getattr(viz, name), facts), fallback=facts)
 
     return verb
 
@@ -406,208 +400,7 @@ def _verb_repro(args):
     return result
 
 
-# --- the text forms a terminal prints -----------------------------------------
-# Made from the model and the existing text renderers (ncclnb.summary,
-# ncclnb.doctor.report, the check CLI's findings text): no widget, no figure.
-
-
-def _summary(target) -> str:
-    from .model._repr import terminal_text
-    from .summary import summary
-
-    return terminal_text(summary(target, width=_width()))
-
-
-def _sections(text: str, titles: tuple) -> str:
-    """The head of a node summary and its sections whose title starts with one of ``titles``."""
-    blocks = text.split("\n\n")
-    return "\n\n".join(blocks[:1] + [b for b in blocks[1:] if b.split("\n", 1)[0].startswith(titles)])
-
-
-def _node_of(target, host=None):
-    """The node a one-node view shows (``host``, else the first of a report) and a line naming the others."""
-    from .model._repr import terminal_text
-    from .viz._common import pick_snapshot, snapshots_of
-
-    snap, n = pick_snapshot(target, host), len(snapshots_of(target))
-    note = (
-        terminal_text(
-            f"\n\n(node {snap.hostname} of {n}: ncclnb.show_topology(report, host=NAME), "
-            f"ncclnb.show_numa(report, host=NAME) or `ncclnb show` for the others)"
-        )
-        if n > 1
-        else ""
-    )
-    return snap, note
-
-
-def _rank_rows(ranks) -> list:
-    from .model._repr import terminal_text
-
-    def cell(value):
-        return "-" if value is None or value == "" else terminal_text(str(value))
-
-    rows = [["rank", "host", "local", "world", "node", "cuda", "bus id", "NUMA", "CPUs", "NIC", "pid"]]
-    rows += [
-        [
-            cell(e.rank),
-            cell(e.host),
-            cell(e.local_rank),
-            cell(e.world_size),
-            cell(e.node_rank),
-            cell(e.cuda_index),
-            cell(e.bus_id),
-            cell(e.numa_node),
-            cell(e.cpu_affinity),
-            cell(e.nic),
-            cell(e.pid),
-        ]
-        for e in ranks
-    ]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-
-
-def _topology_text(target, host=None) -> str:
-    snap, note = _node_of(target, host)
-    return f"Topology of {_sections(_summary(snap), ('GPUs', 'Links'))}{note}"
-
-
-def _numa_text(target, host=None) -> str:
-    from .viz._common import ranks_of
-
-    snap, note = _node_of(target, host)
-    text = f"NUMA placement on {_sections(_summary(snap), ('NUMA', 'NICs'))}"
-    ranks = [e for e in ranks_of(target) if e.host == snap.hostname]
-    if ranks:
-        text += "\n\nRanks on this node\n" + "\n".join(_rank_rows(ranks))
-    return text + note
-
-
-def _ranks_text(target, limit: int = 256) -> str:
-    from .model import ClusterReport
-
-    if not isinstance(target, ClusterReport) or not target.ranks:
-        return "No rank table: the rank map needs a ClusterReport with ranks."
-    hosts = len({e.host for e in target.ranks})
-    ranks = sorted(target.ranks, key=lambda e: (e.host, e.rank))
-    more = f"\n  ... and {len(ranks) - limit} more ranks (`ncclnb show REPORT --json`)" if len(ranks) > limit else ""
-    return (
-        f"Rank map: {how_many(len(ranks), 'rank')} on {how_many(hosts, 'node')}\n" + "\n".join(_rank_rows(ranks[:limit])) + more
-    )
-
-
-def _versions_text(target, limit: int = 32) -> str:
-    from .model._repr import terminal_text
-    from .viz._common import snapshots_of
-
-    snaps = snapshots_of(target)
-    parts = [f"Versions on {how_many(len(snaps), 'node')}"]
-    for snap in snaps[:limit]:
-        block = _sections(_summary(snap), ("Versions",)).split("\n\n")
-        parts.append(f"{snap.hostname}\n" + "\n".join(block[1].split("\n")[1:]) if len(block) > 1 else snap.hostname)
-    if len(snaps) > limit:
-        parts.append(f"... and {len(snaps) - limit} more nodes (`ncclnb show REPORT`)")
-    return terminal_text("\n\n".join(parts))
-
-
-def _findings_text(findings, target=None) -> str:
-    """Findings of the checks as ``ncclnb check`` prints them."""
-    from .model._repr import terminal_text
-
-    try:
-        from .checks import registry
-        from .cli.check_verb import format_text
-        from .viz._common import snapshots_of
-
-        n_nodes = len(snapshots_of(target)) if target is not None else None
-        return terminal_text(format_text(list(findings), len(registry()), n_nodes))
-    except ImportError:
-        return terminal_text("\n".join(f"{f.severity.upper():8}{f.title}" for f in findings) or "No findings.")
-
-
-def _target_findings(target):
-    from .model import ClusterReport
-    from .viz.widgets import report_findings, run_checks
-
-    return report_findings(target) if isinstance(target, ClusterReport) else run_checks(target)
-
-
-def _jobmap_text(target) -> str:
-    findings, problem = _target_findings(target)
-    text = f"Job map\n{_summary(target)}\n\nWhat the findings name\n{_findings_text(findings, target)}"
-    return text + (f"\n({problem})" if problem else "")
-
-
-def _links_text(target) -> str:
-    from .model import ClusterReport
-    from .model._repr import terminal_text
-
-    if not isinstance(target, ClusterReport) or not target.links:
-        return "Link results: no link test in this report (ran with --no-link-test?)"
-    try:
-        from .model.bandwidth import size_text
-    except ImportError:
-
-        def size_text(n):
-            return f"{n} B"
-
-    out = ["Link results"]
-    for test in target.links:
-        out.append(
-            f"\n{test.backend} on {test.device}: {test.world_size} ranks on {test.nodes} "
-            f"node{'s' if test.nodes != 1 else ''}, {test.iterations} iterations"
-        )
-        if test.results:
-            out.append(f"  {'collective':15} {'size':>10} {'time (us)':>12} {'algbw GB/s':>11} {'busbw GB/s':>11}")
-            out += [
-                f"  {m.collective:15} {size_text(m.size_bytes):>10} {m.time_us:12.1f} {m.algbw_gbps:11.2f} {m.busbw_gbps:11.2f}"
-                for m in test.results
-            ]
-        if test.pairs:
-            out.append("  pairs")
-            out += [
-                f"    {p.src_rank} ({p.src_host}) -> {p.dst_rank} ({p.dst_host}): {size_text(p.size_bytes)}, "
-                f"{p.busbw_gbps:.2f} GB/s"
-                for p in test.pairs
-            ]
-        for t in test.transports[:64]:
-            out.append(f"  rank {t.rank} -> {t.peer} via {t.transport}")
-        for part, why in test.missing.items():
-            out.append(f"  not measured: {part}: {why}")
-    findings, problem = _target_findings(target)
-    link = [f for f in findings if f.rule.startswith("link_")]
-    out.append("\n" + _findings_text(link, target) + (f"\n({problem})" if problem else ""))
-    return terminal_text("\n".join(out))
-
-
-def _dashboard_text(target, diag=None, limit: int = 8) -> str:
-    from .model import ClusterReport
-    from .viz._common import snapshots_of
-
-    findings, problem = _target_findings(target)
-    parts = ["Checks\n" + _findings_text(findings, target) + (f"\n({problem})" if problem else "")]
-    if diag is not None:
-        from .doctor.report import render_text
-
-        parts.append(render_text(diag).rstrip("\n"))
-    parts.append(_summary(target))
-    if isinstance(target, ClusterReport):
-        snaps = snapshots_of(target)
-        parts += [_summary(snap) for snap in snaps[:limit]]
-        if len(snaps) > limit:
-            parts.append(f"... and {len(snaps) - limit} more nodes (`ncclnb show REPORT`)")
-    return "\n\n".join(parts)
-
-
-_VIEW_TEXT = {
-    "show_topology": _topology_text,
-    "show_numa": _numa_text,
-    "show_ranks": _ranks_text,
-    "show_job_map": _jobmap_text,
-    "show_links": _links_text,
-    "show_versions": _versions_text,
-}
+# --- the text forms a terminal prints: ncclnb.viz.text (no widget, no figure) ---
 
 
 def _alignment_facts(source):
@@ -622,52 +415,18 @@ def _pairing_facts(source):
     return run_pairing(source)
 
 
-def _alignment_text(facts) -> str:
-    from .model._repr import terminal_text
-
-    first = facts.first_divergence
-    lines = [
-        f"Flight-recorder alignment: {how_many(len(facts.ranks), 'rank')}, {how_many(len(facts.groups), 'group')}; "
-        + (f"first divergence at #{first[1].seq} of group {first[0].pg}" if first else "no divergence")
-    ]
-    for f in getattr(facts, "findings", ())[:8]:
-        lines.append(f"  {f.severity.upper():8}{f.title}")
-    return terminal_text("\n".join(lines))
-
-
-def _pairing_text(facts) -> str:
-    from .model._repr import terminal_text
-
-    n = len(facts.unpaired)
-    lines = [f"Send/recv pairing: {len(facts.ranks)} ranks, {n} unpaired op{'s' if n != 1 else ''}"]
-    lines += [f"  {u.text}: no {'receive' if u.kind == 'send' else 'send'} on the other side" for u in facts.unpaired[:64]]
-    if n > 64:
-        lines.append(f"  ... {n - 64} more")
-    if not n:
-        lines.append("  Every send has its receive.")
-    return terminal_text("\n".join(lines))
-
-
 _RUN_FACTS = {"show_alignment": _alignment_facts, "show_pairing": _pairing_facts}
-_RUN_TEXT = {"show_alignment": _alignment_text, "show_pairing": _pairing_text}
 
 
-def view_text(name: str, *args, **kwargs) -> str:
-    """The full text form the magics print in text mode for the view
-    ``ncclnb.<name>(*args, **kwargs)`` (``name`` one of the ``show_*``
-    functions or ``dashboard``): what a view shows as text/plain where the
-    frontend shows only text (:func:`renderer` is ``text``)."""
-    if name == "dashboard":
-        return _dashboard_text(*args, **kwargs)
-    if name == "show_diagnosis":
-        from .doctor.report import render_text
-        from .model import Diagnosis
+def _text(name: str):
+    """The text form of view ``name`` (``ncclnb.viz.text``), imported when first printed."""
 
-        (diag,) = args
-        return render_text(diag).rstrip("\n") if isinstance(diag, Diagnosis) else _findings_text(list(diag))
-    if name in _RUN_TEXT:
-        return _RUN_TEXT[name](*args)
-    return _VIEW_TEXT[name](*args, **kwargs)
+    def text(*args, **kwargs):
+        from .viz.text import view_text
+
+        return view_text(name, *args, **kwargs)
+
+    return text
 
 
 HANDLERS = {
