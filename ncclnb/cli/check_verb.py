@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Optional
 
-from ..model.words import how_many
 from . import UsageError, add_fail_on, fail_status, write_output
 
 FINDINGS_SCHEMA = "ncclnb.findings/1"
@@ -93,36 +91,9 @@ def combine(targets):
     return ClusterReport(snapshots=tuple(snaps), ranks=tuple(ranks), links=tuple(links), description="combined by ncclnb check")
 
 
-def format_text(findings, n_checks: int, n_nodes: Optional[int]) -> str:
-    """Human-readable findings: severity, title, evidence, fix (``n_nodes``
-    None: the nodes checked are not known here, and are not counted)."""
-    scope = how_many(n_checks, "check") + (f" on {how_many(n_nodes, 'node')}" if n_nodes is not None else "")
-    if not findings:
-        return f"No findings: {scope}."
-    lines = []
-    for f in findings:
-        lines.append(f"{f.severity.upper():8}{f.title}")
-        lines.append(f"        [{f.rule}, {f.category}, confidence {f.confidence:.2f}]")
-        for e in f.evidence:
-            lines.append(f"        > {e.source}: {e.text}")
-        if f.ranks:
-            from ..checks.ranks import span
-
-            lines.append(f"        ranks: {span(f.ranks)}")
-        if f.fix:
-            lines.append(f"        fix: {f.fix}")
-        lines.append("")
-    counts = {s: sum(f.severity == s for f in findings) for s in ("error", "warning", "info")}
-    lines.append(
-        f"{how_many(len(findings), 'finding')}: {how_many(counts['error'], 'error')}, "
-        f"{how_many(counts['warning'], 'warning')}, {counts['info']} info "
-        f"({scope})."
-    )
-    return "\n".join(lines)
-
-
 def run(args) -> int:
     from ..checks import as_report, check, registry
+    from ..terminal import render_findings
 
     if args.list:
         reg = registry()
@@ -151,6 +122,6 @@ def run(args) -> int:
         text = json.dumps({"schema": FINDINGS_SCHEMA, "findings": [f.to_dict() for f in findings]}, indent=2, ensure_ascii=False)
     else:
         n_checks = len(registry()) if not args.only else len([p for p in args.only.split(",") if p.strip()])
-        text = format_text(findings, n_checks, len(as_report(target).snapshots))
+        text = render_findings(findings, n_checks, len(as_report(target).snapshots))
     write_output(text, args.output)
     return fail_status(findings, args.fail_on)

@@ -42,7 +42,8 @@ def add_parser(subparsers):
 
 def run(args) -> int:
     from ..doctor import diagnose
-    from ..doctor.report import json_text, render_text
+    from ..doctor.report import json_text
+    from ..terminal import render_diagnosis as render_text
 
     if not args.paths:
         raise UsageError(f"no input: usage: {USAGE}")

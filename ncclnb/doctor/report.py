@@ -1,5 +1,5 @@
-"""A Diagnosis as the contract's JSON (the terminal text is
-:func:`ncclnb.terminal.render_diagnosis`, re-exported here as ``render_text``).
+"""A Diagnosis as the contract's JSON (its terminal text is
+:func:`ncclnb.terminal.render_diagnosis`).
 
 Everything in a Diagnosis may come from the input, and a log can carry
 escape sequences: :func:`json_text` escapes the controls ``json.dumps``
@@ -13,9 +13,6 @@ import re
 from typing import Optional
 
 from ..model import Diagnosis
-from ..terminal import render_diagnosis as render_text, visible
-
-__all__ = ["json_text", "render_text", "to_json", "visible"]
 
 # what json.dumps(ensure_ascii=False) leaves raw (it escapes only U+0000-U+001F)
 _JSON_RAW = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")

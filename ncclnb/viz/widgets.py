@@ -132,12 +132,11 @@ class View:
 
 def with_text_form(view: View, name: str, *args, **kwargs) -> View:
     """``view`` whose full text form is the one the magics print for the
-    view ``name`` of ``args``: made only when a text-only frontend shows the
-    view, and imported from the magics then (as the model's own text forms
-    import the layers that write them), so the text is not written twice."""
+    view ``name`` of ``args`` (:mod:`ncclnb.viz.text`): made only when a
+    text-only frontend shows the view, so the text is not written twice."""
 
     def text_form() -> str:
-        from ..magics import view_text
+        from .text import view_text
 
         return view_text(name, *args, **kwargs)
 

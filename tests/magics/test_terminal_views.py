@@ -12,7 +12,7 @@ from pathlib import Path
 from IPython.lib.pretty import pretty
 
 import ncclnb
-from ncclnb import magics
+from ncclnb.viz.text import view_text
 
 FR = Path(__file__).resolve().parents[2] / "tests" / "doctor" / "fr"
 
@@ -68,10 +68,10 @@ def test_views_at_a_terminal_prompt_print_their_full_text(tmp_path):
         assert one_line not in out, one_line
 
 
-def test_the_text_form_is_the_magics_own_and_only_where_text_is_all_there_is(monkeypatch):
+def test_the_text_form_is_the_views_own_and_only_where_text_is_all_there_is(monkeypatch):
     view = ncclnb.show_topology("two-node-h100", host="h100-node1")
     monkeypatch.setenv("NCCLNB_RENDERER", "text")
-    full = magics.view_text("show_topology", ncclnb.load("two-node-h100"), host="h100-node1")
+    full = view_text("show_topology", ncclnb.load("two-node-h100"), host="h100-node1")
     assert full.startswith("Topology of h100-node1") and "Links (nvidia-smi topo -m terms)" in full
     assert pretty(view) == full and view._repr_mimebundle_()["text/plain"] == full
     monkeypatch.setenv("NCCLNB_RENDERER", "widget")

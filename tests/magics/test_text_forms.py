@@ -22,7 +22,7 @@ from IPython.utils.capture import capture_output
 
 import ncclnb
 from ncclnb import magics
-from ncclnb.doctor.report import render_text
+from ncclnb.terminal import render_diagnosis as render_text
 from ncclnb.summary import summary
 
 WIDGET = "application/vnd.jupyter.widget-view+json"

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import ncclnb
-from ncclnb import magics
+from ncclnb.viz import text as vtext
 from ncclnb.cli import main as cli_main
 from ncclnb.model import ClusterReport, NodeSnapshot
 from ncclnb.model.words import how_many
@@ -98,16 +98,16 @@ def test_summary_and_text_forms_read_as_a_person_says(name):
     target = load(name)
     texts = {
         "summary": summary(target),
-        "topology": magics._topology_text(target),
-        "numa": magics._numa_text(target),
-        "ranks": magics._ranks_text(target),
-        "versions": magics._versions_text(target),
-        "findings": magics._findings_text(ncclnb.check(target), target),
-        "dashboard": magics._dashboard_text(target),
+        "topology": vtext.topology_text(target),
+        "numa": vtext.numa_text(target),
+        "ranks": vtext.ranks_text(target),
+        "versions": vtext.versions_text(target),
+        "findings": vtext.findings_text(ncclnb.check(target), target),
+        "dashboard": vtext.dashboard_text(target),
     }
     if isinstance(target, ClusterReport):
-        texts["jobmap"] = magics._jobmap_text(target)
-        texts["links"] = magics._links_text(target)
+        texts["jobmap"] = vtext.jobmap_text(target)
+        texts["links"] = vtext.links_text(target)
     hits = [(k, h) for k, t in texts.items() for h in _hits(t)]
     assert not hits, hits
 
