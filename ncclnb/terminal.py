@@ -113,8 +113,8 @@ def render_diagnosis(diag: Diagnosis, colour: bool = False, top: Optional[int] =
                 out.append("")
                 out.append(_c(colour, "bold", "Also found"))
             continue
-        ev = f.evidence[0] if f.evidence else None
-        where = f"  [{visible(ev.source)}:{ev.line}]" if ev is not None and ev.line is not None else ""
+        first = f.evidence[0] if f.evidence else None
+        where = f"  [{visible(first.source)}:{first.line}]" if first is not None and first.line is not None else ""
         ranks = f"  ranks {_ranks(f)}" if f.ranks else ""
         out.append(f"  {_c(colour, f.severity, head)}  ({visible(f.category)}, {f.confidence:.2f}){ranks}{where}")
     if diag.ranks:
