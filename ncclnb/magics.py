@@ -24,7 +24,7 @@ from IPython.core.error import UsageError
 from IPython.display import display
 
 from ._frontend import RENDERER_ENV, RENDERERS, renderer  # noqa: F401  (widget, static or text: decided there)
-from .errors import InputError
+from .errors import InputError, tolerate
 
 __all__ = [
     "RENDERERS",
@@ -312,7 +312,7 @@ def _verb_repro(args):
     it runs, then the diagnosis card; returns the ReproResult."""
     import time
 
-    from .repro import ScenarioError, get, reproduce, scenarios
+    from .repro import get, reproduce, scenarios
     from .repro.report import outcome
 
     if args == ["list"]:
@@ -342,7 +342,7 @@ def _verb_repro(args):
     try:
         scenario = get(name)
         scenario.variant(opts["variant"])
-    except ScenarioError as exc:
+    except InputError as exc:  # an unknown scenario or variant
         raise UsageError(str(exc)) from None
     live = _LiveRanks(f"{name} ({opts['variant']})")
     text_mode = renderer() == "text"
@@ -364,8 +364,8 @@ def _verb_repro(args):
         result = reproduce(
             name, variant=opts["variant"], nproc=opts["nproc"], timeout=opts["timeout"], keep=opts["keep"], progress=progress
         )
-    except ScenarioError as exc:
-        raise UsageError(str(exc)) from None
+    except InputError as exc:  # a ScenarioError, a --keep that cannot be made (a PathError: its file and reason)
+        raise UsageError(_one_line(exc) if isinstance(exc, OSError) else str(exc)) from None
     # the last progress call ("diagnosing") carries no rows: leave the table showing how each rank ended
     live.status = {
         "phase": "completed" if result.completed else "ended",
@@ -504,7 +504,8 @@ def _diagnose_failed_cell(result) -> None:
 
         STATE.diagnosis = diagnose(text)
         _show_diagnosis(STATE.diagnosis)
-    except Exception as err:  # the callback must never hide the user's own error
+    except Exception as err:  # the callback must never hide the user's own error (under NCCLNB_STRICT a bug raises)
+        tolerate(err)
         print(f"ncclnb autodiagnose: could not diagnose ({_one_line(err)})")
 
 

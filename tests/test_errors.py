@@ -143,3 +143,19 @@ def test_a_magic_shows_bad_input_as_one_line_and_lets_a_bug_raise(monkeypatch):
     monkeypatch.setattr(ncclnb.viz._common, "resolve", broken)
     with pytest.raises(LookupError, match="a bug in resolve"):
         magics.ncclnb_line("load hgx-h100")
+
+
+def test_a_repro_keep_that_is_a_file_is_one_line(tmp_path, capsys):
+    keep = tmp_path / "a-file"
+    keep.write_text("not a folder")
+    assert main(["repro", "run", "duplicate_rank", "--keep", str(keep / "run")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == f"ncclnb repro: error: {keep / 'run'}: Not a directory", err
+
+
+def test_a_magic_repro_keep_that_is_a_file_is_one_line(tmp_path):
+    keep = tmp_path / "a-file"
+    keep.write_text("not a folder")
+    with pytest.raises(MagicUsageError) as got:
+        magics.ncclnb_line(f"repro duplicate_rank --keep {keep / 'run'}")
+    assert str(got.value) == f"PathError: {keep / 'run'}: Not a directory"

@@ -55,7 +55,7 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    from ..repro import ScenarioError, scenarios
+    from ..repro import scenarios
 
     if args.action == "list":
         found = scenarios()
@@ -71,10 +71,7 @@ def run(args) -> int:
         return 0
     if args.action != "run":
         raise UsageError(f"say what to do: usage: {USAGE}")
-    try:
-        return _run(args)
-    except ScenarioError as exc:
-        raise UsageError(str(exc)) from None
+    return _run(args)  # a ScenarioError is an InputError: one line, exit 2
 
 
 def _run(args) -> int:

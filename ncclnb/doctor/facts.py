@@ -11,9 +11,10 @@ line scanner and normaliser on logs) and analysed by the same functions
 from __future__ import annotations
 
 import os
+import zlib
 from dataclasses import dataclass, field
 
-from ..errors import InputError
+from ..errors import InputError, tolerate
 from ..model import Diagnosis, ReproResult
 from .core import _NCCLNB_JSON, MAX_DUMP, MAX_DUMPS_KEPT, _Chained, _parse_dump_bytes, _read_upto
 from .flight_recorder import Alignment, alignment, looks_like_dump, prepare_dump, ranks_ahead
@@ -116,8 +117,8 @@ def read_run(source) -> RunInputs:
         finally:
             try:
                 stream.close()
-            except Exception:  # a half-read gzip can raise again on close
-                pass
+            except Exception as exc:  # a half-read gzip can raise again on close
+                tolerate(exc, (OSError, EOFError, ValueError, zlib.error))
     return out
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from .._signals import signals_held, signals_interrupt
+from ..errors import path_error
 from ..model import Diagnosis, RankExit, ReproResult
 from ..collectors.visible import visible_gpu_count
 from ..model.words import how_many
@@ -185,9 +186,12 @@ def _check_nproc(scenario: Scenario, nproc: Optional[int]) -> int:
 def _run_dir(scenario: Scenario, variant: str, keep: Optional[str]) -> Path:
     if keep:
         path = Path(keep).expanduser()
-        if path.exists() and any(path.iterdir()):
-            raise ScenarioError(f"{path}: the run directory must be new or empty")
-        path.mkdir(parents=True, exist_ok=True)
+        try:
+            if path.exists() and any(path.iterdir()):
+                raise ScenarioError(f"{path}: the run directory must be new or empty")
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # the user's --keep: a file, no permission
+            raise path_error(exc, str(path)) from None
     else:
         path = Path(tempfile.mkdtemp(prefix=f"ncclnb-repro-{scenario.name}-{variant}-"))
     (path / ".ncclnb").mkdir(exist_ok=True)
