@@ -159,3 +159,25 @@ def test_a_magic_repro_keep_that_is_a_file_is_one_line(tmp_path):
     with pytest.raises(MagicUsageError) as got:
         magics.ncclnb_line(f"repro duplicate_rank --keep {keep / 'run'}")
     assert str(got.value) == f"PathError: {keep / 'run'}: Not a directory"
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_the_scanners_numpy_fallback_hides_a_bug_only_without_strict(monkeypatch, strict):
+    from ncclnb.doctor import scan
+
+    def broken(*args):
+        raise KeyError("a bug in the numpy prefilter")
+
+    monkeypatch.setattr(scan, "_TABLE", None)
+    monkeypatch.setattr(scan, "_NUMPY_FAILED", False)
+    monkeypatch.setattr(scan, "_QuadTable", broken)
+    if not strict:
+        monkeypatch.delenv("NCCLNB_STRICT")
+    data = b"node1:12:34 [0] NCCL WARN Call to connect returned Connection refused\nplain line\n"
+    if strict:
+        with pytest.raises(KeyError):
+            scan._filter(data, 0, len(data), 4096, numpy_min=0)
+    else:  # the pure-Python sweeps give the same lines a user would get
+        got = scan._filter(data, 0, len(data), 4096, numpy_min=0)
+        assert got == scan._py_filter(data, 0, len(data), 4096) and got[0]  # the WARN line is a candidate
+        assert scan._NUMPY_FAILED

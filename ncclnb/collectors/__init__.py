@@ -180,7 +180,7 @@ def _guarded(fn: Callable[[], None], out: dict) -> Callable[[], None]:
     def body() -> None:
         try:
             fn()
-        except Exception as exc:  # a thread: what it raised goes to ``out``; the caller decides (_raise_if_strict)
+        except Exception as exc:  # a thread: what it raised goes to ``out``; collect() tolerates it after the join
             out["error"] = f"collector failed: {type(exc).__name__}: {exc}"
             out["exception"] = exc
 
