@@ -131,7 +131,13 @@ def test_a_survey_out_that_is_a_file_is_one_line(tmp_path, capsys):
 # --- the magics: the same split -------------------------------------------------------------------
 
 
-def test_a_magic_shows_bad_input_as_one_line_and_lets_a_bug_raise(monkeypatch):
+@pytest.fixture
+def fresh_state(monkeypatch):
+    """The magics' remembered target and diagnosis, for this test only."""
+    monkeypatch.setattr(magics, "STATE", magics.State())
+
+
+def test_a_magic_shows_bad_input_as_one_line_and_lets_a_bug_raise(monkeypatch, fresh_state):
     with pytest.raises(MagicUsageError) as got:
         magics.ncclnb_line("load no-such-machine")
     assert "\n" not in str(got.value) and "unknown machine 'no-such-machine'" in str(got.value)
@@ -153,7 +159,7 @@ def test_a_repro_keep_that_is_a_file_is_one_line(tmp_path, capsys):
     assert err[-1] == f"ncclnb repro: error: {keep / 'run'}: Not a directory", err
 
 
-def test_a_magic_repro_keep_that_is_a_file_is_one_line(tmp_path):
+def test_a_magic_repro_keep_that_is_a_file_is_one_line(tmp_path, fresh_state):
     keep = tmp_path / "a-file"
     keep.write_text("not a folder")
     with pytest.raises(MagicUsageError) as got:
@@ -181,3 +187,18 @@ def test_the_scanners_numpy_fallback_hides_a_bug_only_without_strict(monkeypatch
         got = scan._filter(data, 0, len(data), 4096, numpy_min=0)
         assert got == scan._py_filter(data, 0, len(data), 4096) and got[0]  # the WARN line is a candidate
         assert scan._NUMPY_FAILED
+
+
+def test_a_view_of_a_report_without_snapshots_is_one_line(tmp_path, fresh_state):
+    import dataclasses
+    import json
+
+    import ncclnb
+
+    empty = dataclasses.replace(ncclnb.load("survey-demo"), snapshots=())  # a valid report: ranks, no node snapshot
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(empty.to_dict()))
+    magics.ncclnb_line(f"load {path}")
+    for verb in ("topo", "numa"):
+        with pytest.raises(MagicUsageError, match="the report holds no node snapshot to draw"):
+            magics.ncclnb_line(verb)

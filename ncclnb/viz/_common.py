@@ -11,6 +11,7 @@ import json
 import os
 from typing import Iterable, Optional, Union
 
+from ..errors import InputError
 from ..model import ClusterReport, NodeSnapshot, RankEntry, SchemaError, nvlink_count
 from ..model.derive import cuda_device, read_visible
 
@@ -132,13 +133,13 @@ def ranks_of(target: Target) -> tuple[RankEntry, ...]:
 def pick_snapshot(target: Target, host: Optional[str] = None) -> NodeSnapshot:
     snaps = snapshots_of(target)
     if not snaps:
-        raise ValueError("the report holds no node snapshot to draw")
+        raise InputError("the report holds no node snapshot to draw")
     if host is None:
         return snaps[0]
     for snap in snaps:
         if snap.hostname == host:
             return snap
-    raise ValueError(f"no snapshot of host {host!r} in the report")
+    raise InputError(f"no snapshot of host {host!r} in the report")
 
 
 class GpuPositions:
