@@ -39,10 +39,10 @@ _PUBLIC = {
     "show_versions": ("ncclnb.viz", "show_versions"),
     "show_diagnosis": ("ncclnb.viz", "show_diagnosis"),
     "dashboard": ("ncclnb.viz", "dashboard"),
-    "show_alignment": ("ncclnb.viz.alignment", "show_alignment"),
-    "show_pairing": ("ncclnb.viz.pairing", "show_pairing"),
-    "show_job_map": ("ncclnb.viz.jobmap", "show_job_map"),
-    "show_links": ("ncclnb.viz.links", "show_links"),
+    "show_alignment": ("ncclnb.viz", "show_alignment"),
+    "show_pairing": ("ncclnb.viz", "show_pairing"),
+    "show_job_map": ("ncclnb.viz", "show_job_map"),
+    "show_links": ("ncclnb.viz", "show_links"),
 }
 
 __all__ = sorted(_PUBLIC) + ["load_ipython_extension", "unload_ipython_extension"]

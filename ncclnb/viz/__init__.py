@@ -65,3 +65,10 @@ __all__ = [
     "topology_figure",
     "version_table",
 ]
+
+# Without the notebook extra a view says in one line what to install (ncclnb.viz._deps).
+from ._deps import needs_views  # noqa: E402
+
+globals().update(
+    {name: needs_views(value) for name, value in list(globals().items()) if name in __all__ and not isinstance(value, type)}
+)
