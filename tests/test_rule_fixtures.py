@@ -37,12 +37,7 @@ SIGNATURES = {s.id for s in load_signatures()}
 
 # code rules no input can bring out today: the fixture holds the input that should, and the
 # case fails once it does (strict), so that this list is emptied with the fix
-UNREACHABLE = {
-    "nccl_warn.nccl_env_override": "every WARN printed from graph/xml.* is taken by the signature "
-    "topology_xml_unreadable's catch-all pattern 'graph/xml\\.(cc|h):[0-9]+ NCCL WARN ' first",
-    "candidate.system.oom_or_resource": "its weight (0.08) is under the doctor's MIN_CANDIDATE_SCORE (0.13) "
-    "and no fact of the log raises it",
-}
+UNREACHABLE: dict[str, str] = {}  # rule -> why no input can yield it (strict xfail: the test fails once one can)
 # code rules whose fixture's first finding is another one: an info note about the input comes after the
 # findings of the log it is about; a candidate cause is listed among the others of its kind, and some
 # (no fact that favours them, or one that favours a rival as much) are never the first of them

@@ -499,6 +499,7 @@ FACTS = (
     "old_stack",
     "p2p_disabled",
     "shm_disabled",
+    "many_ranks",
 )
 
 
@@ -540,8 +541,11 @@ def context_log(kind: str, facts: frozenset) -> str:
         if "new_gpu" in facts:
             lines.append(t + "NVLS multicast support is available on dev 0")
         nnodes = " nNodes 2" if "several_hosts" in facts else " nNodes 1" if "one_host" in facts else ""
+        nranks = 512 if "many_ranks" in facts else len(hosts)
+        if "many_ranks" in facts:  # a large job: 64 nodes of 8 GPUs
+            nnodes = " nNodes 64"
         if nnodes:
-            lines.append(t + f"comm 0x55d8db252140 rank {n} nRanks {len(hosts)}{nnodes} localRanks 1 localRank 0 MNNVL 0")
+            lines.append(t + f"comm 0x55d8db252140 rank {n} nRanks {nranks}{nnodes} localRanks 1 localRank 0 MNNVL 0")
         else:
             lines.append(t + f"Trees [0] -1/-1/-1->{n}->-1 [1] -1/-1/-1->{n}->-1")
     if GENERIC[kind]:

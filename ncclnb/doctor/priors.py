@@ -40,6 +40,9 @@ _ENV_SET = re.compile(r"(?P<var>NCCL_[A-Z0-9_]+) set by environment to (?P<val>\
 _OLD_WORDING = re.compile(r"NCCL Error [0-9]+:|compiled with NCCL 1\.|NCCL 1\.[0-9]", re.ASCII)
 _NCCL_VERSION = re.compile(r"NCCL version:? ?(?P<ver>[0-9]{1,2}\.[0-9]{1,3}\.[0-9]{1,3})", re.ASCII)
 _HOSTS_ARG = re.compile(r"(?:--host|-H) (?P<list>[\w.-]+(?:,[\w.-]+)+)", re.ASCII)
+_NRANKS = re.compile(r"\bn[Rr]anks[= ](?P<n>[0-9]{1,7})", re.ASCII)
+# a job this large: hundreds of ranks, or tens of nodes
+MANY_RANKS, MANY_NODES = 256, 32
 _NNODES = re.compile(r"(?:--nnodes[= ]|nNodes |num_nodes=)(?P<n>[0-9]{1,5})", re.ASCII)
 _RANKS_ON = re.compile(r"Rank +[0-9]+ (?:Pid +[0-9]+ )?on +(?P<host>[\w.-]+) +device", re.ASCII)  # nccl-tests' device table
 
@@ -60,6 +63,7 @@ class LogContext:
 
     hosts: set = field(default_factory=set)
     nnodes: int = 0
+    nranks: int = 0  # the largest communicator NCCL reports (nRanks / nranks)
     container: bool = False
     ib: bool = False
     socket_only: bool = False
@@ -131,6 +135,10 @@ class LogContext:
             m = _HOSTS_ARG.search(msg)
             if m:
                 self.nnodes = max(self.nnodes, len(set(m.group("list").split(","))))
+        if "anks" in msg:
+            m = _NRANKS.search(msg)
+            if m:
+                self.nranks = max(self.nranks, int(m.group("n")))
         if "nnodes" in msg or "nNodes" in msg or "num_nodes" in msg:
             m = _NNODES.search(msg)
             if m:
@@ -153,6 +161,11 @@ class LogContext:
     @property
     def several_hosts(self) -> bool:
         return len(self.hosts) > 1 or self.nnodes > 1
+
+    @property
+    def many_ranks(self) -> bool:
+        # each rank holds sockets and file descriptors for its peers and proxies: OS limits bite at scale
+        return self.nranks >= MANY_RANKS or self.nnodes >= MANY_NODES
 
     @property
     def one_host(self) -> bool:
@@ -182,6 +195,7 @@ class LogContext:
                 "init_seen",
                 "several_hosts",
                 "one_host",
+                "many_ranks",
             )
             if getattr(self, name)
         }
@@ -309,10 +323,11 @@ CANDIDATES = {
         _STORE,
         Candidate(
             "oom_or_resource",
-            0.08,
-            "an OS limit was hit (open files, locked memory, processes)",
-            "ulimit -a in the job's environment",
-            up=(),
+            0.15,
+            "an OS limit was hit (open files, locked memory, processes): each rank holds sockets and "
+            "descriptors for its peers, so limits that pass at 8 ranks fail at hundreds",
+            "ulimit -a in the job's environment (open files at least 1048576, locked memory unlimited)",
+            up=("many_ranks",),
             down=(),
         ),
     ),
