@@ -182,7 +182,8 @@ from jupyter_client.manager import start_new_kernel
 km, kc = start_new_kernel(kernel_name="python3")
 shown = []
 try:
-    reply = kc.execute_interactive("%load_ext ncclnb\n%ncclnb topo hgx-h100", timeout=120, output_hook=shown.append)
+    kc.execute_interactive("%load_ext ncclnb", timeout=120)
+    reply = kc.execute_interactive("%ncclnb topo hgx-h100", timeout=120, output_hook=shown.append)
 finally:
     kc.stop_channels()
     km.shutdown_kernel(now=True)
