@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from typing import Iterable, Optional, Union
 
-from ..model import ClusterReport, Evidence, Finding, NodeSnapshot, RankEntry
+from ..model import SEVERITY_ORDER, ClusterReport, Evidence, Finding, NodeSnapshot, RankEntry
 from ._registry import REGISTRY, CheckInfo, register
 from . import environment, links, network, ranks, resources, topology, versions  # noqa: F401  (registers the checks)
 
 __all__ = ["check", "registry", "CheckInfo", "register", "SEVERITY_ORDER"]
 
-SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 Target = Union[NodeSnapshot, ClusterReport, Iterable[NodeSnapshot]]
 

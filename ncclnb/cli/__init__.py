@@ -17,12 +17,12 @@ import os
 import sys
 
 from ..errors import InputError
+from ..model.findings import SEVERITY_ORDER
 
 # verb modules, in the order `ncclnb --help` lists them
 VERBS = ("collect", "ingest", "show", "doctor", "check", "survey", "repro", "tour")
 
 # worst first: --fail-on LEVEL fails on a finding of LEVEL or of any level before it
-SEVERITY_ORDER = ("error", "warning", "info")
 
 
 class UsageError(InputError):
@@ -219,5 +219,5 @@ def fail_status(findings, level: str | None) -> int:
     """1 when ``level`` is set and a finding is that severe or worse, else 0."""
     if not level:
         return 0
-    worst = SEVERITY_ORDER.index(level)
-    return 1 if any(f.severity in SEVERITY_ORDER[: worst + 1] for f in findings) else 0
+    worst = SEVERITY_ORDER[level]
+    return 1 if any(SEVERITY_ORDER.get(f.severity, len(SEVERITY_ORDER)) <= worst for f in findings) else 0

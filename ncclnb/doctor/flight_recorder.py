@@ -106,6 +106,7 @@ from pathlib import PurePath
 from typing import Any, Iterable, Optional, Union
 
 from ncclnb.errors import InputError
+from ncclnb.model.findings import SEVERITY_ORDER
 from ncclnb.model import Evidence, Finding, RankStatus
 
 __all__ = [
@@ -1379,8 +1380,6 @@ def _p2p_findings(dumps: dict, members: dict, desc: dict, matched: Optional[tupl
 
 # --------------------------------------------------------------------------- public
 
-_SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
-
 
 def _items(dumps: Any) -> Optional[list]:
     """``dumps`` as a list, or None when it is not iterable (None is no dumps)."""
@@ -1403,7 +1402,7 @@ def _analyse(loaded: dict) -> tuple[list, dict, dict, dict]:
 
 
 def _sorted_findings(findings: list) -> list:
-    return sorted(findings, key=lambda f: (_SEVERITY_ORDER[f.severity], -f.confidence))
+    return sorted(findings, key=lambda f: (SEVERITY_ORDER[f.severity], -f.confidence))
 
 
 def analyze_dumps(dumps: list[tuple[str, dict]]) -> list[Finding]:

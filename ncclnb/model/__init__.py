@@ -4,7 +4,7 @@ from ._serde import SchemaError
 from .cluster import REPORT_SCHEMA, ClusterReport, LinkMeasurement, LinkTest, PairMeasurement, PeerTransport, RankEntry
 from .diagnosis import DIAGNOSIS_SCHEMA, Diagnosis, RankStatus
 from .repro import REPRO_SCHEMA, VARIANTS, RankExit, ReproResult
-from .findings import CATEGORIES, SEVERITIES, Evidence, Finding, GpuRef, LinkRef
+from .findings import CATEGORIES, SEVERITIES, SEVERITY_ORDER, Evidence, Finding, GpuRef, LinkRef
 from .node import (
     NODE_SCHEMA,
     UNLIMITED,
@@ -22,6 +22,7 @@ from .node import (
 __all__ = [
     "CATEGORIES",
     "SEVERITIES",
+    "SEVERITY_ORDER",
     "NODE_SCHEMA",
     "REPORT_SCHEMA",
     "UNLIMITED",

@@ -9,7 +9,8 @@ from ._serde import SchemaError, from_dict, to_dict
 from .categories import TABLE as CATEGORY_TABLE
 
 CATEGORIES = tuple(CATEGORY_TABLE)  # the ids; their titles and pages are in categories.TABLE
-SEVERITIES = ("error", "warning", "info")
+SEVERITIES = ("error", "warning", "info")  # most severe first
+SEVERITY_ORDER = {s: i for i, s in enumerate(SEVERITIES)}  # sort key: most severe first
 
 
 @dataclass(frozen=True)

@@ -60,13 +60,13 @@ from typing import Mapping, Optional, TextIO
 
 from ..errors import InputError, path_error, tolerate
 from ..guard.preflight import LaunchFacts, launch_facts
+from ..model import SEVERITIES
 from ..model.words import how_many
 
 REPORT_NAME = "report.json"
 PREFIX = "ncclnb-survey"
 _ARRIVED = "arrived"
 _ENTRY = "entry/"
-SEVERITIES = ("error", "warning", "info")
 
 
 class SurveyUsageError(InputError):

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
-from ..model import ClusterReport, Finding, NodeSnapshot, RankEntry
+from ..model import SEVERITIES, ClusterReport, Finding, NodeSnapshot, RankEntry
 from ..model.words import how_many
 from ._common import esc, gpu_hover, index_span, nic_info, numa_text, shorten, step_colorscale
 
@@ -30,7 +30,6 @@ CELL_PX = 64  # width of a column, so the ranks and CPU NUMA nodes of a cell sta
 MAX_WIDTH = 2400  # px; past that (a node of 30+ GPUs) cells narrow and the hover carries the text
 FINDINGS_SHOWN = 6  # finding titles in one hover
 RANKS_SHOWN = 4  # ranks named in one cell's text
-SEVERITIES = ("error", "warning", "info")
 MARK_COLOURS = {"error": "#d73027", "warning": "#fc8d59", "info": "#4575b4"}
 # A severity is a shape and a sign as well as a colour (never colour alone):
 # the marks' symbols, and the sign in a node's cell and before its name.
