@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,11 @@ from packaging.requirements import Requirement
 
 import ncclnb
 from ncclnb.viz._deps import INSTALL, STACK
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    tomllib = pytest.importorskip("tomli")
 
 ROOT = Path(__file__).resolve().parents[1]
 PIP_TIMEOUT = 900  # seconds for one pip install: a cold cache downloads pandas, numpy, jupyterlab
