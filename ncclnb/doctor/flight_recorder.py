@@ -102,9 +102,9 @@ import re
 from bisect import bisect_left
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from pathlib import PurePath
 from typing import Any, Iterable, Optional, Union
 
+from ncclnb.doctor.sources import MAX_RANK as _MAX_RANK, rank_from_name
 from ncclnb.errors import InputError
 from ncclnb.model.findings import SEVERITY_ORDER
 from ncclnb.model import Evidence, Finding, RankStatus
@@ -130,7 +130,6 @@ __all__ = [
 MAX_ENTRIES = 200_000  # per dump; torch's default ring buffer holds 2000
 MAX_P2P_EDGES = 2048  # unpaired sends/receives weighed to find whom they blame
 _MAX_EVIDENCE = 12  # evidence lines per finding
-_MAX_RANK = 1_000_000  # a "rank" in a file name beyond this is a date or an id
 _MAX_INT = 1 << 63  # integers of a dump are int64; a larger one is not read
 _MAX_NAME = 256  # characters of a profiling name, a group name or desc
 _MAX_WORD = 64  # characters of a state, a dtype, a library version
@@ -183,8 +182,6 @@ _DTYPE_NAMES = {
 # ASCII digits only (``\d`` would take any Unicode digit) and at most 9 of them
 _SEND_RE = re.compile(r"^\s*([0-9]{1,9})\s*->\s*([0-9]{1,9})\s*$", re.ASCII)
 _RECV_RE = re.compile(r"^\s*([0-9]{1,9})\s*<-\s*([0-9]{1,9})\s*$", re.ASCII)
-_RANK_IN_NAME = re.compile(r"rank[_\-.]?([0-9]+)", re.IGNORECASE | re.ASCII)
-_TRAILING_DIGITS = re.compile(r"([0-9]+)$", re.ASCII)
 
 
 # --------------------------------------------------------------------------- parsing
@@ -410,23 +407,6 @@ def _num(text: str) -> Optional[int]:
     return int(text) if text.isascii() and text.isdigit() and len(text) <= 9 else None
 
 
-def _rank_from_name(source: str) -> Optional[int]:
-    name = PurePath(str(source)).name
-    found = _RANK_IN_NAME.findall(name)
-    if found:
-        rank = _num(found[-1])
-    else:
-        stem = name
-        for ext in (".gz", ".json", ".txt", ".pkl", ".pickle"):
-            if stem.lower().endswith(ext):
-                stem = stem[: -len(ext)]
-        m = _TRAILING_DIGITS.search(stem)
-        if not m:
-            return None
-        rank = _num(m.group(1))
-    return rank if rank is not None and rank < _MAX_RANK else None
-
-
 def _rank_from_p2p(raw_entries: list) -> Optional[int]:
     """The rank a dump belongs to, read from its own default-group p2p entries."""
     seen = set()
@@ -467,7 +447,7 @@ def _parse_dump(source: str, data: Any, max_size: Optional[int] = None) -> _Dump
         raise _BadDump("it is not a JSON object")
     rank = data.get("rank")
     if not (_is_int(rank) and 0 <= rank < _MAX_RANK):
-        rank = _rank_from_name(source)
+        rank = rank_from_name(source, trailing_number=True)
     raw_entries = data.get("entries")
     pg_ranks, world, cfg_size = _pg_config(data.get("pg_config"))
     if raw_entries is None and "pg_status" in data:

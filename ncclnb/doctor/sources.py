@@ -297,13 +297,34 @@ def nothing_readable(sources: tuple, skipped: list) -> DoctorInputError:
     return DoctorInputError(errno.EINVAL, f"{why} (and {len(skipped) - 1} more inputs with no log text)", name)
 
 
-def rank_from_name(name: str) -> Union[int, None]:
-    """The rank a per-rank log file names (``rank3.log``, ``rank_3.txt``,
-    ``worker-3.out``, ``3.log``), or None."""
-    base = os.path.basename(name)
-    m = (
-        re.search(r"(?:rank|RANK|Rank)[_\-.]?(\d+)", base)
-        or re.fullmatch(r"(?:worker|proc|process)[_\-.]?(\d+)(?:\..*)?", base)
-        or re.fullmatch(r"(\d+)\.(?:log|txt|out|err)(?:\.gz)?", base)
-    )
-    return int(m.group(1)) if m else None
+_RANK_IN_NAME = re.compile(r"rank[_\-.]?([0-9]+)", re.IGNORECASE | re.ASCII)
+_WORKER_NAME = re.compile(r"(?:worker|proc|process)[_\-.]?([0-9]+)(?:\..*)?", re.ASCII)
+_NUMBER_NAME = re.compile(r"([0-9]+)\.(?:log|txt|out|err)(?:\.gz)?", re.ASCII)
+_TRAILING_NUMBER = re.compile(r"([0-9]+)$", re.ASCII)
+MAX_RANK = 1_000_000  # a "rank" in a file name beyond this is a date or an id
+
+
+def rank_from_name(name: str, *, trailing_number: bool = False) -> Union[int, None]:
+    """The rank a per-rank file names, or None: the last ``rank<N>`` in any
+    case and separator (``rank3.log``, ``fr_rank_12.json``, ``RANK2.JSON``),
+    ``worker-3.out``, ``3.log``; with ``trailing_number`` (torch's
+    flight-recorder dumps, written as ``<prefix><rank>``) also a number that
+    ends the name before its extension (``nccl_trace_7``, ``trace-5.json``).
+    A number of a million or more is a date or an id, not a rank."""
+    base = os.path.basename(str(name))
+    found = _RANK_IN_NAME.findall(base)
+    if found:
+        text = found[-1]
+    else:
+        m = _WORKER_NAME.fullmatch(base) or _NUMBER_NAME.fullmatch(base)
+        if m is None and trailing_number:
+            stem = base
+            for ext in (".gz", ".json", ".txt", ".pkl", ".pickle"):
+                if stem.lower().endswith(ext):
+                    stem = stem[: -len(ext)]
+            m = _TRAILING_NUMBER.search(stem)
+        if m is None:
+            return None
+        text = m.group(1)
+    rank = int(text) if len(text) <= 9 else None
+    return rank if rank is not None and rank < MAX_RANK else None

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from ncclnb.doctor import flight_recorder as fr
 from ncclnb.doctor.flight_recorder import analyze_dumps, dump_rank_status, looks_like_dump
+from ncclnb.doctor.sources import rank_from_name
 from ncclnb.model import Finding, RankStatus
 
 FR_DIR = Path(__file__).resolve().parent / "fr"
@@ -416,7 +417,7 @@ def test_p2p_culprits(edges, ahead, blamed, certain):
     ],
 )
 def test_rank_from_file_name(name, rank):
-    assert fr._rank_from_name(name) == rank
+    assert rank_from_name(name, trailing_number=True) == rank
 
 
 def test_rank_from_key_then_name_then_p2p():
