@@ -15,7 +15,7 @@ import re
 from typing import Any, Optional, Union
 
 from ..model import Gpu, Host, Links, NodeSnapshot, Versions
-from ..model.limits import TEXT_LIMIT, human, read_bounded
+from ..model.limits import TEXT_LIMIT, human, looks_like_path, read_bounded
 from .parsers import ParseError, Partial, parse_text
 from .parsers._common import one_line
 
@@ -76,17 +76,12 @@ def _read(source: Source, number: int, total: int) -> tuple[Union[str, bytes], s
         return read_bounded(path, limit=TEXT_LIMIT, label=name, binary="input is binary data, not text", error=ParseError), name
     if isinstance(source, (str, bytes)):
         name = "text" if total == 1 else f"text #{number}"
-        if isinstance(source, str) and "\n" not in source and source.strip() and _looks_like_path(source):
+        if isinstance(source, str) and looks_like_path(source):
             raise ParseError(f"{one_line(repr(source), 80)}: no such file, and not pasted text")
         if len(source) > TEXT_LIMIT:
             raise ParseError(f"{name}: too large ({human(len(source))}; ncclnb reads text of at most {human(TEXT_LIMIT)})")
         return source, name
     raise TypeError(f"ingest: a source must be a path, str or bytes, not {type(source).__name__}")
-
-
-def _looks_like_path(text: str) -> bool:
-    s = text.strip()
-    return " " not in s and ("/" in s or os.sep in s or "." in s)
 
 
 def merge(parts: list[tuple[str, Partial]], hostname: Optional[str] = None, description: str = "") -> NodeSnapshot:

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterator, Optional, Union
 
 from ..errors import PathError, tolerate
+from ..model.limits import looks_like_path
 
-_PATHLIKE = re.compile(r"^[^\s]*(?:/[^\s]*|\.(?:log|txt|gz|json|out|err))$")
 _GZIP_MAGIC = b"\x1f\x8b"
 BINARY = "binary data, not a log"  # why a stream whose bytes are not text is not read
 EMPTY = "empty, no log text"  # why a file or stream of nothing but white space gives no diagnosis
@@ -269,7 +269,7 @@ def expand(sources: tuple) -> Iterator[Source]:
         if "\n" not in src and len(src) < 4096 and os.path.lexists(src):  # a link to nothing
             problem = _link_problem(src)
             raise DoctorInputError(errno.ELOOP if problem == "symbolic link loop" else errno.ENOENT, problem, src)
-        if "\n" not in src and _PATHLIKE.match(src.strip()) and len(src) < 4096:
+        if looks_like_path(src):
             raise DoctorInputError(errno.ENOENT, "No such file or directory", src)
         text_count += 1
         yield _text_source(src.encode("utf-8", "surrogateescape"), f"<text{text_count}>" if len(sources) > 1 else "<text>")

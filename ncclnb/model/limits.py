@@ -10,6 +10,7 @@ read, a pipe (``-``, ``/dev/zero``) after ``limit`` bytes at most.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from typing import BinaryIO, Union
 
@@ -33,6 +34,18 @@ def human(n: int) -> str:
             return f"{n} {unit}" if unit == "B" else f"{n:.0f} {unit}" if n == int(n) else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n} B"  # pragma: no cover
+
+
+_PATHLIKE = re.compile(r"[^\s]*(?:[/\\][^\s]*|\.(?:log|txt|gz|json|out|err|xml|pkl|pickle))")
+
+
+def looks_like_path(text: str) -> bool:
+    """Whether a one-line string given where a path or pasted text may go is
+    meant as a path: no white space, and a directory separator or a file
+    extension ncclnb reads. Such a string that names no file is a missing
+    file, said as one; anything else is text."""
+    s = text.strip()
+    return bool(s) and "\n" not in s and len(s) < 4096 and _PATHLIKE.fullmatch(s) is not None
 
 
 def looks_binary(head: bytes) -> bool:
