@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Iterable, Optional, Union
 
+from ..errors import InputError
+from ..errors import tolerate
 from ..model import SEVERITY_ORDER, ClusterReport, Evidence, Finding, NodeSnapshot, RankEntry
 from ._registry import REGISTRY, CheckInfo, register
 from . import environment, links, network, ranks, resources, topology, versions  # noqa: F401  (registers the checks)
@@ -35,7 +37,7 @@ def _selected(only) -> list[CheckInfo]:
     unknown = [i for i in ids if i not in REGISTRY]
     if unknown:
         ids_word = "id" if len(unknown) == 1 else "ids"
-        raise ValueError(f"unknown check {ids_word}: {', '.join(unknown)} (known: {', '.join(sorted(REGISTRY))})")
+        raise InputError(f"unknown check {ids_word}: {', '.join(unknown)} (known: {', '.join(sorted(REGISTRY))})")
     return [REGISTRY[i] for i in dict.fromkeys(ids)]
 
 
@@ -87,7 +89,7 @@ def check(target: Target, only: Optional[Union[str, Iterable[str]]] = None) -> l
     then warnings, then info, each group by confidence.
 
     ``only`` limits the run to check ids (a list, or "id1,id2"); an unknown id
-    raises ValueError. Node checks run once per snapshot with the rank-table
+    raises InputError (a ValueError). Node checks run once per snapshot with the rank-table
     entries on that host; report checks run once."""
     report = as_report(target)
     ranks_by_host = _ranks_by_host(report)
@@ -98,12 +100,14 @@ def check(target: Target, only: Optional[Union[str, Iterable[str]]] = None) -> l
                 where = f"snapshot:{getattr(getattr(snap, 'host', None), 'hostname', '?')}"
                 try:
                     findings.extend(info.func(snap, ranks_by_host.get(snap.hostname, ())) or [])
-                except Exception as exc:  # a broken check must not hide the others
+                except Exception as exc:  # a broken check must not hide the others (under NCCLNB_STRICT: a bug raises)
+                    tolerate(exc)
                     findings.append(_crashed(info, exc, where))
         else:
             try:
                 findings.extend(info.func(report) or [])
             except Exception as exc:
+                tolerate(exc)
                 findings.append(_crashed(info, exc, "report"))
     findings.sort(key=_sort_key)
     return findings

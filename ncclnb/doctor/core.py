@@ -14,9 +14,11 @@ import json
 import os
 import re
 import stat
+import zlib
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ..errors import tolerate
 from ..model import Diagnosis
 from . import flight_recorder as fr
 from .collapse import skip_inert
@@ -215,8 +217,8 @@ def read(src: Source, index: int, inputs: Inputs, matcher: Matcher, dumps: list)
         if src.name != "<stdin>":
             try:
                 stream.close()
-            except Exception:  # closing a half-read gzip can raise again
-                pass
+            except Exception as exc:  # closing a half-read gzip can raise again
+                tolerate(exc, (OSError, EOFError, ValueError, zlib.error))
 
 
 def _parallel_workers(stream) -> int:

@@ -73,7 +73,10 @@ def repro_text(result) -> str:
         from ..repro.report import render_text
 
         return terminal_text(render_text(result, get(result.scenario)).rstrip("\n"))
-    except Exception:  # an unknown scenario (a result from another version) or no repro layer
+    except Exception as exc:  # an unknown scenario (a result from another version) or no repro layer
+        from ..errors import tolerate
+
+        tolerate(exc, (ImportError, KeyError))
         state = "completed" if result.completed else "failed"
         lines = [
             f"{result.scenario}, {result.variant}, on {result.backend}: {state} in {result.seconds:g} s",

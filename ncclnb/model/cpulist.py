@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from typing import Iterable, Optional
 
+from ..errors import InputError
+
 MAX_CPUS = 1 << 16  # CPU ids are 0..MAX_CPUS-1; a larger id is garbage, not a request for memory
 MAX_PARTS = MAX_CPUS  # comma-separated parts in one list
 _DIGITS = 10  # more digits than this is past MAX_CPUS whatever they say
@@ -30,17 +32,17 @@ def spans(text: Optional[str], *, strict: bool = False) -> tuple[Span, ...]:
     backwards ranges, ids of ``MAX_CPUS`` or more, and parts past the first
     ``MAX_PARTS`` are skipped, so odd facts never raise where they are only
     displayed or checked. With ``strict=True`` each of those raises
-    ValueError (for parsers, which must refuse malformed text), as does a
+    InputError, a ValueError (for parsers, which must refuse malformed text), as does a
     list whose parts add up to more than ``MAX_CPUS`` CPUs ("cpulist too
     large")."""
     if not isinstance(text, str):
         if strict:
-            raise ValueError(f"cpu list must be text, not {type(text).__name__}")
+            raise InputError(f"cpu list must be text, not {type(text).__name__}")
         return ()
     parts = text.split(",", MAX_PARTS)
     if len(parts) > MAX_PARTS:
         if strict:
-            raise ValueError(f"cpulist too large: more than {MAX_PARTS} parts")
+            raise InputError(f"cpulist too large: more than {MAX_PARTS} parts")
         parts = parts[:MAX_PARTS]
     found: list[Span] = []
     listed = 0
@@ -51,21 +53,21 @@ def spans(text: Optional[str], *, strict: bool = False) -> tuple[Span, ...]:
         m = _PART.fullmatch(part)
         if not m:
             if strict:
-                raise ValueError(f"bad cpu list part {part[:20]!r}")
+                raise InputError(f"bad cpu list part {part[:20]!r}")
             continue
         lo_text, hi_text = m.group(1), m.group(2) or m.group(1)
         if len(lo_text) > _DIGITS or len(hi_text) > _DIGITS or int(hi_text) >= MAX_CPUS:
             if strict:
-                raise ValueError(f"cpulist too large: {part[:24]!r} names a CPU past {MAX_CPUS - 1}")
+                raise InputError(f"cpulist too large: {part[:24]!r} names a CPU past {MAX_CPUS - 1}")
             continue
         lo, hi = int(lo_text), int(hi_text)
         if hi < lo:
             if strict:
-                raise ValueError(f"bad cpu list part {part[:20]!r} (backwards range)")
+                raise InputError(f"bad cpu list part {part[:20]!r} (backwards range)")
             continue
         listed += hi - lo + 1
         if strict and listed > MAX_CPUS:
-            raise ValueError(f"cpulist too large: its parts list more than {MAX_CPUS} CPUs")
+            raise InputError(f"cpulist too large: its parts list more than {MAX_CPUS} CPUs")
         found.append((lo, hi))
     return merge_spans(found)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..errors import InputError
 from ..model.words import how_many
 from ._common import esc, shorten, step_colorscale
 
@@ -40,13 +41,13 @@ KIND_LABELS = {
 
 def _group(alignment, group: Optional[str]):
     if not alignment.groups:
-        raise ValueError("no collectives in these flight-recorder dumps")
+        raise InputError("no collectives in these flight-recorder dumps")
     if group is not None:
         for g in alignment.groups:
             if g.pg == str(group) or g.desc == str(group):
                 return g
         names = ", ".join(f"{g.pg} ({g.desc})" for g in alignment.groups[:8])
-        raise ValueError(f"no process group {group!r} in these dumps (groups: {names})")
+        raise InputError(f"no process group {group!r} in these dumps (groups: {names})")
     first = alignment.first_divergence
     return first[0] if first else alignment.groups[0]
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from typing import Optional, Sequence
 
+from ..errors import InputError
 from ..model import ClusterReport, Finding
 from ..model.bandwidth import size_text
 from ..model.cluster import LinkTest
@@ -50,9 +51,9 @@ def _titles(findings: Sequence[Finding]) -> str:
 
 def _pick(report: ClusterReport, link: int) -> LinkTest:
     if not report.links:
-        raise ValueError(NO_LINK_TEST)
+        raise InputError(NO_LINK_TEST)
     if not 0 <= link < len(report.links):
-        raise ValueError(f"no link test {link}: the report holds {len(report.links)} (0-{len(report.links) - 1})")
+        raise InputError(f"no link test {link}: the report holds {len(report.links)} (0-{len(report.links) - 1})")
     return report.links[link]
 
 

@@ -33,7 +33,7 @@ def test_public_api_is_the_same_function():
     assert ncclnb.check is check
 
 
-def test_broken_check_becomes_info_finding(monkeypatch):
+def test_broken_check_becomes_info_finding(monkeypatch, tolerant):
     def boom(snap, ranks):
         raise RuntimeError("kaboom")
 
@@ -48,12 +48,20 @@ def test_broken_check_becomes_info_finding(monkeypatch):
     assert rules(found, "p2p_disabled_on_nvlink"), "the other checks still ran"
 
 
-def test_broken_report_check_becomes_info_finding(monkeypatch):
+def test_broken_report_check_becomes_info_finding(monkeypatch, tolerant):
     info = _registry.CheckInfo("test_boom_report", "unknown", "report", "fails", lambda rep: 1 / 0)
     monkeypatch.setitem(_registry.REGISTRY, "test_boom_report", info)
     found = check(ClusterReport(), only=["test_boom_report"])
     assert [f.rule for f in found] == ["test_boom_report"]
     assert "ZeroDivisionError" in found[0].evidence[0].text
+
+
+def test_a_broken_check_raises_under_strict_mode(monkeypatch):
+    """The tests run with NCCLNB_STRICT=1: a check's bug fails them instead of becoming a finding."""
+    info = _registry.CheckInfo("test_boom_report", "unknown", "report", "fails", lambda rep: 1 / 0)
+    monkeypatch.setitem(_registry.REGISTRY, "test_boom_report", info)
+    with pytest.raises(ZeroDivisionError):
+        check(ClusterReport(), only=["test_boom_report"])
 
 
 def test_sorted_by_severity_then_confidence():
