@@ -75,7 +75,6 @@ class State:
     """What the magics remember between cells."""
 
     target: Any = None  # NodeSnapshot or ClusterReport
-    target_name: str = ""
     diagnosis: Any = None  # last Diagnosis from doctor
     autodiagnose: bool = False
     shown: Any = None  # what the running cell's verb showed and returned: not echoed again
@@ -167,7 +166,7 @@ def _describe(target) -> str:
 def _set_target(target, name: str):
     from .model._repr import terminal_text
 
-    STATE.target, STATE.target_name = target, name
+    STATE.target = target
     print(terminal_text(f"ncclnb: {name} -> {_describe(target)}"))
     STATE.shown = target
     return target

@@ -68,7 +68,6 @@ P2P_STATUS = {0: "OK", 1: "CNS", 2: "GNS", 3: "TNS", 4: "DR", 5: "NS", 6: "U"}
 TOPOLOGY = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
 COMPUTE_MODES = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclusive_Process"}
 NVLINK_DEVICE_SWITCH = 2
-NVLINK_DEVICE_GPU = 0
 NVLINK_MAX_LINKS = 18  # fallback when the binding does not say
 AFFINITY_SCOPE_NODE = 0
 UNKNOWN_LABEL = "?"  # a cell of gpu_gpu that NVML could not give (see missing)

@@ -21,7 +21,6 @@ from dataclasses import asdict, is_dataclass
 from typing import Iterable, Mapping, Optional, Sequence
 
 DIGEST_BYTES = 16
-SUMMARY_BYTES = 8 + DIGEST_BYTES
 NAME_CAP = 63
 TEXT_CAP = 256
 SLOT_BYTES = 1 + NAME_CAP + DIGEST_BYTES + 2 + TEXT_CAP
