@@ -470,10 +470,8 @@ def ncclnb_doctor_cell(line: str, cell: str):
     """``%%ncclnb_doctor``: diagnose the log text pasted into the cell; returns the Diagnosis."""
     if not cell.strip():
         raise UsageError("Usage: %%ncclnb_doctor, then paste log lines in the cell body")
-    try:
-        from .doctor import diagnose
-    except ImportError as exc:
-        raise UsageError(f"the doctor is not available in this install ({_one_line(exc)})") from None
+    from .doctor import diagnose
+
     STATE.diagnosis = _call(diagnose, cell)
     return _show_diagnosis(STATE.diagnosis)
 
