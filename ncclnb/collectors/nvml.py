@@ -62,7 +62,7 @@ GPU_GONE = {ERROR_GPU_IS_LOST, ERROR_RESET_REQUIRED, ERROR_GPU_NOT_FOUND}
 
 # nvmlGpuP2PCapsIndex_t, in ``nvidia-smi topo -p2p`` letter order r, w, n, a, p
 P2P_CAPS = (("read", 0), ("write", 1), ("nvlink", 2), ("atomics", 3), ("prop", 4))
-# nvmlGpuP2PStatus_t -> the letters of ``nvidia-smi topo -p2p``'s legend
+# nvmlGpuP2PStatus_t -> the letters of ``nvidia-smi topo -p2p``'s legend (model.node.P2P_STATUSES)
 P2P_STATUS = {0: "OK", 1: "CNS", 2: "GNS", 3: "TNS", 4: "DR", 5: "NS", 6: "U"}
 # nvmlGpuTopologyLevel_t -> ``nvidia-smi topo -m`` label
 TOPOLOGY = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}

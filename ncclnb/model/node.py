@@ -59,6 +59,12 @@ class Gpu:
     compute_mode: Optional[str] = None  # "Default", "Exclusive_Process", "Prohibited"
 
 
+# ``nvidia-smi topo -p2p`` statuses, the vocabulary of ``Links.p2p``: X the GPU itself,
+# OK supported, CNS chipset not supported, GNS GPU not supported, TNS topology not
+# supported, NS not supported, DR disabled by regkey, U unknown
+P2P_STATUSES = ("X", "OK", "CNS", "GNS", "TNS", "NS", "DR", "U")
+
+
 @dataclass(frozen=True)
 class Links:
     """Link matrices in ``nvidia-smi topo -m`` terms.
@@ -68,7 +74,7 @@ class Links:
     not be read); ``gpu_nic[i][k]`` the label between GPU i and
     ``nic_names[k]``. ``p2p`` maps a capability ("read", "write", "atomics",
     "nvlink", "prop") to a GPU matrix of ``nvidia-smi topo -p2p`` statuses
-    ("X", "OK", "CNS", "GNS", "TNS", "NS", "DR" disabled by regkey, "U" unknown).
+    (``P2P_STATUSES``).
     Empty tuples mean not known (see ``missing``)."""
 
     gpu_gpu: tuple[tuple[str, ...], ...] = ()

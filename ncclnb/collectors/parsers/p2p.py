@@ -11,12 +11,13 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from ...model.node import P2P_STATUSES
 from ._common import ParseError, Partial, content_lines, snippet
 from .topo_m import GPU_RE, gpu_index, is_header
 
 KIND = "nvidia-smi topo -p2p"
 
-STATUSES = frozenset({"X", "OK", "CNS", "GNS", "TNS", "NS", "U", "DR"})
+STATUSES = frozenset(P2P_STATUSES)
 CAPABILITIES = {"r": "read", "w": "write", "n": "nvlink", "a": "atomics", "p": "prop"}
 _COMMAND_RE = re.compile(r"(?:nvidia-smi\s+)?topo\s+(?:-p2p|--p2pstatus)[\s=]+([A-Za-z]+)")
 

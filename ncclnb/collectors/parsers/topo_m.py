@@ -16,6 +16,7 @@ from typing import Optional
 
 from ...model import Nic, NumaNode
 from ...model.cpulist import format_spans
+from ...model.node import P2P_STATUSES
 from ._common import (
     CPULIST_RE,
     INDEX_DIGITS,
@@ -58,7 +59,7 @@ def is_header(line: str) -> bool:
 
 def _is_cell(token: str) -> bool:
     # a matrix cell of either topo -m or topo -p2p
-    return bool(LABEL_RE.fullmatch(token)) or token in {"OK", "CNS", "GNS", "TNS", "NS", "U", "DR"}
+    return bool(LABEL_RE.fullmatch(token)) or (token != "X" and token in P2P_STATUSES)
 
 
 def split_header(line: str) -> tuple[list[str], list[str]]:
