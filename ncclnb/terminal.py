@@ -105,7 +105,8 @@ def render_diagnosis(diag: Diagnosis, colour: bool = False, top: Optional[int] =
             for ev in f.evidence:
                 where = visible(f"{ev.source}:{ev.line}" if ev.line is not None else ev.source)
                 out.append(f"    {_c(colour, 'dim', where)}  {_one_line(ev.text)}")
-            out.append(f"  cause      {_one_line(f.cause, 400)}")
+            # the cause of an incident's card names what followed from it: kept whole up to a paragraph
+            out.append(f"  cause      {_one_line(f.cause, 1200)}")
             out.append(f"  fix        {_one_line(f.fix, 400)}")
             if f.docs:
                 out.append(f"  learn      {visible(f.docs)}")

@@ -12,6 +12,7 @@ NCCL WARN lines no signature knows. Memory stays bounded whatever the input.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -51,12 +52,16 @@ P2P_WAIT_RULES = {"gloo_op_timeout"}
 # _INCIDENT_SPAN lines after them belongs to the same incident
 INCIDENT_RULES = ("watchdog_timeout", "timeout_at_nccl_work", "nccl_ops_failed_or_timed_out")
 _INCIDENT_SPAN = 8
+# NCCL's line when a communicator is set up or torn down ("comm 0x.. rank 2 nranks 4 cudaDev 2 ... Init COMPLETE"):
+# it says which global rank the printing process is, so that process is one row of the rank table
+COMM_DONE = re.compile(r"comm 0x[0-9a-f]+ rank (?P<rank>[0-9]+) nranks (?P<nranks>[0-9]+) cudaDev ", re.ASCII)
 # the substrings on which line() reads a message beyond its signatures (versions, comm lines, banners, watchdog
 # and progress lines, p2p plans): a message holding none of them, with no signature hit and not a WARN, is inert
 # (collapse.Template.inert) and later lines with it take the short way (_inert_line). A new gate goes here too.
 _LINE_GATES = (
     "NCCL version",
     "nRanks",
+    " nranks ",
     "GLOBAL_RANK",
     "WorkNCCL(",
     "NCCL work:",
@@ -173,6 +178,13 @@ class Matcher:
                 if row is not None:
                     row.local_rank = lr if row.local_rank is None else row.local_rank
                     self.rows.fill(row, host, ln.pid, ctx.name)
+        if " nranks " in msg and ln.pid is not None:
+            m = COMM_DONE.search(msg)
+            r, n = (num(m.group("rank")), num(m.group("nranks"))) if m else (None, None)
+            if r is not None and n is not None and r < n:
+                old = self.rows.pid_rank.get((host, ln.pid))
+                if (old is None and len(self.rows.pid_rank) < MAX_CUT_COUNTED) or (old is not None and n > old[0]):
+                    self.rows.pid_rank[(host, ln.pid)] = (n, r, old[2] if old is not None else None)
         if "GLOBAL_RANK" in msg:
             m = BANNER.search(msg)
             if m:

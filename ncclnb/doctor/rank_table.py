@@ -48,6 +48,8 @@ class RankRows:
         self.ranks_cut: set = set()  # row keys refused once the table was full (at most MAX_CUT_COUNTED)
         self.source_ranks: set = set()  # ranks named by the file names of the logs read
         self.rank_files: dict = {}  # rank -> {file stem: file name} of the logs named after it
+        # (host, pid) -> rank of the processes a rank's own row names (a line with both): set by fold()
+        self.process_rank: dict = {}
 
     def row(self, key, keep: bool = False) -> Optional[RankRow]:
         """The row of ``key``, made on first sight while the table has room.
@@ -95,10 +97,18 @@ class RankRows:
             known = self.pid_rank.get((key[1], key[2]))
             if known is not None:
                 return known[1]
+            return self.process_rank.get((key[1], key[2]), key)
         return key
 
     def fold(self, state: ReasonState) -> None:
-        """Rows and reasoning records kept by pid moved to the rank the comm lines gave the pid. In place."""
+        """Rows and reasoning records kept by pid moved to the rank the comm lines gave the pid, or else to
+        the one rank row that names the same host and pid: one process, one row. In place."""
+        claimed: dict = {}
+        for key, row in self.rows.items():
+            if isinstance(key, int) and row.pid is not None:
+                claimed.setdefault((row.host, row.pid), set()).add(key)
+        # a process that two rank rows name stays apart: which rank its pid-only lines are is not known
+        self.process_rank = {hp: next(iter(ranks)) for hp, ranks in claimed.items() if len(ranks) == 1}
         for key in [k for k in self.rows if isinstance(k, tuple)]:
             r = self.resolve(key)
             if r is key:

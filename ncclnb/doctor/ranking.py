@@ -115,7 +115,88 @@ class _Ranker:
         findings = self._from_logs(dumps)
         findings += self._notes()
         statuses = self._with_recorder(findings, dumps)
+        self._one_card_per_incident(findings)
         return order(findings), statuses
+
+    def _one_card_per_incident(self, findings: list) -> None:
+        """One incident, one card: when the most likely root cause is an error, the errors and warnings
+        ranked as its consequences (the other ranks' timeouts, the connections its failure closed, a
+        cross-rank finding that follows from it) are folded into it, their lines its evidence, their
+        titles named in its cause; the card names the ranks of the job that printed no error. In place."""
+        own = [t for t in findings if not t[3].alternative_of]
+        if not own:
+            return
+        root_at = findings.index(min(own, key=lambda t: (t[0], -t[1], t[2])))
+        tier, conf, first, root = findings[root_at]
+        if tier not in (_TIER_FIRST_FAILURE, _TIER_ROOT_ERROR) or root.severity != "error":
+            return
+        after = [
+            t[3]
+            for t in sorted(findings, key=lambda t: (t[0], -t[1], t[2]))
+            if not t[3].alternative_of
+            and t[3] is not root
+            and t[3].severity in ("error", "warning")
+            and (t[0] == _TIER_CONSEQUENCE or self._after_own_timeout(t[3].rule))
+        ]
+        if root.rule in self.hits and self._waiting(root.rule):
+            # a root that is a line saying a rank waited (a timeout), not a cross-rank reading of why, takes in
+            # a wrapper only when every line of it came right after a timeout: one far from any may be a
+            # failure of its own
+            after = [f for f in after if self._in_incident(f.rule)]
+        incident = bool(after) or root.rule in _INCIDENT_CARDS or root.rule in INCIDENT_RULES or bool(self.state.watchdog)
+        if not incident:
+            return
+        gone = {f.rule for f in after}
+        evidence, seen = list(root.evidence), {(e.source, e.line) for e in root.evidence}
+        room = max(len(evidence), MAX_EVIDENCE) + 3
+        for f in after:
+            for e in f.evidence[:2]:
+                if len(evidence) < room and (e.source, e.line) not in seen:
+                    seen.add((e.source, e.line))
+                    evidence.append(e)
+        cause = root.cause
+        if after:
+            cause += " What followed from it in this job: " + "; ".join(_sentence(f.title) for f in after) + "."
+        title = root.title
+        # a timeout's printers waited for the ranks that printed nothing: the card names them
+        timeout = (
+            root.rule in _INCIDENT_CARDS
+            or root.rule in INCIDENT_RULES
+            or root.rule.startswith("fr.")
+            or bool(self.state.watchdog)
+            or any(f.category in ("slow_rank_timeout", "collective_desync") for f in after)
+        )
+        silent = sorted(set(self._silent_ranks()) - set(root.ranks)) if timeout else []
+        if silent:
+            title += f"; rank {_span(silent)} printed no error"
+        card = replace(root, title=title, cause=cause, evidence=tuple(evidence))
+        findings[root_at] = (tier, conf, first, card)
+        findings[:] = [t for t in findings if t[3] is card or (t[3].rule not in gone and t[3].alternative_of not in gone)]
+
+    def _in_incident(self, rule: str) -> bool:
+        """Is ``rule`` a finding the ranking made (no signature of its own), or a signature whose every line
+        was printed as part of a watchdog timeout?"""
+        h = self.hits.get(rule)
+        return h is None or not h.sig.consequence or h.in_incident == h.count
+
+    def _after_own_timeout(self, rule: str) -> bool:
+        """Did every rank that printed ``rule`` print it after its own watchdog timeout (NCCL's abort of the
+        timed-out communicator then fails a proxy or a socket on the way down)?"""
+        h = self.hits.get(rule)
+        if h is None or not h.printers or rule in INCIDENT_RULES:
+            return False
+        ranks = {self.table.resolve(k) for k in h.printers}
+        rows = [self.rows.get(r) for r in ranks]
+        return all(isinstance(r, int) for r in ranks) and all(
+            row is not None and row.first_rule in INCIDENT_RULES and row.first_rule != rule for row in rows
+        )
+
+    def _silent_ranks(self) -> list:
+        """Ranks of the job (the rows, the logs named after a rank, the world size) that printed no error line."""
+        size = self.world_size if self.world_size and self.world_size <= MAX_RANKS else 0
+        job = {r for r in self.table.present() if isinstance(r, int)} | set(range(size))
+        erred = {r for r, row in self.rows.items() if isinstance(r, int) and row.first_error}
+        return sorted(job - erred)[:MAX_BLAMED]
 
     def _from_logs(self, dumps: list) -> list:
         """The cross-rank conclusions, the signatures' findings and their alternatives, the unknown
@@ -619,6 +700,16 @@ class _Ranker:
                 ranks=ranks,
             )
         ]
+
+
+_AFTER = re.compile(r" \(after rank [^()]*\)")
+
+
+def _sentence(title: str) -> str:
+    """A finding's title read inside a sentence: its first letter lower case unless it starts a name (NCCL, Rank 2)."""
+    title = _AFTER.sub("", title)  # "(after rank 2 failed)": the card it is folded into says so
+    word = title.split(" ", 1)[0]
+    return title if word[1:2].isupper() or not title[:1].isupper() or word in ("Rank", "Ranks") else title[:1].lower() + title[1:]
 
 
 def _p2p_title(p2p, missing_title: str) -> str:
