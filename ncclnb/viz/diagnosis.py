@@ -14,6 +14,34 @@ SEVERITY_COLOURS = {"error": "#d73027", "warning": "#f46d43", "info": "#4575b4"}
 EVIDENCE_LIMIT = 12
 CARD_LIMIT = 40  # findings drawn as cards; the rest are counted per rule (1,000 nodes can each have one)
 TEXT_LIMIT = 1_000  # characters of one title, evidence line, cause or fix in a card
+# prose: lines break between words; only a token longer than the line (a path, a URL) breaks inside, and
+# no hyphen is added (a browser's or a notebook's `word-break: break-all` would split ordinary words)
+PROSE = "white-space:normal;word-break:normal;overflow-wrap:anywhere;hyphens:manual"
+LINK_STYLE = "color:#2166ac;text-decoration:underline"
+_URL = re.compile(r"https?://[^\s<>\"'`]+", re.IGNORECASE)
+_URL_TAIL = ".,;:!?)]}"  # punctuation that ends the sentence, not the URL
+
+
+def _link(url: str) -> str:
+    return f'<a href="{esc_attr(url)}" target="_blank" rel="noopener" style="{LINK_STYLE}">{esc(url)}</a>'
+
+
+def prose_html(text: str) -> str:
+    """``text`` escaped, its http(s) URLs as links (any other scheme stays text)."""
+    out, at = [], 0
+    for m in _URL.finditer(text):
+        url = m.group(0)
+        cut = len(url)
+        while cut and url[cut - 1] in _URL_TAIL and not (url[cut - 1] == ")" and "(" in url[:cut]):
+            cut -= 1
+        url = url[:cut]
+        if len(url) <= len("https://"):
+            continue
+        out.append(esc(text[at : m.start()]))
+        out.append(_link(url))
+        at = m.start() + cut
+    out.append(esc(text[at:]))
+    return "".join(out)
 
 
 def _docs_link(docs: str) -> str:
@@ -24,7 +52,7 @@ def _docs_link(docs: str) -> str:
     scheme = re.match(r"^([a-zA-Z][a-zA-Z0-9+.-]*):", docs)
     if scheme and scheme.group(1).lower() not in ("http", "https"):
         return f"<div>Guide: <code>{esc(docs)}</code></div>"
-    return f'<div>Guide: <a href="{esc_attr(docs)}" target="_blank" rel="noopener">{esc(docs)}</a></div>'
+    return f'<div>Guide: <a href="{esc_attr(docs)}" target="_blank" rel="noopener" style="{LINK_STYLE}">{esc(docs)}</a></div>'
 
 
 def finding_html(finding: Finding, number: Optional[int] = None) -> str:
@@ -43,20 +71,20 @@ def finding_html(finding: Finding, number: Optional[int] = None) -> str:
     more = f"\n… {len(finding.evidence) - EVIDENCE_LIMIT} more lines" if len(finding.evidence) > EVIDENCE_LIMIT else ""
     evidence = (
         f"<details open><summary>Evidence ({how_many(len(finding.evidence), 'line')})</summary>"
-        f'<pre style="white-space:pre-wrap;background:#f7f7f7;padding:4px;margin:2px 0">{chr(10).join(ev_lines)}{more}</pre></details>'
+        f'<pre style="white-space:pre-wrap;word-break:normal;overflow-wrap:anywhere;background:#f7f7f7;padding:4px;margin:2px 0">{chr(10).join(ev_lines)}{more}</pre></details>'
         if finding.evidence
         else ""
     )
     return (
-        f'<div class="ncclnb-finding" style="border-left:4px solid {colour};padding:4px 8px;margin:6px 0">'
+        f'<div class="ncclnb-finding" style="border-left:4px solid {colour};padding:4px 8px;margin:6px 0;{PROSE}">'
         f'<div><span style="background:{colour};color:white;padding:0 6px;border-radius:3px">{esc(finding.severity)}</span> '
         f"<b>{num}{esc(shorten(finding.title, TEXT_LIMIT))}</b></div>"
         f'<div style="color:#636363;font-size:90%">{esc(finding.category)} · confidence {round(finding.confidence * 100)}% · '
         f"rule <code>{esc(finding.rule)}</code>{' · ' + '; '.join(blame) if blame else ''}</div>"
-        + (f"<div>{esc(shorten(finding.cause, 4 * TEXT_LIMIT))}</div>" if finding.cause else "")
+        + (f"<div>{prose_html(shorten(finding.cause, 4 * TEXT_LIMIT))}</div>" if finding.cause else "")
         + evidence
         + (
-            f'<div><b>Fix:</b><pre style="white-space:pre-wrap;margin:2px 0">{esc(shorten(finding.fix, 4 * TEXT_LIMIT))}</pre></div>'
+            f'<div class="ncclnb-fix" style="margin:2px 0"><b>Fix:</b> {prose_html(shorten(finding.fix, 4 * TEXT_LIMIT))}</div>'
             if finding.fix
             else ""
         )

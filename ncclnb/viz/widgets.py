@@ -611,7 +611,7 @@ def show_diagnosis(diagnosis: Union[Diagnosis, Sequence[Finding]], title: str = 
     else:
         findings = list(diagnosis)
         html, n = findings_html(findings, title), len(findings)
-    box = w.VBox([w.HTML(html)], layout=w.Layout(max_height="640px", overflow="auto"))
+    box = w.VBox([w.HTML(html)], layout=w.Layout())
     box.add_class("ncclnb-diagnosis-view")
     return with_text_form(View(box, None, html, f"ncclnb diagnosis: {how_many(n, 'finding')}"), "show_diagnosis", diagnosis)
 
@@ -657,7 +657,7 @@ def dashboard(snapshot_or_report, diagnosis: Optional[Diagnosis] = None) -> View
         html += f"<p><i>{esc(problem)}</i></p>"
     if diagnosis is not None:
         html += diagnosis_html(diagnosis)
-    first = View(w.VBox([w.HTML(html)], layout=w.Layout(max_height="640px", overflow="auto")), None, html, "findings")
+    first = View(w.VBox([w.HTML(html)], layout=w.Layout()), None, html, "findings")
     parts = [("Findings", first), ("Topology", show_topology(target)), ("NUMA", show_numa(target))]
     if isinstance(target, ClusterReport) and target.ranks:
         from .jobmap import show_job_map
