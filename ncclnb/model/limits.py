@@ -44,8 +44,10 @@ def looks_like_path(text: str) -> bool:
     meant as a path: no white space, and a directory separator or a file
     extension ncclnb reads. Such a string that names no file is a missing
     file, said as one; anything else is text."""
+    if "\n" in text or len(text) >= 4096:  # a line of a log pasted with its newline is text
+        return False
     s = text.strip()
-    return bool(s) and "\n" not in s and len(s) < 4096 and _PATHLIKE.fullmatch(s) is not None
+    return bool(s) and _PATHLIKE.fullmatch(s) is not None
 
 
 def looks_binary(head: bytes) -> bool:
