@@ -1,5 +1,8 @@
-"""Small pure helpers the checks share: parsing env syntax, versions, link
-labels, and which GPUs a job uses. Nothing here raises on odd input."""
+"""Small pure helpers the checks share: parsing env syntax, evidence text,
+and per-snapshot indices. The readings of the facts themselves (which GPUs
+CUDA sees, the GPU a rank runs on, link classes, versions) are
+:mod:`ncclnb.model.derive`'s, imported from there. Nothing here raises on
+odd input."""
 
 from __future__ import annotations
 
@@ -8,40 +11,10 @@ from bisect import bisect_left
 from collections import Counter
 from typing import Iterable, Iterator, Optional
 
-from ..model import Gpu, NodeSnapshot, RankEntry, nvlink_count
-from ..model.derive import VisibleDevices, cuda_device, read_visible
+from ..model import Gpu, NodeSnapshot, RankEntry
+from ..model.derive import RankGpus, VisibleDevices, cuda_device
+from ..model.derive import link_distance  # noqa: F401  (survey.rankfacts and recorded.build_reports import it from here)
 from ..model.words import how_many  # noqa: F401  (the checks import it from here)
-
-# nvidia-smi topo -m labels from nearest to farthest (its own legend order).
-LINK_ORDER = ("X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS")
-
-
-def link_distance(label: Optional[str]) -> Optional[int]:
-    """Rank of a topo label, 0 = self, 1 = NVLink ... 6 = SYS; None if unknown."""
-    if not isinstance(label, str):
-        return None
-    label = label.strip()
-    if nvlink_count(label):
-        return 1
-    try:
-        return LINK_ORDER.index(label)
-    except ValueError:
-        return None
-
-
-def parse_version(text: Optional[str]) -> Optional[tuple[int, ...]]:
-    """ "2.19.3+cuda12.3" -> (2, 19, 3); "535.54.03" -> (535, 54, 3); junk -> None."""
-    if not isinstance(text, str):
-        return None
-    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", text)
-    if not m:
-        return None
-    return tuple(int(p) for p in m.group(1).split("."))
-
-
-def short_version(text: Optional[str]) -> Optional[str]:
-    v = parse_version(text)
-    return ".".join(map(str, v)) if v else None
 
 
 def env_flag(env: dict, name: str) -> bool:
@@ -65,28 +38,22 @@ def gpus(snap: NodeSnapshot) -> tuple[Gpu, ...]:
 
 class NodeFacts:
     """Index maps of one snapshot, built once per check call in O(GPUs):
-    a GPU's row in the link matrices, GPUs by NVML index, UUID and bus id,
-    and ``CUDA_VISIBLE_DEVICES`` read once (by ``model.derive``). Every per-GPU
-    or per-rank lookup the checks make goes through one of these, so a
-    check is linear in the GPUs and ranks it is given; the only pairwise
-    loop (:meth:`linked_pairs`) reads each cell of the GPU x GPU matrix at
-    most once, so it is linear in the matrix the snapshot holds."""
+    a GPU's row in the link matrices, GPUs by NVML index, and
+    ``model.derive``'s reading of which GPU each rank runs on and which GPUs
+    CUDA sees (:class:`~ncclnb.model.derive.RankGpus`). Every per-GPU or
+    per-rank lookup the checks make goes through one of these, so a check is
+    linear in the GPUs and ranks it is given; the only pairwise loop
+    (:meth:`linked_pairs`) reads each cell of the GPU x GPU matrix at most
+    once, so it is linear in the matrix the snapshot holds."""
 
     def __init__(self, snap: NodeSnapshot):
         self.snap = snap
-        self.gpus = gpus(snap)
+        self.where = RankGpus(snap)
+        self.gpus = self.where.gpus
         self._pos = {id(g): i for i, g in enumerate(self.gpus)}
         self.by_index: dict[int, Gpu] = {}
-        self.by_uuid: dict[str, Gpu] = {}
-        self.by_bus: dict[str, Gpu] = {}  # NVML form, "00000000:3B:00.0"
         for g in self.gpus:
             self.by_index.setdefault(g.index, g)
-            if isinstance(g.uuid, str):
-                self.by_uuid.setdefault(g.uuid, g)
-            bus = bus_key(g.pci_bus_id)
-            if bus:
-                self.by_bus.setdefault(bus, g)
-        self._visible: Optional[VisibleDevices] = None
         self._chosen: Optional[list[Gpu]] = None
 
     # --- lookups ---------------------------------------------------------
@@ -121,9 +88,7 @@ class NodeFacts:
         return list(self._chosen), list(seen.ignored)
 
     def _read(self) -> VisibleDevices:
-        if self._visible is None:
-            self._visible = read_visible(self.gpus, (self.snap.env or {}).get("CUDA_VISIBLE_DEVICES"))
-        return self._visible
+        return self.where.visible
 
     def visible(self) -> list[Gpu]:
         """GPUs a process on this node sees, in CUDA order."""
@@ -133,34 +98,28 @@ class NodeFacts:
     def visible_count(self) -> int:
         return len(self._read().positions)
 
+    def cuda_gpu(self, cuda_index: int) -> Optional[Gpu]:
+        """The GPU a process on this node calls ``cuda:<cuda_index>`` (O(1))."""
+        pos = cuda_device(self.where.visible.positions, cuda_index)
+        return None if pos is None else self.gpus[pos]
+
     def rank_gpu(self, entry: RankEntry) -> Optional[Gpu]:
-        """The physical GPU a rank used: by UUID, else by PCI bus id, else by
-        its CUDA index into the node's visible GPUs."""
-        if isinstance(entry.gpu_uuid, str) and entry.gpu_uuid:
-            g = self.by_uuid.get(entry.gpu_uuid)
-            if g is not None:
-                return g
-        bus = bus_key(getattr(entry, "bus_id", None))
-        if bus and bus in self.by_bus:
-            return self.by_bus[bus]
-        pos = cuda_device(self._read().positions, entry.cuda_index)
+        """The physical GPU a rank used (:meth:`ncclnb.model.derive.RankGpus.position`)."""
+        pos = self.where.position(entry)
         return None if pos is None else self.gpus[pos]
 
     def gpus_in_use(self, ranks: Iterable[RankEntry]) -> tuple[list[Gpu], str]:
-        """The GPU set a job uses on this node and how we know it: the rank
-        table's GPUs if any resolve, else ``CUDA_VISIBLE_DEVICES``; empty when
-        neither says (then the job may use any GPU)."""
-        from_ranks: dict[int, Gpu] = {}
-        for r in ranks or ():
-            g = self.rank_gpu(r)
-            if g is not None:
-                from_ranks.setdefault(id(g), g)
-        if from_ranks:
-            return sorted(from_ranks.values(), key=lambda g: g.index), "rank table"
-        chosen, _ = self.parse_visible()
-        if chosen:
-            return chosen, f"CUDA_VISIBLE_DEVICES={shorten(self.snap.env.get('CUDA_VISIBLE_DEVICES'))}"
-        return [], ""
+        """The GPU set a job uses on this node and how we know it
+        (:meth:`ncclnb.model.derive.RankGpus.in_use`): the rank table's GPUs
+        if any resolve, else ``CUDA_VISIBLE_DEVICES``; empty when neither
+        names a GPU (then the job may use any GPU)."""
+        seen = self.where.in_use(ranks)
+        if not seen.positions:
+            return [], ""
+        chosen = [self.gpus[p] for p in seen.positions]
+        if seen.source == "rank table":
+            return sorted(chosen, key=lambda g: g.index), "rank table"
+        return chosen, f"CUDA_VISIBLE_DEVICES={shorten(self.snap.env.get('CUDA_VISIBLE_DEVICES'))}"
 
     # --- pairs -------------------------------------------------------------
 
@@ -203,14 +162,6 @@ class NodeFacts:
                     yield a, b, cell
 
 
-def bus_key(bus_id: object) -> Optional[str]:
-    """A PCI bus id in NVML's form ("00000000:3B:00.0"), whichever form it was
-    written in ("0000:3b:00.0", "3b:00.0"); None if it is not one."""
-    from ..collectors.pci import nvml_bus_id
-
-    return nvml_bus_id(bus_id) if isinstance(bus_id, str) else None
-
-
 def is_number(text: object) -> bool:
     """ASCII digits only: str.isdigit() also takes "¹" and "١", which int() refuses."""
     return isinstance(text, str) and text.isascii() and text.isdigit()
@@ -238,11 +189,6 @@ def index_list(gs: Iterable[Gpu], limit: int = 32) -> str:
         i = j + 1
     more = " …" if i < len(nums) else ""
     return f"{','.join(parts)}{more} ({len(indices)} GPUs)"
-
-
-def gpus_in_use(snap: NodeSnapshot, ranks: tuple[RankEntry, ...]) -> tuple[list[Gpu], str]:
-    """:meth:`NodeFacts.gpus_in_use` of ``snap``."""
-    return NodeFacts(snap).gpus_in_use(ranks)
 
 
 _RDMA_NAME = re.compile(r"[a-z]+\d*_\d+")  # mlx5_0, efa_0, bnxt_re0 is not matched but has no netdev use

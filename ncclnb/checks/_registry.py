@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Literal, Optional
 
-from ..model import CATEGORIES, Evidence, Finding
+from ..model import CATEGORIES, Evidence, Finding, GpuRef, LinkRef
 
 Takes = Literal["node", "report"]
 
@@ -72,8 +72,14 @@ def make(
     ranks=(),
     hosts=(),
     docs: str = "",
+    gpus=(),
+    links=(),
 ) -> Finding:
-    """Build a Finding for ``check_id`` with the category it was registered under."""
+    """Build a Finding for ``check_id`` with the category it was registered under.
+
+    ``gpus`` are ``(host, NVML index)`` pairs (or :class:`GpuRef`) and
+    ``links`` ``(host, a, b)`` triples (or :class:`LinkRef`) with endpoints
+    named as ``topo -m`` names them ("GPU0", "NIC1"): what a view marks."""
     info = REGISTRY[check_id]
     return Finding(
         rule=check_id,
@@ -87,4 +93,6 @@ def make(
         docs=docs,
         ranks=tuple(sorted(set(int(r) for r in ranks))),
         hosts=tuple(dict.fromkeys(h for h in hosts if h)),
+        gpus=tuple(dict.fromkeys(g if isinstance(g, GpuRef) else GpuRef(*g) for g in gpus)),
+        links=tuple(dict.fromkeys(x if isinstance(x, LinkRef) else LinkRef(*x) for x in links)),
     )

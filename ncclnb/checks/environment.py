@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-
-from ..model import ClusterReport, NodeSnapshot
+from ..model import ClusterReport
+from ..model.derive import nccl_env_splits
 from ._registry import fact, make, register
 
 # Settings that name host-local things (interfaces, HCAs, files) or only
@@ -20,24 +19,17 @@ HOST_LOCAL = {
     "NCCL_HOSTID",
     "NCCL_COMM_ID",
 }
-ABSENT = "(unset)"
 
 
 @register("nccl_env_differs", "nccl_env_override", "report")
 def nccl_env_differs(report: ClusterReport):
-    """NCCL_* environment variables differ across the nodes of a job."""
-    snaps = [s for s in report.snapshots or () if isinstance(s, NodeSnapshot)]
-    if len(snaps) < 2:
-        return []
-    keys = sorted({k for s in snaps for k in (s.env or {}) if isinstance(k, str) and k.startswith("NCCL_")})
-    differing = {}
-    for key in keys:
-        by_value: dict[str, list[str]] = defaultdict(list)
-        for s in snaps:
-            value = (s.env or {}).get(key)
-            by_value[value if isinstance(value, str) else ABSENT].append(s.hostname)
-        if len(by_value) > 1:
-            differing[key] = by_value
+    """NCCL_* environment variables differ across the nodes of a job.
+
+    Which variable differs on which hosts is
+    :func:`ncclnb.model.derive.nccl_env_splits` (the version table marks the
+    same cells): the hosts off a strict majority's value are blamed, every
+    host on a tie."""
+    differing = nccl_env_splits(report.snapshots or ())
     if not differing:
         return []
     out = []
@@ -45,15 +37,14 @@ def nccl_env_differs(report: ClusterReport):
         group = {k: v for k, v in differing.items() if (k in HOST_LOCAL) == local}
         if not group:
             continue
-        lines, hosts = [], set()
-        for key, by_value in group.items():
-            common = max(by_value.items(), key=lambda kv: len(kv[1]))[0]
+        lines: list[str] = []
+        hosts: set[str] = set()
+        for key, split in group.items():
             parts = []
-            for value, hs in sorted(by_value.items(), key=lambda kv: -len(kv[1])):
+            for value, hs in sorted(split.by_value.items(), key=lambda kv: -len(kv[1])):
                 names = ", ".join(hs[:4]) + (f" (+{len(hs) - 4})" if len(hs) > 4 else "")
                 parts.append(f"{value} on {names}")
-                if value != common:
-                    hosts.update(hs)
+            hosts.update(split.odd)
             lines.append(f"{key}: " + "; ".join(parts))
         ranks = [r.rank for r in report.ranks or () if r.host in hosts and isinstance(r.rank, int)]
         if local:

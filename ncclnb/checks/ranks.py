@@ -9,7 +9,7 @@ from typing import Iterable, Optional
 
 from ..model import ClusterReport, NodeSnapshot, NumaNode, RankEntry
 from ..model.cpulist import covers, overlaps, spans
-from ..model.derive import rdma_nics
+from ..model.derive import job_world_size, link_distance, rdma_nics
 from ._facts import (
     NodeFacts,
     env_flag,
@@ -17,8 +17,6 @@ from ._facts import (
     index_list,
     is_docker,
     is_loopback,
-    link_distance,
-    majority,
     shorten,
     socket_interfaces,
 )
@@ -61,8 +59,7 @@ def _entries(report: ClusterReport) -> list[RankEntry]:
 
 
 def _world_size(entries: list[RankEntry]) -> Optional[int]:
-    sizes = [r.world_size for r in entries if isinstance(r.world_size, int)]
-    return majority(sizes) if sizes else None
+    return job_world_size(entries)
 
 
 def _by_host(entries: list[RankEntry]) -> dict[str, list[RankEntry]]:
@@ -296,15 +293,28 @@ class _Nodes:
 
 
 def _gpu_key(nodes: _Nodes, r: RankEntry):
+    """(what names the rank's GPU on its host, how sure that is, the GPU where
+    the snapshot resolves it): the GPU itself, else the UUID or CUDA index the
+    rank recorded (a host with no snapshot)."""
     facts = nodes(r.host)
     g = facts.rank_gpu(r) if facts is not None else None
     if g is not None:
-        return (r.host, f"GPU{g.index}"), 0.95
+        return (r.host, f"GPU{g.index}"), 0.95, g
     if isinstance(r.gpu_uuid, str) and r.gpu_uuid:
-        return (r.host, r.gpu_uuid), 0.9
+        return (r.host, r.gpu_uuid), 0.9, None
     if isinstance(r.cuda_index, int):
-        return (r.host, f"cuda:{r.cuda_index}"), 0.75
-    return None, 0.0
+        return (r.host, f"cuda:{r.cuda_index}"), 0.75, None
+    return None, 0.0, None
+
+
+def _rank_gpu(nodes: _Nodes, r: RankEntry):
+    facts = nodes(r.host)
+    return facts.rank_gpu(r) if facts is not None else None
+
+
+def _gpu_refs(pairs) -> list:
+    """``(host, GPU or None)`` pairs -> the ``(host, NVML index)`` a finding names."""
+    return [(host, g.index) for host, g in pairs if g is not None and isinstance(g.index, int)]
 
 
 def _hosts_text(hosts, limit: int = 8) -> str:
@@ -317,12 +327,14 @@ def ranks_share_gpu(report: ClusterReport):
     """Two or more ranks use the same GPU (NCCL: 'Duplicate GPU detected')."""
     groups: dict[tuple, list[RankEntry]] = defaultdict(list)
     conf = {}
+    gpu_of: dict[tuple, object] = {}
     nodes = _Nodes(report)
     for r in _entries(report):
-        key, c = _gpu_key(nodes, r)
+        key, c, g = _gpu_key(nodes, r)
         if key is not None:
             groups[key].append(r)
             conf[key] = min(conf.get(key, 1.0), c)
+            gpu_of[key] = g
     shared = {k: v for k, v in groups.items() if len(v) > 1}
     if not shared:
         return []
@@ -345,6 +357,7 @@ def ranks_share_gpu(report: ClusterReport):
             "device_id=torch.device('cuda', local_rank)), and start at most as many processes per node as GPUs.",
             ranks=[r.rank for r in blamed],
             hosts=[r.host for r in blamed],
+            gpus=_gpu_refs((host, gpu_of[(host, gpu)]) for host, gpu in shared),
         )
     ]
 
@@ -371,7 +384,8 @@ def local_rank_device(report: ClusterReport):
             f"{r.host}: RANK {r.rank} LOCAL_RANK {r.local_rank}, no device set: barrier() guesses "
             f"cuda:{guess} ({r.rank} % {count} visible GPUs)"
         )
-        (guessed_ok if guess == r.local_rank else guessed_bad).append((r, line))
+        guessed = facts.cuda_gpu(guess) if facts is not None else None  # the GPU barrier() would create a context on
+        (guessed_ok if guess == r.local_rank else guessed_bad).append((r, line, guessed))
     out = []
     if wrong:
         blamed = [
@@ -379,6 +393,7 @@ def local_rank_device(report: ClusterReport):
             for r in _entries(report)
             if isinstance(r.cuda_index, int) and isinstance(r.local_rank, int) and r.cuda_index != r.local_rank
         ]
+        on = [(r.host, _rank_gpu(nodes, r)) for r in blamed]
         out.append(
             make(
                 "local_rank_device",
@@ -392,6 +407,7 @@ def local_rank_device(report: ClusterReport):
                 "deliberate (then make sure no two ranks share a GPU).",
                 ranks=[r.rank for r in blamed],
                 hosts=[r.host for r in blamed],
+                gpus=_gpu_refs(on),
             )
         )
     barrier_src = (
@@ -405,7 +421,7 @@ def local_rank_device(report: ClusterReport):
                 0.75,
                 f"{how_many(len(guessed_bad), 'rank')} {_agree(guessed_bad, 'sets', 'set')} no GPU, and torch's "
                 f"barrier guess is not {_agree(guessed_bad, 'its', 'their')} LOCAL_RANK",
-                _capped([line for _, line in guessed_bad])
+                _capped([line for _, line, _ in guessed_bad])
                 + [fact(barrier_src, "using GPU N to perform barrier as devices used by this process are currently unknown")],
                 cause="With no device set, ProcessGroupNCCL runs barrier() on cuda:(global rank % visible GPUs). That is "
                 "not the rank's own GPU here, so barrier() creates a context on a neighbour's GPU and can hang or "
@@ -414,8 +430,9 @@ def local_rank_device(report: ClusterReport):
                 fix="Call torch.cuda.set_device(local_rank) before init_process_group, or pass "
                 "init_process_group(..., device_id=torch.device('cuda', local_rank)) (torch >= 2.3), or "
                 "barrier(device_ids=[local_rank]).",
-                ranks=[r.rank for r, _ in guessed_bad],
-                hosts=[r.host for r, _ in guessed_bad],
+                ranks=[r.rank for r, _, _ in guessed_bad],
+                hosts=[r.host for r, _, _ in guessed_bad],
+                gpus=_gpu_refs((r.host, g) for r, _, g in guessed_bad),
             )
         )
     if guessed_ok:
@@ -426,12 +443,13 @@ def local_rank_device(report: ClusterReport):
                 0.5,
                 f"{how_many(len(guessed_ok), 'rank')} {_agree(guessed_ok, 'sets', 'set')} no GPU; torch's barrier "
                 f"guess happens to be {_agree(guessed_ok, 'its', 'their')} LOCAL_RANK",
-                _capped([line for _, line in guessed_ok]),
+                _capped([line for _, line, _ in guessed_ok]),
                 cause="torch will warn 'using GPU N to perform barrier as devices used by this process are currently "
                 "unknown'. The guess is right only while ranks per node equals visible GPUs per node.",
                 fix="Set the device explicitly (torch.cuda.set_device(local_rank) or device_id= in init_process_group).",
-                ranks=[r.rank for r, _ in guessed_ok],
-                hosts=[r.host for r, _ in guessed_ok],
+                ranks=[r.rank for r, _, _ in guessed_ok],
+                hosts=[r.host for r, _, _ in guessed_ok],
+                gpus=_gpu_refs((r.host, g) for r, _, g in guessed_ok),
             )
         )
     return out
@@ -521,9 +539,9 @@ def rank_affinity_numa(report: ClusterReport):
             f"has CPU affinity {shorten(r.cpu_affinity, 40)}"
         )
         if not overlaps(node_cpus, r.cpu_affinity):
-            off.append((r, line))
+            off.append((r, line, g))
         elif numa_nodes and not all(covers(r.cpu_affinity, n.cpus) for n in numa_nodes if n.cpus):
-            partly.append((r, line + ", partly on other NUMA nodes"))
+            partly.append((r, line + ", partly on other NUMA nodes", g))
     out = []
     fix = (
         "Bind each rank to its own GPU's NUMA node: `numactl --cpunodebind=N --membind=N python ...` per rank, "
@@ -539,14 +557,15 @@ def rank_affinity_numa(report: ClusterReport):
                 0.8,
                 f"{how_many(len(off), 'rank')} {_agree(off, 'runs', 'run')} on CPUs of another NUMA node than "
                 f"{_agree(off, 'its', 'their')} GPU's: "
-                f"RANK {span((r.rank for r, _ in off), SPAN)}",
-                _capped([line for _, line in off]),
+                f"RANK {span((r.rank for r, _, _ in off), SPAN)}",
+                _capped([line for _, line, _ in off]),
                 cause="Every host-device copy of these ranks (pinned-memory loads, NCCL's proxy thread, the SHM "
                 "transport) crosses the inter-socket link, and their host memory is allocated on the far "
                 "socket: slower input and slower collectives on just these ranks, which the others wait for.",
                 fix=fix,
-                ranks=[r.rank for r, _ in off],
-                hosts=[r.host for r, _ in off],
+                ranks=[r.rank for r, _, _ in off],
+                hosts=[r.host for r, _, _ in off],
+                gpus=_gpu_refs((r.host, g) for r, _, g in off),
             )
         )
     if partly:
@@ -557,12 +576,13 @@ def rank_affinity_numa(report: ClusterReport):
                 0.5,
                 f"{how_many(len(partly), 'rank')} {_agree(partly, 'is', 'are')} pinned to CPUs beyond "
                 f"{_agree(partly, 'its', 'their')} GPU's NUMA node: "
-                f"RANK {span((r.rank for r, _ in partly), SPAN)}",
-                _capped([line for _, line in partly]),
+                f"RANK {span((r.rank for r, _, _ in partly), SPAN)}",
+                _capped([line for _, line, _ in partly]),
                 cause="The binding allows CPUs of another socket, so the scheduler may run these ranks' threads there.",
                 fix=fix,
-                ranks=[r.rank for r, _ in partly],
-                hosts=[r.host for r, _ in partly],
+                ranks=[r.rank for r, _, _ in partly],
+                hosts=[r.host for r, _, _ in partly],
+                gpus=_gpu_refs((r.host, g) for r, _, g in partly),
             )
         )
     return out
@@ -635,6 +655,11 @@ def rank_nic_far(report: ClusterReport):
         f"{r.host}: RANK {r.rank} on GPU{g.index} (NUMA {g.numa_node}) uses {r.nic} ({label}); {better} is {better_label}"
         for r, g, (label, better, better_label) in far[:MAX_EVIDENCE]
     ]
+    links = []  # GPU -> the rank's NIC, as topo -m names them, where the GPU x NIC matrix has the pair
+    for r, g, _ in far:
+        col = host_nics[r.host].column.get(r.nic)
+        if col is not None:
+            links.append((r.host, f"GPU{g.index}", f"NIC{col}"))
     return [
         make(
             "rank_nic_far",
@@ -651,6 +676,8 @@ def rank_nic_far(report: ClusterReport):
             "pairs with `nvidia-smi topo -m` (GPU row, NIC column).",
             ranks=[r.rank for r, _, _ in far],
             hosts=[r.host for r, _, _ in far],
+            gpus=_gpu_refs((r.host, g) for r, g, _ in far),
+            links=links,
         )
     ]
 

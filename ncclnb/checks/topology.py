@@ -4,9 +4,11 @@ and NCCL settings that throw NVLink or PCIe peer-to-peer away."""
 from __future__ import annotations
 
 from collections import Counter
+from typing import Optional
 
 from ..model import NodeSnapshot, nvlink_count
-from ._facts import NodeFacts, env_flag, how_many, index_list, link_distance
+from ..model.derive import link_distance
+from ._facts import NodeFacts, env_flag, how_many, index_list
 from ._registry import fact, make, node_source, register
 
 # all_reduce_perf bus bandwidth (busbw, out-of-place, largest size) read from
@@ -72,6 +74,16 @@ def _names(gs) -> str:
     return index_list(gs)
 
 
+def _refs(snap: NodeSnapshot, gs) -> list:
+    """The ``(host, NVML index)`` a finding names for GPUs ``gs``."""
+    return [(snap.hostname, g.index) for g in gs if isinstance(g.index, int)]
+
+
+def _pair_refs(snap: NodeSnapshot, pairs) -> list:
+    """The ``(host, "GPUa", "GPUb")`` links a finding names for GPU pairs (extra items ignored)."""
+    return [(snap.hostname, f"GPU{p[0].index}", f"GPU{p[1].index}") for p in pairs]
+
+
 EVIDENCE_GPUS = 16  # GPUs named in one evidence line; a 20,000-GPU node must stay readable
 
 
@@ -126,6 +138,8 @@ def gpu_set_numa(snap: NodeSnapshot, ranks=()):
             "(numactl --cpunodebind=N --membind=N).",
             hosts=(snap.hostname,),
             ranks=[r.rank for r in ranks or ()],
+            gpus=_refs(snap, chosen),
+            links=_pair_refs(snap, sys_pairs),
         )
     ]
 
@@ -146,22 +160,22 @@ def nic_far_from_gpu(snap: NodeSnapshot, ranks=()):
     far = []
     for g in chosen:
         i = facts.position(g)
-        best = None
+        best: Optional[tuple] = None  # (distance, NIC name, label, column in the GPU x NIC matrix or None)
         if names and i is not None and i < len(gpu_nic):
             row = gpu_nic[i]
-            dists = [(link_distance(row[k]), names[k], row[k]) for k in range(min(len(row), len(names)))]
+            dists = [(link_distance(row[k]), names[k], row[k], k) for k in range(min(len(row), len(names)))]
             dists = [d for d in dists if d[0] is not None]
             if dists:
                 best = min(dists)
         elif not names and local and isinstance(g.numa_node, int):
             same = first_on.get(g.numa_node)
-            best = (5, same.name, "NODE") if same is not None else (6, local[0].name, "SYS")
+            best = (5, same.name, "NODE", None) if same is not None else (6, local[0].name, "SYS", None)
         if best is not None and best[0] >= 6:
             far.append((g, best))
     if not far:
         return []
     multi_node = any(isinstance(r.world_size, int) and r.world_size > len(ranks) for r in ranks or ())
-    ev = [fact(src, f"GPU{g.index} (NUMA {g.numa_node}): nearest NIC {nic} is {label}") for g, (_, nic, label) in far[:8]]
+    ev = [fact(src, f"GPU{g.index} (NUMA {g.numa_node}): nearest NIC {nic} is {label}") for g, (_, nic, label, _) in far[:8]]
     if len(far) > 8:
         ev.append(fact(src, f"... and {len(far) - 8} more GPUs"))
     return [
@@ -176,8 +190,15 @@ def nic_far_from_gpu(snap: NodeSnapshot, ranks=()):
             fix="For multi-node jobs prefer GPUs that share a PCIe switch or NUMA node with a NIC; NCCL_NET_GDR_LEVEL "
             "can force GPUDirect RDMA over longer paths where the platform supports it.",
             hosts=(snap.hostname,),
+            gpus=_refs(snap, [g for g, _ in far]),
+            links=[(snap.hostname, f"GPU{g.index}", f"NIC{k}") for g, (_, _, _, k) in far if k is not None],
         )
     ]
+
+
+def _endpoints(pairs) -> list:
+    """The GPUs of ``(a, b, ...)`` pairs, each once, first seen first."""
+    return list({id(g): g for p in pairs for g in p[:2]}.values())
 
 
 def _nvlink_pairs(facts: NodeFacts, chosen):
@@ -231,6 +252,8 @@ def p2p_disabled_on_nvlink(snap: NodeSnapshot, ranks=()):
             "if P2P truly hangs, check IOMMU/ACS (NCCL troubleshooting guide) rather than disabling it.",
             hosts=(snap.hostname,),
             ranks=[r.rank for r in ranks or ()],
+            gpus=_refs(snap, _endpoints(pairs)),
+            links=_pair_refs(snap, pairs),
         )
     ]
 
@@ -271,5 +294,7 @@ def iommu_with_pcie_p2p(snap: NodeSnapshot, ranks=()):
             "at a bandwidth cost.",
             hosts=(snap.hostname,),
             ranks=[r.rank for r in ranks or ()],
+            gpus=_refs(snap, _endpoints(pcie)),
+            links=_pair_refs(snap, pcie),
         )
     ]

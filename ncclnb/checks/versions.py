@@ -4,11 +4,10 @@ and whether the driver can run the CUDA that torch was built with."""
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from typing import Optional
 
 from ..model import ClusterReport, NodeSnapshot
-from ._facts import parse_version, short_version
+from ..model.derive import parse_version, short_version, version_splits
 from ._registry import fact, make, node_source, register
 
 # Minimum Linux x86_64 driver for each CUDA toolkit's GA release, from NVIDIA's
@@ -234,38 +233,6 @@ def nccl_multiple_libraries(snap: NodeSnapshot, ranks=()):
 # --- differences across nodes ------------------------------------------------
 
 
-def _effective_nccl(snap: NodeSnapshot) -> Optional[str]:
-    """The NCCL the job uses: what a process printed it loaded, else torch's
-    own answer, else the pip wheel torch depends on, else a lone system copy
-    (marked as a guess)."""
-    v = snap.versions
-    if short_version(v.nccl_loaded):
-        return short_version(v.nccl_loaded)
-    if short_version(v.nccl_torch):
-        return short_version(v.nccl_torch)
-    pip = sorted({short_version(x) for x in (v.nccl_pip or {}).values() if short_version(x)})
-    if len(pip) == 1:
-        return pip[0] + " (pip wheel, guessed)"
-    system = sorted({short_version(lib.version) for lib in v.nccl_system or () if short_version(lib.version)})
-    if len(system) == 1 and not pip:
-        return system[0] + " (system, guessed)"
-    return None
-
-
-def _components(snap: NodeSnapshot) -> dict[str, Optional[str]]:
-    v = snap.versions
-    pip = ", ".join(f"{k} {x}" for k, x in sorted((v.nccl_pip or {}).items()))
-    system = ", ".join(sorted({short_version(lib.version) or "?" for lib in v.nccl_system or ()}))
-    return {
-        "NCCL (used by torch)": _effective_nccl(snap),
-        "torch": v.torch,
-        "CUDA (torch build)": v.torch_cuda,
-        "NVIDIA driver": v.driver,
-        "NCCL (pip)": pip or None,
-        "NCCL (system)": system or None,
-    }
-
-
 # component -> (severity, confidence, why it matters)
 _COMPONENT_WEIGHT = {
     "NCCL (used by torch)": (
@@ -296,33 +263,20 @@ def _ranks_on(report: ClusterReport, hosts: set[str]) -> list[int]:
 
 @register("versions_differ", "version_mismatch", "report")
 def versions_differ(report: ClusterReport):
-    """NCCL, torch, CUDA or driver versions differ across the nodes of a job."""
-    snaps = [s for s in report.snapshots or () if isinstance(s, NodeSnapshot)]
-    if len(snaps) < 2:
-        return []
-    table = {s.hostname: _components(s) for s in snaps}
+    """NCCL, torch, CUDA or driver versions differ across the nodes of a job.
+
+    Which component differs on which hosts is
+    :func:`ncclnb.model.derive.version_splits` (the version table marks the
+    same cells): a strict majority's value is taken as the intended one and the
+    other hosts are blamed; on a tie every host is."""
+    splits = version_splits(report.snapshots or ())
     out = []
     for comp, (severity, conf, why) in _COMPONENT_WEIGHT.items():
-        by_value: dict[str, list[str]] = defaultdict(list)
-        for host, comps in table.items():
-            if comps.get(comp):
-                by_value[comps[comp]].append(host)
-        if comp in ("NCCL (pip)", "NCCL (system)"):  # absence is a difference too, once anyone has one
-            if by_value:
-                for host, comps in table.items():
-                    if not comps.get(comp):
-                        by_value["(none)"].append(host)
-        if len(by_value) < 2:
+        split = splits.get(comp)
+        if split is None:
             continue
-        norm = {short_version(k.split(" (")[0]) or k for k in by_value}
-        if comp == "NCCL (used by torch)" and len(norm) < 2:
-            continue  # same version, only the way we know it differs
-        sizes = sorted((len(hs) for hs in by_value.values()), reverse=True)
-        if sizes[0] > sizes[1]:  # a strict majority: blame the others
-            common = max(by_value, key=lambda k: len(by_value[k]))
-            odd = {h for val, hs in by_value.items() if val != common for h in hs}
-        else:  # a tie: nothing says which side is wrong
-            odd = {h for hs in by_value.values() for h in hs}
+        by_value = {value: list(hosts) for value, hosts in split.by_value.items()}
+        odd = set(split.odd)
         sev = severity
         if comp == "NVIDIA driver":
             majors = {(parse_version(k) or (0,))[0] for k in by_value}

@@ -1,19 +1,21 @@
-"""Helpers shared by the figure builders: escaping, link classes, cpulists,
+"""Helpers shared by the figure builders: escaping, the link palette,
 and turning "a snapshot, a report, a bundled name or a path" into a value.
 
-Nothing here imports plotly, pandas or ipywidgets.
+What the facts mean (which GPUs CUDA sees, the GPU a rank runs on, the GPUs
+a job uses, a link's class) is :mod:`ncclnb.model.derive`'s reading, the
+checks' too; the views only draw it. Nothing here imports plotly, pandas or
+ipywidgets.
 """
 
 from __future__ import annotations
 
 import html
-import json
 import os
 from typing import Iterable, Optional, Union
 
 from ..errors import InputError
-from ..model import ClusterReport, NodeSnapshot, RankEntry, SchemaError, nvlink_count
-from ..model.derive import cuda_device, read_visible
+from ..model import ClusterReport, NodeSnapshot, RankEntry, SchemaError
+from ..model.derive import LINK_CLASSES, RankGpus
 
 Target = Union[NodeSnapshot, ClusterReport]
 
@@ -38,8 +40,9 @@ def shorten(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-# Link classes from best to worst, as ``nvidia-smi topo -m`` names them.
-LINK_CLASSES = ("NV#", "PIX", "PXB", "PHB", "NODE", "SYS")
+# Link classes from best to worst (``LINK_CLASSES``, as ``nvidia-smi topo -m``
+# names them) are ``model.derive``'s, and so is the class of a label
+# (``derive.link_class``); the views give each a meaning and a colour.
 LINK_MEANING = {
     "X": "the GPU itself",
     "NV#": "a bonded set of NVLinks",
@@ -68,7 +71,7 @@ LINK_COLOURS = {
 }
 # Legend names of the classes that are not a ``topo -m`` label.
 LINK_NAMES = {"NV#": "NV# (NVLink)", "X": "self", "?": "not known"}
-LINK_ORDER = ("NV#", "PIX", "PXB", "PHB", "NODE", "SYS", "X", "?")
+LINK_ORDER = LINK_CLASSES + ("X", "?")  # the palette's order: the classes best first, then self and unknown
 
 
 def step_colorscale(colours: Iterable[str]) -> list:
@@ -82,16 +85,6 @@ def step_colorscale(colours: Iterable[str]) -> list:
     return scale
 
 
-def link_class(label: Optional[str]) -> str:
-    """ "NV12" -> "NV#", " X " -> "X", unknown text -> "?"."""
-    text = (label or "").strip().upper()
-    if nvlink_count(text):
-        return "NV#"
-    if text in LINK_CLASSES or text == "X":
-        return text
-    return "?"
-
-
 def resolve(target: object) -> Target:
     """A NodeSnapshot, ClusterReport, bundled machine name or JSON path -> value."""
     if isinstance(target, (NodeSnapshot, ClusterReport)):
@@ -99,17 +92,9 @@ def resolve(target: object) -> Target:
     if isinstance(target, dict):
         return _from_json(target, "<dict>")
     if isinstance(target, (str, os.PathLike)):
-        text = os.fspath(target)
-        try:
-            from ..recorded import load_facts as load  # the bundled machines and their loader
-        except ImportError:
-            load = None
-        if load is not None:
-            return load(text)
-        if os.path.exists(text):
-            with open(text, encoding="utf-8") as fh:
-                return _from_json(json.load(fh), text)
-        raise ValueError(f"no such file or bundled machine: {text!r}")
+        from ..recorded import load_facts  # the bundled machines and any ncclnb JSON file
+
+        return load_facts(os.fspath(target))
     raise TypeError(f"expected a NodeSnapshot, ClusterReport, bundled name or path, got {type(target).__name__}")
 
 
@@ -142,71 +127,24 @@ def pick_snapshot(target: Target, host: Optional[str] = None) -> NodeSnapshot:
     raise InputError(f"no snapshot of host {host!r} in the report")
 
 
-class GpuPositions:
-    """Where each GPU of a snapshot sits (its position in ``snapshot.gpus``),
-    by UUID and bus id, and the GPUs CUDA enumerates (``model.derive``'s
-    reading of ``CUDA_VISIBLE_DEVICES``), built once in O(GPUs) so that
-    resolving every rank of a host costs O(ranks), not O(ranks x GPUs)."""
-
-    def __init__(self, snapshot: NodeSnapshot):
-        self.snapshot = snapshot
-        self.by_uuid: dict[str, int] = {}
-        self.by_bus: dict[str, int] = {}  # NVML form, as the checks' NodeFacts.rank_gpu reads it
-        for pos, g in enumerate(snapshot.gpus):
-            if g.uuid:
-                self.by_uuid.setdefault(g.uuid, pos)
-            bus = _bus_key(g.pci_bus_id)
-            if bus:
-                self.by_bus.setdefault(bus, pos)
-        self.visible = read_visible(snapshot)
-
-    def cuda_to_position(self, cuda_index: int) -> Optional[int]:
-        """CUDA index under CUDA_VISIBLE_DEVICES -> snapshot position."""
-        return cuda_device(self.visible.positions, cuda_index)
+class GpuPositions(RankGpus):
+    """:class:`ncclnb.model.derive.RankGpus` (the GPU each rank runs on, the
+    GPUs CUDA enumerates) under the name the job map still uses;
+    ``rank_position`` is its ``position``."""
 
     def rank_position(self, r: RankEntry) -> Optional[int]:
-        """Position of the GPU a rank uses: by UUID, else by PCI bus id, else
-        by its CUDA index (the order of the checks' ``NodeFacts.rank_gpu``)."""
-        pos = self.by_uuid.get(r.gpu_uuid) if r.gpu_uuid else None
-        if pos is None and self.by_bus:
-            bus = _bus_key(r.bus_id)
-            pos = self.by_bus.get(bus) if bus else None
-        if pos is None and r.cuda_index is not None:
-            pos = self.cuda_to_position(r.cuda_index)
-        return pos
-
-
-def _bus_key(bus_id: object) -> Optional[str]:
-    """A PCI bus id in NVML's form ("00000000:3B:00.0") whatever form it came in; None if not one."""
-    if not isinstance(bus_id, str) or not bus_id:
-        return None
-    from ..collectors.pci import nvml_bus_id
-
-    return nvml_bus_id(bus_id)
+        return self.position(r)
 
 
 def gpus_in_use(
-    snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = (), positions: Optional[GpuPositions] = None
+    snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = (), positions: Optional[RankGpus] = None
 ) -> Optional[list[int]]:
-    """Positions (in ``snapshot.gpus`` order) of the GPUs the job uses.
-
-    From the rank table where ranks on this host name their GPU, else the
-    GPUs CUDA enumerates under ``CUDA_VISIBLE_DEVICES`` in the snapshot's env
-    (``model.derive.read_visible``, the reading the checks use); ``None``
-    when the variable is unset too, meaning "all of them"."""
-    where = positions or GpuPositions(snapshot)
-    used: set[int] = set()
-    for r in ranks:
-        if r.host != snapshot.hostname:
-            continue
-        pos = where.rank_position(r)
-        if pos is not None:
-            used.add(pos)
-    if used:
-        return sorted(used)
-    if where.visible.value is None:
-        return None
-    return sorted(where.visible.positions)
+    """Positions (in ``snapshot.gpus`` order) of the GPUs the job uses:
+    :meth:`ncclnb.model.derive.RankGpus.in_use` (the rank table's GPUs on this
+    host, else what ``CUDA_VISIBLE_DEVICES`` leaves visible), sorted for
+    drawing; ``None`` when neither says, meaning "all of them"."""
+    seen = (positions or RankGpus(snapshot)).in_use(ranks)
+    return None if seen.positions is None else sorted(seen.positions)
 
 
 def index_span(numbers: Iterable[int], limit: int = 24) -> str:

@@ -8,10 +8,10 @@ from typing import Iterable, Optional
 
 from ..model import NodeSnapshot, RankEntry
 from ..model.cpulist import format_cpulist, parse_cpulist
+from ..model.derive import RankGpus
 from ..model.words import how_many
 from ._common import (
     bus_text,
-    GpuPositions,
     esc,
     esc_attr,
     gpu_hover,
@@ -56,13 +56,13 @@ def rank_placements(snapshot: NodeSnapshot, ranks: Iterable[RankEntry]) -> list[
     Linear in ranks and GPUs: GPU positions are looked up in maps built
     once, and a CPU list shared by many ranks is read once."""
     node_cpus = {n.id: parse_cpulist(n.cpus) for n in snapshot.host.numa_nodes}
-    where = GpuPositions(snapshot)
+    where = RankGpus(snapshot)  # model.derive's reading of each rank's GPU, the checks' too
     covers_of: dict[Optional[str], tuple[int, ...]] = {}
     out = []
     for r in ranks:
         if r.host != snapshot.hostname:
             continue
-        pos = where.rank_position(r)
+        pos = where.position(r)
         gnode = snapshot.gpus[pos].numa_node if pos is not None else None
         covers = covers_of.get(r.cpu_affinity)
         if covers is None:

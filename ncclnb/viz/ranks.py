@@ -1,75 +1,74 @@
 """The rank map: nodes x local slots, each cell a global rank with its GPU
-and pid; anomalies coloured and explained. Large jobs are paginated with the
-anomalous nodes first, so 1024 nodes x 8 never becomes an unreadable wall."""
+and pid, coloured and marked by the findings of the rank checks that name
+it. Large jobs are paginated with the anomalous nodes first, so 1024 nodes
+x 8 never becomes an unreadable wall.
+
+The map never decides what is wrong: it runs the rank checks
+(:mod:`ncclnb.checks.ranks`, through :func:`ncclnb.checks.check`) or takes
+their findings, and :data:`RULES` gives each check id a colour and a label.
+A cell takes the colour of the worst finding naming its rank (by severity,
+then :data:`RULES` order), the sign of that finding's severity, and the
+findings' titles as its text. A rank a finding names that no process
+reported (a missing rank) gets a cell of its own. A new colour here means a
+new check there."""
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Iterable, Optional
 
-from ..model import ClusterReport, RankEntry
+from ..model import SEVERITIES, ClusterReport, Finding, RankEntry
+from ..model.derive import job_world_size
 from ..model.words import how_many
 from ._common import esc, shorten, step_colorscale
+from .jobmap import SEVERITY_SIGNS
 
-# Cell kinds, worst first: a cell takes the colour of its worst problem.
-KINDS = (
-    "out_of_range",
-    "duplicate",
-    "shared_gpu",
-    "wrong_device",
-    "world_size",
-    "device_unset",
-    "missing",
-    "ok",
-    "empty",
-)
-KIND_COLOURS = {
-    "out_of_range": "#d73027",
-    "duplicate": "#f46d43",
-    "shared_gpu": "#542788",
-    "wrong_device": "#8073ac",
-    "world_size": "#fdae61",
-    "device_unset": "#fee08b",
-    "missing": "#969696",
-    "ok": "#a6d96a",
-    "empty": "#ffffff",
+
+@dataclass(frozen=True)
+class RuleLook:
+    """How the rank map shows the findings of one check."""
+
+    colour: str
+    label: str  # the legend's and the hover's name for a cell of this colour
+    noun: str  # counted as a reader says it: how_many(n, noun) + rest
+    rest: str = ""
+    heads: bool = False  # its findings are about the whole table: their titles also head the map
+
+
+# One entry per check of ncclnb.checks.ranks (tests/viz/test_figures.py holds
+# them equal), worst first where severities tie.
+RULES: dict[str, RuleLook] = {
+    "rank_out_of_range": RuleLook("#d73027", "rank at or above the world size", "rank", " at or above the world size"),
+    "rank_table_gaps": RuleLook("#f46d43", "duplicate or missing rank", "duplicate or missing rank"),
+    "world_size_vs_nodes": RuleLook("#fdae61", "WORLD_SIZE disagrees", "rank", " whose WORLD_SIZE disagrees", heads=True),
+    "local_rank_table": RuleLook("#fee08b", "LOCAL_RANK shared or too large", "rank", " with a shared or too large LOCAL_RANK"),
+    "ranks_share_gpu": RuleLook("#542788", "two ranks on one GPU", "rank", " sharing a GPU"),
+    "local_rank_device": RuleLook("#8073ac", "GPU ≠ LOCAL_RANK, or none set", "rank", " not on cuda:LOCAL_RANK"),
+    "cuda_visible_devices_invalid": RuleLook(
+        "#b2abd2", "CUDA_VISIBLE_DEVICES names a GPU not there", "rank", " under a CUDA_VISIBLE_DEVICES naming a GPU not there"
+    ),
+    "rank_affinity_numa": RuleLook("#4575b4", "CPUs off the GPU's NUMA node", "rank", " pinned off the GPU's NUMA node"),
+    "rank_nic_far": RuleLook("#74add1", "NIC across the sockets from the GPU", "rank", " with the NIC across the sockets"),
 }
-KIND_LABELS = {
-    "out_of_range": "rank at or above the world size",
-    "duplicate": "duplicate rank",
-    "shared_gpu": "two ranks on one GPU",
-    "wrong_device": "GPU ≠ LOCAL_RANK",
-    "world_size": "WORLD_SIZE differs",
-    "device_unset": "device never set",
-    "missing": "missing rank",
-    "ok": "ok",
-    "empty": "no rank",
-}
-# each kind with its count, as a reader says it: "1 rank at or above the world size", "3 duplicate ranks"
-_COUNTED = {
-    "out_of_range": ("rank", " at or above the world size"),
-    "duplicate": ("duplicate rank", ""),
-    "shared_gpu": ("rank", " sharing a GPU"),
-    "wrong_device": ("rank", " on a GPU other than LOCAL_RANK"),
-    "world_size": ("rank", " with a different WORLD_SIZE"),
-    "device_unset": ("rank", " that never set a device"),
-    "missing": ("missing rank", ""),
-    "ok": ("rank", " ok"),
-    "empty": ("empty slot", ""),
-}
+
+# Cell kinds in colour-scale order: a check id, "ok" (no finding names the rank), "empty" (no rank).
+KINDS = tuple(RULES) + ("ok", "empty")
+KIND_COLOURS = {**{k: look.colour for k, look in RULES.items()}, "ok": "#a6d96a", "empty": "#ffffff"}
+KIND_LABELS = {**{k: look.label for k, look in RULES.items()}, "ok": "ok", "empty": "no rank"}
+# each kind with its count, as a reader says it: "1 rank at or above the world size", "3 duplicate or missing ranks"
+_COUNTED = {**{k: (look.noun, look.rest) for k, look in RULES.items()}, "ok": ("rank", " ok"), "empty": ("empty slot", "")}
 
 
 def kind_count(kind: str, n: int) -> str:
-    """``kind_count("out_of_range", 3)`` -> "3 ranks at or above the world size"."""
+    """``kind_count("rank_out_of_range", 3)`` -> "3 ranks at or above the world size"."""
     noun, rest = _COUNTED[kind]
     return how_many(n, noun) + rest
 
 
 PAGE_SIZE = 32  # nodes per page
 SLOT_LIMIT = 64  # slot columns drawn one by one; more (thousands of ranks on a node): blocks of slots
-MISSING_LIMIT = 1 << 20  # missing ranks listed one by one; more are only counted
 
 
 @dataclass
@@ -77,23 +76,34 @@ class Cell:
     node: int
     slot: int
     entry: Optional[RankEntry] = None
-    missing_rank: Optional[int] = None
-    problems: list[str] = field(default_factory=list)  # escaped sentences
-    kind: str = "ok"
+    missing_rank: Optional[int] = None  # a rank findings name that no process reported
+    problems: list[str] = field(default_factory=list)  # escaped: the titles of the findings naming the rank, worst first
+    kind: str = "ok"  # the check id of the worst finding naming the rank; "ok" when none does
+    findings: list[Finding] = field(default_factory=list)  # worst first
+    severity: Optional[str] = None  # of the worst finding
+
+    @property
+    def sign(self) -> str:
+        """✖, ⚠ or ℹ for the worst finding naming the rank; "" for none."""
+        return SEVERITY_SIGNS.get(self.severity or "", "")
 
 
 @dataclass
 class RankMap:
-    """Pure analysis of a rank table, shared by the figure and the widget."""
+    """Where each rank of a rank table is drawn and which findings name it,
+    shared by the figure and the widget."""
 
     hosts: list[str]
     slots: int
     world_size: Optional[int]
     cells: dict[tuple[int, int], Cell]
-    unplaced: list[Cell]  # anomalies with no free cell
+    unplaced: list[Cell]  # missing ranks with no free cell
     counts: Counter
     anomalous_nodes: list[int]
-    layout_note: str = ""  # escaped: WORLD_SIZE vs nodes x ranks per node
+    layout_note: str = ""  # escaped: the titles of findings about the whole table, or naming no rank drawn
+    findings: tuple[Finding, ...] = ()  # the rank checks' findings the map read
+    node_severity: dict[int, str] = field(default_factory=dict)  # node -> severity of the worst finding on it
+    reported: int = 0  # ranks the table holds
 
     _node_index: Optional[dict] = field(default=None, repr=False, compare=False)
 
@@ -119,8 +129,36 @@ def _majority(values):
     return Counter(values).most_common(1)[0][0] if values else None
 
 
-def analyse_ranks(report: ClusterReport) -> RankMap:
-    """Classify every rank of the report's rank table (pure)."""
+def _worst_first(f: Finding):
+    sev = SEVERITIES.index(f.severity) if f.severity in SEVERITIES else len(SEVERITIES)
+    return (sev, KINDS.index(f.rule))
+
+
+def _mark(cell: Cell, findings: list[Finding]) -> None:
+    """Give ``cell`` the findings naming its rank: its kind, sign and text."""
+    cell.findings = sorted(findings, key=_worst_first)
+    cell.problems = [esc(f.title) for f in cell.findings]
+    if cell.findings:
+        cell.kind, cell.severity = cell.findings[0].rule, cell.findings[0].severity
+    else:
+        cell.kind, cell.severity = "ok", None
+
+
+def rank_findings(report: ClusterReport) -> list[Finding]:
+    """The findings of the rank checks (the checks :data:`RULES` shows) on ``report``."""
+    from ..checks import check
+
+    return check(report, only=list(RULES))
+
+
+def analyse_ranks(report: ClusterReport, findings: Optional[Iterable[Finding]] = None) -> RankMap:
+    """Place every rank of the report's rank table and mark it with the
+    findings naming it (pure). ``findings`` default to the rank checks' on
+    ``report`` (:func:`rank_findings`); findings of other checks are left out.
+
+    A finding names a rank by number; where it names hosts too, only that
+    rank's processes on those hosts (two processes may claim one rank)."""
+    findings = tuple(f for f in (rank_findings(report) if findings is None else findings) if f.rule in RULES)
     entries = list(report.ranks)
     node_rank_of: dict[str, Optional[int]] = {}
     # hosts in first-seen order, snapshots first (a dict, not `in list`: 6,250 hosts x 50,000 ranks)
@@ -135,103 +173,76 @@ def analyse_ranks(report: ClusterReport) -> RankMap:
     hosts.sort(key=lambda h: (node_rank_of[h] is None, node_rank_of[h] or 0, first_seen[h]))
     host_idx = {h: i for i, h in enumerate(hosts)}
 
-    world = _majority(e.world_size for e in entries)
+    world = job_world_size(entries)
     if world is None and entries:
         world = len({e.rank for e in entries})
-    rank_counts = Counter(e.rank for e in entries)
-    per_host_devices: dict[str, Counter] = {h: Counter() for h in hosts}
-    for e in entries:
-        dev = e.gpu_uuid or (f"cuda:{e.cuda_index}" if e.cuda_index is not None else None)
-        if dev:
-            per_host_devices[e.host][dev] += 1
-    local_count = {h: len(v) for h, v in by_host.items()}
-    snap_gpus = {s.hostname: len(s.gpus) for s in report.snapshots}
 
     cells: dict[tuple[int, int], Cell] = {}
-    unplaced: list[Cell] = []
-    counts: Counter = Counter()
+    by_rank: dict[int, list[Cell]] = {}
     next_slot = {h: 0 for h in hosts}
     for e in entries:
         ni = host_idx[e.host]
-        slot = e.local_rank if e.local_rank is not None and e.local_rank >= 0 else None
+        slot = e.local_rank if isinstance(e.local_rank, int) and e.local_rank >= 0 else None
         if slot is None or (ni, slot) in cells:
             while (ni, next_slot[e.host]) in cells:
                 next_slot[e.host] += 1
             slot = next_slot[e.host]
         cell = Cell(ni, slot, entry=e)
-        kinds = []
-        if world is not None and not 0 <= e.rank < world:
-            kinds.append("out_of_range")
-            cell.problems.append(
-                f"rank {e.rank} is outside 0..{world - 1} (WORLD_SIZE {world}): NCCL says "
-                f"'Invalid rank requested : {e.rank}/{world}'"
-            )
-        if rank_counts[e.rank] > 1:
-            kinds.append("duplicate")
-            cell.problems.append(f"rank {e.rank} is used by {rank_counts[e.rank]} processes")
-        dev = e.gpu_uuid or (f"cuda:{e.cuda_index}" if e.cuda_index is not None else None)
-        if dev and per_host_devices[e.host][dev] > 1:
-            kinds.append("shared_gpu")
-            cell.problems.append(f"{per_host_devices[e.host][dev]} ranks on this host use the same GPU ({esc(shorten(dev, 24))})")
-        if e.cuda_index is not None and e.local_rank is not None and e.cuda_index != e.local_rank:
-            kinds.append("wrong_device")
-            cell.problems.append(
-                f"uses cuda:{e.cuda_index} but LOCAL_RANK is {e.local_rank}: "
-                f"torch.cuda.set_device(LOCAL_RANK) was not called, or called with the global rank"
-            )
-        if e.world_size is not None and world is not None and e.world_size != world:
-            kinds.append("world_size")
-            cell.problems.append(f"this rank saw WORLD_SIZE={e.world_size}, most saw {world}")
-        if e.cuda_index is None and e.gpu_uuid is None:
-            ndev = snap_gpus.get(e.host) or local_count[e.host] or 1
-            kinds.append("device_unset")
-            cell.problems.append(
-                f"no device was set: for a barrier torch guesses cuda:{e.rank % ndev} "
-                f"(global rank {e.rank} % {ndev} local devices)"
-            )
-        cell.kind = min(kinds, key=KINDS.index) if kinds else "ok"
-        counts[cell.kind] += 1
         cells[(ni, slot)] = cell
+        by_rank.setdefault(e.rank, []).append(cell)
+
+    # which cells each finding names; ranks no process reported are "absent"
+    named: dict[int, list[Finding]] = {}  # id(cell) -> findings
+    absent: dict[int, list[Finding]] = {}
+    attached: set[int] = set()  # ids of findings naming a rank drawn
+    for f in findings:
+        on = set(f.hosts)
+        for r in f.ranks:
+            holders = by_rank.get(r)
+            if holders is None:
+                absent.setdefault(r, []).append(f)
+                attached.add(id(f))
+                continue
+            for cell in holders:
+                if not on or (cell.entry is not None and cell.entry.host in on):
+                    named.setdefault(id(cell), []).append(f)
+                    attached.add(id(f))
+    counts: Counter = Counter()
+    for cell in cells.values():
+        _mark(cell, named.get(id(cell), []))
+        counts[cell.kind] += 1
 
     slots = max([s for (_, s) in cells] + [-1]) + 1
-    present = set(rank_counts)
-    absent = (world - sum(1 for r in present if 0 <= r < world)) if world is not None else 0
-    if world is not None and hosts and absent > MISSING_LIMIT:
-        # a WORLD_SIZE far beyond the ranks seen (a typo, 10**9): counted, not enumerated
-        counts["missing"] += absent
-    elif world is not None and hosts:
-        per_node = world // len(hosts) if world % len(hosts) == 0 else None
+    unplaced: list[Cell] = []
+    per_node = world // len(hosts) if world is not None and hosts and world % len(hosts) == 0 else None
+    if world is not None and hosts:
         slots = max(slots, per_node or 0)
-        for r in range(world):
-            if r in present:
+    for r in sorted(absent):
+        cell = Cell(-1, -1, missing_rank=r)
+        _mark(cell, absent[r])
+        counts[cell.kind] += 1
+        if per_node and r >= 0:
+            ni, slot = divmod(r, per_node)
+            if ni < len(hosts) and (ni, slot) not in cells:
+                cell.node, cell.slot = ni, slot
+                cells[(ni, slot)] = cell
                 continue
-            cell = Cell(
-                -1,
-                -1,
-                missing_rank=r,
-                kind="missing",
-                problems=[f"rank {r} of WORLD_SIZE {world} never reported: it did not start or did not join"],
-            )
-            counts["missing"] += 1
-            if per_node:
-                ni, slot = divmod(r, per_node)
-                if ni < len(hosts) and (ni, slot) not in cells:
-                    cell.node, cell.slot = ni, slot
-                    cells[(ni, slot)] = cell
-                    continue
-            unplaced.append(cell)
-    anomalous = sorted({c.node for c in cells.values() if c.kind != "ok"})
-    note = ""
-    if world is not None and entries:
-        per_node_seen = {len(v) for v in by_host.values() if v}
-        if len(per_node_seen) == 1:
-            per = per_node_seen.pop()
-            if per * len(by_host) != world:
-                note = (
-                    f"WORLD_SIZE is {world} but {len(by_host)} nodes × {per} ranks per node = "
-                    f"{per * len(by_host)} processes started"
-                )
-    return RankMap(hosts, slots, world, cells, unplaced, counts, anomalous, note)
+        unplaced.append(cell)
+
+    node_severity: dict[int, str] = {}
+    for cell in cells.values():
+        if cell.severity is not None:
+            was = node_severity.get(cell.node)
+            if was is None or _rank_of(cell.severity) < _rank_of(was):
+                node_severity[cell.node] = cell.severity
+    anomalous = sorted(node_severity)
+    heads = [f for f in findings if RULES[f.rule].heads or id(f) not in attached]
+    note = "; ".join(dict.fromkeys(esc(f.title) for f in sorted(heads, key=_worst_first)))
+    return RankMap(hosts, slots, world, cells, unplaced, counts, anomalous, note, findings, node_severity, reported=len(entries))
+
+
+def _rank_of(severity: str) -> int:
+    return SEVERITIES.index(severity) if severity in SEVERITIES else len(SEVERITIES)
 
 
 def cell_hover(rm: RankMap, cell: Cell) -> str:
@@ -249,8 +260,16 @@ def cell_hover(rm: RankMap, cell: Cell) -> str:
             f" · {f'pid {esc(e.pid)}' if e.pid else 'pid not known'}"
             f"<br>WORLD_SIZE {esc(_q(e.world_size))} · NODE_RANK {esc(_q(e.node_rank))}"
         )
-    body = "<br>".join("⚠ " + p for p in cell.problems) if cell.problems else "ok"
+    if cell.findings:
+        body = "<br>".join(f"{SEVERITY_SIGNS.get(f.severity, '')} {title}" for f, title in zip(cell.findings, cell.problems))
+    else:
+        body = "no finding names this rank"
     return f"{head}<br><i>{esc(KIND_LABELS[cell.kind])}</i><br>{body}"
+
+
+def _cell_order(c: Cell):
+    """Worst first: by the severity of the worst finding, then :data:`RULES` order."""
+    return (_rank_of(c.severity) if c.severity else len(SEVERITIES) + 1, KINDS.index(c.kind))
 
 
 def _q(value) -> str:
@@ -276,28 +295,28 @@ def _block_cells(rm: RankMap, node: int, a: int, b: int) -> list[Cell]:
 
 def _block_summary(rm: RankMap, node: int, a: int, b: int, cells: list[Cell]):
     """(kind, cell text, hover) of a block of slots on one node: the worst
-    kind present colours it; the hover counts each kind."""
+    cell's kind colours it and its sign marks it; the hover counts each kind."""
     host = esc(shorten(rm.hosts[node], 48))
     if not cells:
         return "empty", "", f"{host}, slots {a}–{b - 1}: no rank"
     tally = Counter(c.kind for c in cells)
-    kind = min(tally, key=KINDS.index)
+    first = min(cells, key=_cell_order)
+    kind = first.kind
     bad = sum(v for k, v in tally.items() if k != "ok")
     counts = ", ".join(esc(kind_count(k, tally[k])) for k in KINDS if tally.get(k))
-    first = next((c for c in cells if c.kind == kind), cells[0])
-    example = f"<br>e.g. {esc(first.problems[0][:160]) if first.problems else 'ok'}" if bad else ""
+    example = f"<br>e.g. {first.sign} {first.problems[0][:160]}" if bad and first.problems else ""
     hover = (
         f"<b>{host}, slots {a}–{b - 1}</b>: {how_many(len(cells), 'rank')}{f', {bad} anomalous' if bad else ''}"
         f"<br>{counts}{example}<br><i>click for the list</i>"
     )
-    return kind, (f"{bad}⚠" if bad else ""), hover
+    return kind, (f"{bad}{first.sign}" if bad else ""), hover
 
 
 def slot_block_html(rm: RankMap, node: int, a: int, b: int, limit: int = 20) -> str:
     """Escaped HTML: the anomalous ranks in slots [a, b) of a node (the first
     ``limit``, worst first), for the detail pane of a block."""
     cells = _block_cells(rm, node, a, b)
-    bad = sorted((c for c in cells if c.kind != "ok"), key=lambda c: (KINDS.index(c.kind), c.slot))
+    bad = sorted((c for c in cells if c.kind != "ok"), key=lambda c: (_cell_order(c), c.slot))
     head = f"<b>{esc(shorten(rm.hosts[node], 48))}, slots {a}–{b - 1}</b>: {how_many(len(cells), 'rank')}, {len(bad)} anomalous"
     if not bad:
         return head
@@ -315,10 +334,11 @@ def rank_map_figure(
 ):
     """Pure: a plotly Figure, nodes (rows) x local slots (columns).
 
-    Each cell shows the global rank and its GPU; colour says its worst
-    anomaly (rank out of range, duplicate, two ranks on one GPU, GPU not
-    matching LOCAL_RANK, WORLD_SIZE disagreeing, device never set, missing)
-    and hover explains it. Nodes with anomalies come first; ``page`` and
+    Each cell shows the global rank and its GPU; its colour is the check of
+    the worst finding naming the rank (:data:`RULES`), its sign that
+    finding's severity (✖ ⚠ ℹ), and hover gives the findings' titles. A
+    missing rank a finding names is drawn in its expected slot as "(rank)".
+    Nodes with anomalies come first; ``page`` and
     ``page_size`` select which nodes are drawn. Past SLOT_LIMIT slots per
     node, columns are blocks of slots coloured by the worst kind in them
     (``layout.meta["slot_blocks"]`` lists them; :func:`slot_block_html`
@@ -333,7 +353,6 @@ def rank_map_figure(
     slots = max(1, rm.slots)
     blocks = slot_blocks(slots) if slots > SLOT_LIMIT else None
     z, text, hover, ylabels = [], [], [], []
-    bad_nodes = set(rm.anomalous_nodes)
     for ni in shown:
         zr, tr, hr = [], [], []
         if blocks is not None:
@@ -358,13 +377,14 @@ def rank_map_figure(
                     tr.append(f"({cell.missing_rank})")
                 else:
                     e = cell.entry
-                    sign = " ⚠" if cell.kind != "ok" else ""  # an anomaly is a sign as well as a colour
+                    sign = f" {cell.sign}" if cell.sign else ""  # an anomaly is a sign as well as a colour
                     tr.append(f"{e.rank}{sign}<br>{'cuda:' + str(e.cuda_index) if e.cuda_index is not None else '—'}")
                 hr.append(cell_hover(rm, cell))
         z.append(zr)
         text.append(tr)
         hover.append(hr)
-        mark = " ⚠" if ni in bad_nodes else ""
+        worst = rm.node_severity.get(ni)
+        mark = f" {SEVERITY_SIGNS[worst]}" if worst in SEVERITY_SIGNS else ""
         ylabels.append(f"{ni}: {esc(shorten(rm.hosts[ni], 28))}{mark}")
     k = len(KINDS)
     scale = step_colorscale(KIND_COLOURS[kind] for kind in KINDS)
@@ -386,7 +406,7 @@ def rank_map_figure(
         name="ranks",
         showscale=False,
     )
-    # a legend of the kinds present, instead of a colour bar of all nine
+    # a legend of the kinds present, instead of a colour bar of them all
     present = [
         kd for kd in KINDS if rm.counts.get(kd) or (kd == "empty" and any(v == KINDS.index("empty") for row in z for v in row))
     ]
@@ -445,11 +465,8 @@ def rank_summary_html(rm: RankMap, limit: int = 20) -> str:
     if not rm.cells and not rm.unplaced:
         return "<p>No rank table in this report.</p>"
     bad = [c for c in rm.cells.values() if c.kind != "ok"] + rm.unplaced
-    bad.sort(key=lambda c: (KINDS.index(c.kind), c.node, c.slot))
-    head = (
-        f"<p><b>{len(rm.hosts)} nodes</b>, WORLD_SIZE {esc(_q(rm.world_size))}, "
-        f"{sum(v for k, v in rm.counts.items() if k not in ('missing',))} ranks reported; "
-    )
+    bad.sort(key=lambda c: (_cell_order(c), c.node, c.slot))
+    head = f"<p><b>{len(rm.hosts)} nodes</b>, WORLD_SIZE {esc(_q(rm.world_size))}, {rm.reported} ranks reported; "
     if rm.layout_note:
         head = f"<p><b>⚠ {rm.layout_note}</b></p>" + head
     if not bad:

@@ -7,9 +7,9 @@ from collections import Counter
 from typing import Iterable, Optional
 
 from ..model import NodeSnapshot, nvlink_count
+from ..model.derive import LINK_CLASSES, link_class
 from ..model.words import how_many
 from ._common import (
-    LINK_CLASSES,
     LINK_COLOURS,
     LINK_MEANING,
     LINK_NAMES,
@@ -18,7 +18,6 @@ from ._common import (
     esc,
     gpu_hover,
     gpus_in_use,
-    link_class,
     nic_info,
     nic_traits,
     numa_text,

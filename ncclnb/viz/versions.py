@@ -1,5 +1,15 @@
-"""The version matrix: nodes x components, cells differing from the majority
-highlighted, as a pandas Styler so it reads well without a kernel too."""
+"""The version matrix: nodes x components, as a pandas Styler so it reads
+well without a kernel too.
+
+The table never decides what differs: a cell is marked where the checks'
+reading says its node is off the others
+(:func:`ncclnb.model.derive.version_splits`, which ``versions_differ``
+reports, for the version components; :func:`ncclnb.model.derive.nccl_env_splits`,
+which ``nccl_env_differs`` reports, for the ``NCCL_*`` settings): red where a
+strict majority has another value, amber for every node where no value has
+one. The other columns (the NCCL torch reports and the one a process
+printed, CUDA of the driver, net plugins, python, frameworks) are facts
+shown, never marked."""
 
 from __future__ import annotations
 
@@ -8,6 +18,7 @@ from collections import Counter
 from typing import Iterable, Union
 
 from ..model import ClusterReport, NodeSnapshot
+from ..model.derive import Split, effective_nccl, nccl_env_splits, version_splits
 from ..model.words import how_many
 from ._common import esc, shorten, snapshots_of
 
@@ -31,13 +42,16 @@ def _libs(libs) -> str:
 
 
 def version_row(snapshot: NodeSnapshot) -> dict[str, str]:
-    """One node's components as display strings (not yet escaped)."""
+    """One node's components as display strings (not yet escaped). The
+    columns that ``versions_differ`` compares carry its component names
+    (``model.derive.VERSION_COMPONENTS``)."""
     v = snapshot.versions
     row = {
-        "driver": v.driver or MISSING,
+        "NVIDIA driver": v.driver or MISSING,
         "CUDA (driver)": v.cuda_driver or MISSING,
         "torch": v.torch or MISSING,
-        "torch CUDA": v.torch_cuda or MISSING,
+        "CUDA (torch build)": v.torch_cuda or MISSING,
+        "NCCL (used by torch)": effective_nccl(snapshot) or MISSING,
         "NCCL (torch)": v.nccl_torch or MISSING,
         "NCCL (loaded)": v.nccl_loaded or MISSING,
         "NCCL (pip)": "; ".join(f"{k} {val}" for k, val in sorted(v.nccl_pip.items())) or MISSING,
@@ -53,10 +67,22 @@ def version_row(snapshot: NodeSnapshot) -> dict[str, str]:
     return row
 
 
-def version_frame(target: Union[ClusterReport, NodeSnapshot, Iterable[NodeSnapshot]], group: object = "auto"):
-    """Pure: (DataFrame of strings, per-row node counts). Columns that no
-    node reports are dropped; ``group`` ("auto", True, False) folds nodes
-    with identical rows into one row naming them."""
+def _splits(snaps) -> list[Split]:
+    """Every component and NCCL_* setting that differs, as the checks read it."""
+    return list(version_splits(snaps).values()) + list(nccl_env_splits(snaps).values())
+
+
+def _marks_by_host(snaps) -> dict[str, dict[str, str]]:
+    """host -> column -> "differs" (off a strict majority) or "no_majority" (a tie)."""
+    out: dict[str, dict[str, str]] = {}
+    for split in _splits(snaps):
+        for host in split.odd:
+            out.setdefault(host, {})[split.component] = "no_majority" if split.tie else "differs"
+    return out
+
+
+def _table(target, group: object = "auto"):
+    """(DataFrame of strings, per-row node counts, (row, column) -> mark)."""
     import pandas as pd
 
     snaps = snapshots_of(target) if isinstance(target, (ClusterReport, NodeSnapshot)) else tuple(target)
@@ -67,18 +93,22 @@ def version_frame(target: Union[ClusterReport, NodeSnapshot, Iterable[NodeSnapsh
         varied = sorted(env_cols, key=lambda c: -len({r.get(c, MISSING) for r in rows}))
         keep = set(varied[:ENV_LIMIT])
         columns = [c for c in columns if not c.startswith("NCCL_") or c in keep]
+    by_host = _marks_by_host(snaps)
     table = [[r.get(c, MISSING) for c in columns] for r in rows]
+    marks = [tuple(sorted(by_host.get(s.hostname, {}).items())) for s in snaps]
     hosts = [s.hostname for s in snaps]
     if group == "auto":
         group = len(snaps) > GROUP_OVER
     weights = [1] * len(rows)
     if group:
+        # nodes with the same row and the same marks fold into one row
         grouped: dict[tuple, list[str]] = {}
-        for host, vals in zip(hosts, table):
-            grouped.setdefault(tuple(vals), []).append(host)
+        for host, vals, mark in zip(hosts, table, marks):
+            grouped.setdefault((tuple(vals), mark), []).append(host)
         # the most common configuration first (the reference), then the others by size, then first seen
         grouped = dict(sorted(grouped.items(), key=lambda kv: -len(kv[1])))
-        table = [list(k) for k in grouped]
+        table = [list(vals) for vals, _ in grouped]
+        marks = [mark for _, mark in grouped]
         weights = [len(h) for h in grouped.values()]
         hosts = [
             f"{len(h)} node{'s' if len(h) > 1 else ''}: {', '.join(shorten(x, 24) for x in h[:3])}{' …' if len(h) > 3 else ''}"
@@ -91,34 +121,34 @@ def version_frame(target: Union[ClusterReport, NodeSnapshot, Iterable[NodeSnapsh
         unique.append(h if seen[h] == 1 else f"{h} ({seen[h]})")
     frame = pd.DataFrame(table, index=pd.Index(unique), columns=columns)
     keep_cols = [c for c in columns if (frame[c] != MISSING).any()]
-    return frame[keep_cols], weights
+    shown = set(keep_cols)
+    cells = {(i, col): kind for i, mark in enumerate(marks) for col, kind in mark if col in shown}
+    return frame[keep_cols], weights, cells
 
 
-def differing_cells(frame, weights) -> dict[tuple[int, str], str]:
-    """(row, column) -> "differs" (not the majority) or "no_majority" (tie)."""
-    out = {}
-    for col in frame.columns:
-        tally: Counter = Counter()
-        for value, w in zip(frame[col], weights):
-            tally[value] += w
-        if len(tally) < 2:
-            continue
-        (top, n1), (_, n2) = tally.most_common(2)
-        for i, value in enumerate(frame[col]):
-            if n1 == n2:
-                out[(i, col)] = "no_majority"
-            elif value != top:
-                out[(i, col)] = "differs"
-    return out
+def version_frame(target: Union[ClusterReport, NodeSnapshot, Iterable[NodeSnapshot]], group: object = "auto"):
+    """Pure: (DataFrame of strings, per-row node counts). Columns that no
+    node reports are dropped; ``group`` ("auto", True, False) folds nodes
+    with identical rows (and marks) into one row naming them."""
+    frame, weights, _ = _table(target, group)
+    return frame, weights
+
+
+def version_marks(target, group: object = "auto") -> dict[tuple[int, str], str]:
+    """(row of :func:`version_frame`, column) -> "differs" (the node is off a
+    strict majority) or "no_majority" (no value has one): the checks'
+    reading (:func:`ncclnb.model.derive.version_splits` and
+    :func:`~ncclnb.model.derive.nccl_env_splits`), never the table's own."""
+    return _table(target, group)[2]
 
 
 def version_table(report_or_snapshots, group: object = "auto", only_differing: bool = False):
     """Pure: a pandas Styler, nodes x components (driver, CUDA, torch, NCCL
-    per source, net plugins, frameworks, NCCL_* env). Cells that differ from
-    the majority are red; a column with no majority is amber. Every value
-    is HTML-escaped. With ``only_differing`` only columns that vary remain."""
-    frame, weights = version_frame(report_or_snapshots, group)
-    marks = differing_cells(frame, weights)  # over every row, before any is left out
+    per source, net plugins, frameworks, NCCL_* env). A cell is red where
+    the checks find its node off the majority (``versions_differ``,
+    ``nccl_env_differs``), amber where no value has a majority. Every value
+    is HTML-escaped. With ``only_differing`` only the marked columns remain."""
+    frame, weights, marks = _table(report_or_snapshots, group)  # marks over every row, before any is left out
     hidden_rows, hidden_nodes = 0, 0
     if len(frame) > ROW_LIMIT:
         hidden_rows, hidden_nodes = len(frame) - ROW_LIMIT, sum(weights[ROW_LIMIT:])
@@ -178,13 +208,15 @@ def version_table(report_or_snapshots, group: object = "auto", only_differing: b
 
 
 def version_differences(report_or_snapshots) -> list[str]:
-    """Plain sentences naming each component that differs across nodes."""
-    frame, weights = version_frame(report_or_snapshots, group=False)
-    marks = differing_cells(frame, weights)
+    """Plain sentences naming each component and NCCL_* setting that differs
+    across nodes, as the checks read it."""
+    snaps = (
+        snapshots_of(report_or_snapshots)
+        if isinstance(report_or_snapshots, (ClusterReport, NodeSnapshot))
+        else tuple(report_or_snapshots)
+    )
     out = []
-    for col in frame.columns:
-        rows = [i for (i, c) in marks if c == col]
-        if rows:
-            values = Counter(frame[col])
-            out.append(f"{col}: " + ", ".join(f"{v} on {n} node{'s' if n > 1 else ''}" for v, n in values.most_common()))
+    for split in _splits(snaps):
+        values = sorted(split.by_value.items(), key=lambda kv: -len(kv[1]))
+        out.append(f"{split.component}: " + ", ".join(f"{value} on {how_many(len(hosts), 'node')}" for value, hosts in values))
     return out

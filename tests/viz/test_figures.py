@@ -152,24 +152,30 @@ def test_numa_figure_without_ranks_or_numa_info():
 
 
 def test_rank_map_classifies_anomalies():
+    """A cell's kind is the check whose finding names its rank (the worst one)."""
     rm = analyse_ranks(a10g_report())
     kinds = {(c.entry.rank if c.entry else ("missing", c.missing_rank)): c.kind for c in list(rm.cells.values()) + rm.unplaced}
-    assert kinds[13] == "out_of_range"
-    assert kinds[5] == "duplicate"
-    assert kinds[4] == "shared_gpu"  # rank 4 and rank 13 both on cuda:0 of node-b
-    assert kinds[("missing", 6)] == "missing" and kinds[("missing", 7)] == "missing"
+    assert kinds[13] == "rank_out_of_range"
+    assert kinds[5] == "rank_table_gaps"  # started twice
+    assert kinds[4] == "ranks_share_gpu"  # rank 4 and rank 13 both on cuda:0 of node-b
+    assert kinds[("missing", 6)] == "rank_table_gaps" and kinds[("missing", 7)] == "rank_table_gaps"  # never started
     assert kinds[0] == "ok" and kinds[11] == "ok"
     assert rm.world_size == 12 and rm.anomalous_nodes == [1]
 
 
 def test_rank_map_wrong_device_and_unset_device():
+    """The words are the check's: the finding's title, its severity's sign."""
     rep = l40s_report()
     rm = analyse_ranks(rep)
     by_rank = {c.entry.rank: c for c in rm.cells.values()}
-    assert by_rank[1].kind == "wrong_device" and "LOCAL_RANK is 1" in by_rank[1].problems[0]
+    assert by_rank[1].kind == "local_rank_device" and by_rank[1].problems[0] == "2 ranks use a GPU other than cuda:LOCAL_RANK"
+    assert by_rank[1].sign == "⚠"
+    # rank 3 is pinned to NUMA 0 while its GPU3 sits on NUMA 1: the affinity check says so, and so does the map
+    assert by_rank[3].kind == "rank_affinity_numa"
     unset = dataclasses.replace(rep, ranks=tuple(dataclasses.replace(r, cuda_index=None, gpu_uuid=None) for r in rep.ranks))
     cells = {c.entry.rank: c for c in analyse_ranks(unset).cells.values()}
-    assert cells[3].kind == "device_unset" and "cuda:3" in cells[3].problems[0]
+    assert cells[3].kind == "local_rank_device" and cells[3].severity == "info" and cells[3].sign == "ℹ"
+    assert "barrier guess happens to be their LOCAL_RANK" in cells[3].problems[0]
 
 
 def test_rank_map_figure_colours_and_hover():
@@ -178,21 +184,21 @@ def test_rank_map_figure_colours_and_hover():
     assert list(heat.x) == ["slot 0", "slot 1", "slot 2", "slot 3"]
     # node-b (the anomalous one) is drawn first
     assert fig.layout.yaxis.ticktext[0].startswith("1: node-b")
-    assert heat.z[0][3] == KINDS.index("out_of_range")
+    assert heat.z[0][3] == KINDS.index("rank_out_of_range")
     assert "Invalid rank requested : 13/12" in heat.hovertext[0][3]
-    # an anomalous cell carries a sign besides its colour, an ok one none
-    assert heat.text[0][3].startswith("13 ⚠") and all("⚠" not in t for t in heat.text[1])
+    # an anomalous cell carries its finding's severity as a sign besides its colour, an ok one none
+    assert heat.text[0][3].startswith("13 ✖") and all(not set("✖⚠ℹ") & set(t) for t in heat.text[1])
     assert heat.z[1] == (KINDS.index("ok"),) * 4 or list(heat.z[1]) == [KINDS.index("ok")] * 4
     assert "missing" in fig.layout.title.text and "6, 7" in fig.layout.title.text
     legend = [t.name for t in fig.data[1:]]
-    assert "rank at or above the world size" in legend and "duplicate rank" in legend
+    assert "rank at or above the world size" in legend and "duplicate or missing rank" in legend
 
 
 def test_rank_map_world_size_layout_note():
     rep = ncclnb.load("seed000-2node-a10g")
     rm = analyse_ranks(rep)
-    assert "2 nodes × 4 ranks per node = 8" in rm.layout_note
-    assert rm.counts["out_of_range"] == 4
+    assert "WORLD_SIZE=4 but 2 nodes x 4 ranks per node = 8" in rm.layout_note  # world_size_vs_nodes' title
+    assert rm.counts["rank_out_of_range"] == 4
 
 
 def test_rank_map_1024_nodes_is_paginated_with_anomalies_first():
@@ -228,12 +234,15 @@ def test_version_table_highlights_the_minority():
     styler = version_table(a10g_report())
     frame = styler.data
     assert list(frame.index) == ["node-a", "node-b", "node-c"]
-    assert {"driver", "NCCL (torch)", "torch CUDA", "NCCL_SOCKET_IFNAME"} <= set(frame.columns)
+    columns = set(frame.columns)
+    assert {"NVIDIA driver", "NCCL (used by torch)", "NCCL (torch)", "CUDA (torch build)", "NCCL_SOCKET_IFNAME"} <= columns
     styles = _cell_style(styler)
-    col = list(frame.columns).index("NCCL (torch)")
+    col = list(frame.columns).index("NCCL (used by torch)")
     assert "#f8d7da" in styles[(2, col)]  # node-c, NCCL 2.14.3 against 2.19.3 twice
     assert (0, col) not in styles and (1, col) not in styles
-    assert not any(c == list(frame.columns).index("driver") for (_, c) in styles)
+    assert not any(c == list(frame.columns).index("NVIDIA driver") for (_, c) in styles)
+    # what torch reported is a fact shown; the verdict is on the NCCL used (versions_differ's component)
+    assert not any(c == list(frame.columns).index("NCCL (torch)") for (_, c) in styles)
 
 
 def test_version_table_tie_is_amber_and_only_differing():
@@ -241,7 +250,7 @@ def test_version_table_tie_is_amber_and_only_differing():
     styles = _cell_style(version_table(rep))
     assert styles and all("#fff3cd" in s for s in styles.values())
     slim = version_table(rep, only_differing=True).data
-    assert "NCCL (torch)" in slim.columns and "NCCL_DEBUG" not in slim.columns
+    assert "NCCL (used by torch)" in slim.columns and "NCCL_DEBUG" not in slim.columns
 
 
 def test_version_table_groups_many_nodes():

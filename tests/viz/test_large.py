@@ -223,8 +223,8 @@ def test_rank_map_blocks_put_the_worst_kind_first_and_click_lists_them():
     heat = fig.data[0]
     blocks = fig.layout.meta["slot_blocks"]
     assert len(blocks) <= 64 and blocks[0][0] == 0 and blocks[-1][1] >= 2_000
-    # every block holds a duplicate rank (one in 7): the worst kind present colours it
-    assert heat.z[0][0] == KINDS.index("duplicate")
+    # every block holds a duplicate rank (one in 7): the worst finding's check colours it
+    assert heat.z[0][0] == KINDS.index("rank_table_gaps")
     html = slot_block_html(rm, fig.layout.meta["nodes"][0], *blocks[0])
     assert "duplicate" in html and html.count("<li>") <= 21
 
