@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import re
+
+from ..model.derive import bus_key
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -34,12 +36,9 @@ def sysfs_bus_id(bus_id: str) -> Optional[str]:
 
 
 def nvml_bus_id(bus_id: str) -> Optional[str]:
-    """Any bus id form -> NVML's "00000000:3B:00.0" (``nvidia-smi`` shows this)."""
-    short = sysfs_bus_id(bus_id)
-    if short is None:
-        return None
-    domain, rest = short.split(":", 1)
-    return f"{int(domain, 16):08X}:{rest.upper()}"
+    """Any bus id form -> NVML's "00000000:3B:00.0" (``nvidia-smi`` shows this):
+    ``model.derive.bus_key``, the form ranks and GPUs are matched by."""
+    return bus_key(bus_id)
 
 
 def bus_id_in_path(path: str) -> Optional[str]:

@@ -330,12 +330,6 @@ class Signature:
         return None
 
 
-def version_tuple(text: str) -> tuple[int, ...]:
-    """ "2.19.3+cuda12.3" -> (2, 19, 3)."""
-    head = re.match(r"[0-9]+(?:\.[0-9]+)*", text.strip())
-    return tuple(int(p) for p in head.group(0).split(".")) if head else ()
-
-
 @cache
 def _compile(patterns: tuple[str, ...]) -> tuple:
     return tuple((required_literal(p), re.compile(p)) for p in patterns)

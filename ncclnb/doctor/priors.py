@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .kb import version_tuple
+from ..model.derive import parse_version
 
 # ---- facts of the run -------------------------------------------------------
 _CONTAINER_HOST = re.compile(r"[0-9a-f]{12}", re.ASCII)  # docker's default hostname
@@ -129,7 +129,7 @@ class LogContext:
             self.old_stack = True
         if "ersion" in msg:
             m = _NCCL_VERSION.search(msg)
-            if m and version_tuple(m.group("ver")) < (2, 8):
+            if m and (parse_version(m.group("ver")) or ()) < (2, 8):
                 self.old_stack = True
         if "--host" in msg or "-H " in msg:
             m = _HOSTS_ARG.search(msg)
