@@ -393,3 +393,60 @@ def test_no_view_or_check_resolves_cuda_visible_devices():
     for path in sorted((ROOT / "ncclnb" / "viz").glob("*.py")):
         text = path.read_text(encoding="utf-8")
         assert "read_visible" not in text and "cuda_device" not in text, path.name
+
+
+# --- the NUMA view's affinity marks are rank_affinity_numa's verdicts -------------------
+
+AFFINITIES = ("own node", "other node", "every CPU", "own node and part of another")
+
+
+def _affinity(snap: NodeSnapshot, node: int, kind: str) -> str:
+    from ncclnb.model.cpulist import format_cpulist, parse_cpulist
+
+    cpus = {n.id: parse_cpulist(n.cpus) for n in snap.host.numa_nodes if n.cpus}
+    other = next(k for k in cpus if k != node)
+    chosen = {
+        "own node": cpus[node],
+        "other node": cpus[other],
+        "every CPU": set().union(*cpus.values()),
+        "own node and part of another": cpus[node] | set(sorted(cpus[other])[:2]),
+    }[kind]
+    return format_cpulist(chosen)
+
+
+def _numa_cases():
+    for name in recorded.names():
+        snap = recorded.load(name)
+        if not isinstance(snap, NodeSnapshot) or len([n for n in snap.host.numa_nodes if n.cpus]) < 2:
+            continue
+        for kind in AFFINITIES:
+            yield pytest.param(name, kind, id=f"{name}-{kind}")
+
+
+@pytest.mark.parametrize("name,kind", list(_numa_cases()))
+def test_numa_marks_are_the_affinity_check_s_verdicts(name, kind):
+    snap = recorded.load(name)
+    ranks = []
+    for pos, g in enumerate(snap.gpus):
+        if g.numa_node is None or not any(n.id == g.numa_node and n.cpus for n in snap.host.numa_nodes):
+            continue
+        ranks.append(
+            RankEntry(
+                rank=len(ranks),
+                host=snap.hostname,
+                local_rank=len(ranks),
+                cuda_index=pos,
+                bus_id=g.pci_bus_id,
+                cpu_affinity=_affinity(snap, g.numa_node, kind),
+            )
+        )
+    if not ranks:
+        pytest.skip(f"{name}: no GPU with a known NUMA node")  # never for the machines this runs on
+    findings = check(ClusterReport(snapshots=(snap,), ranks=tuple(ranks)), only=["rank_affinity_numa"])
+    named = {(rank, "remote" if f.severity == "warning" else "spans") for f in findings for rank in f.ranks}
+    shown = {(p.rank.rank, p.status) for p in rank_placements(snap, ranks) if p.status in ("spans", "remote")}
+    assert shown == named
+    # what the check leaves alone is shown as what it is, never as a problem
+    calm = {"own node": "local", "every CPU": "unpinned"}.get(kind)
+    if calm:
+        assert {p.status for p in rank_placements(snap, ranks)} == {calm} and not findings

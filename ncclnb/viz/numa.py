@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
-from ..model import NodeSnapshot, RankEntry
+from ..model import Finding, NodeSnapshot, RankEntry
 from ..model.cpulist import format_cpulist, parse_cpulist
 from ..model.derive import RankGpus
 from ..model.words import how_many
@@ -24,16 +24,24 @@ AFFINITY_COLOURS = {
     "local": "#1a9850",  # pinned to the GPU's own NUMA node
     "spans": "#fdae61",  # includes the GPU's node and others
     "remote": "#d73027",  # excludes the GPU's node entirely
+    "unpinned": "#4575b4",  # allowed every CPU of the host (no binding, the default)
     "unknown": "#969696",  # affinity or GPU node not known
 }
 # The status is a shape as well as a colour (never colour alone): the rank
 # markers take these symbols, the summary table's ranks these marks.
-AFFINITY_SYMBOLS = {"local": "circle", "spans": "diamond", "remote": "square", "unknown": "triangle-up"}
-AFFINITY_MARKS = {"local": "●", "spans": "◆", "remote": "■", "unknown": "▲"}
+AFFINITY_SYMBOLS = {
+    "local": "circle",
+    "spans": "diamond",
+    "remote": "square",
+    "unpinned": "circle-open",
+    "unknown": "triangle-up",
+}
+AFFINITY_MARKS = {"local": "●", "spans": "◆", "remote": "■", "unpinned": "○", "unknown": "▲"}
 AFFINITY_MEANING = {
     "local": "CPU affinity is on the GPU's own NUMA node",
     "spans": "CPU affinity spans several NUMA nodes: threads and pinned memory may land on the far socket",
     "remote": "CPU affinity excludes the GPU's NUMA node: every copy crosses the socket interconnect",
+    "unpinned": "not pinned: the rank may run on any CPU of the host (the default, not flagged)",
     "unknown": "CPU affinity or the GPU's NUMA node is not known",
 }
 PER_ROW = 8  # markers per line inside one NUMA column
@@ -50,12 +58,17 @@ class RankPlacement:
     status: str  # key of AFFINITY_COLOURS
 
 
-def rank_placements(snapshot: NodeSnapshot, ranks: Iterable[RankEntry]) -> list[RankPlacement]:
+def rank_placements(
+    snapshot: NodeSnapshot, ranks: Iterable[RankEntry], findings: Optional[Iterable[Finding]] = None
+) -> list[RankPlacement]:
     """Pure: where each rank on this host runs, relative to its GPU's node.
 
     Linear in ranks and GPUs: GPU positions are looked up in maps built
     once, and a CPU list shared by many ranks is read once."""
+    ranks = tuple(ranks)
+    verdict = _affinity_verdicts(snapshot, ranks, findings)
     node_cpus = {n.id: parse_cpulist(n.cpus) for n in snapshot.host.numa_nodes}
+    every_node = set(node_cpus)
     where = RankGpus(snapshot)  # model.derive's reading of each rank's GPU, the checks' too
     covers_of: dict[Optional[str], tuple[int, ...]] = {}
     out = []
@@ -69,15 +82,37 @@ def rank_placements(snapshot: NodeSnapshot, ranks: Iterable[RankEntry]) -> list[
             cpus = parse_cpulist(r.cpu_affinity)
             covers = tuple(sorted(nid for nid, c in node_cpus.items() if not cpus.isdisjoint(c)))
             covers_of[r.cpu_affinity] = covers
-        if gnode is None or not covers:
+        # the verdict is the check's (rank_affinity_numa); the view only names what it did not flag
+        if r.rank in verdict:
+            status = verdict[r.rank]
+        elif gnode is None or not covers:
             status = "unknown"
         elif covers == (gnode,):
             status = "local"
-        elif gnode in covers:
-            status = "spans"
+        elif gnode in covers and every_node and every_node <= set(covers):
+            status = "unpinned"
         else:
-            status = "remote"
+            status = "unknown"
         out.append(RankPlacement(r, pos, gnode, covers, status))
+    return out
+
+
+def _affinity_verdicts(snapshot: NodeSnapshot, ranks: tuple, findings) -> dict[int, str]:
+    """rank -> "remote" or "spans" for the ranks of this host that
+    ``rank_affinity_numa`` names (its warning: no CPU on the GPU's node; its
+    info: pinned past it); ``findings`` None: the check is run here."""
+    if findings is None:
+        from ..checks import check
+        from ..model import ClusterReport
+
+        findings = check(ClusterReport(snapshots=(snapshot,), ranks=ranks), only=["rank_affinity_numa"])
+    here = {r.rank for r in ranks if r.host == snapshot.hostname}
+    out: dict[int, str] = {}
+    for f in findings:
+        if f.rule == "rank_affinity_numa" and (not f.hosts or snapshot.hostname in f.hosts):
+            for rank in f.ranks:
+                if rank in here and out.get(rank) != "remote":
+                    out[rank] = "remote" if f.severity == "warning" else "spans"
     return out
 
 

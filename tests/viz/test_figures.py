@@ -113,7 +113,8 @@ def test_rank_affinity_against_gpu_node():
     places = {p.rank.rank: p for p in rank_placements(rep.snapshots[0], rep.ranks)}
     assert places[0].status == "local" and places[0].gpu_node == 0
     assert places[1].status == "local" and places[1].gpu_node == 1
-    assert places[2].status == "spans" and places[2].covers == (0, 1)
+    # allowed every CPU of the host: not pinned, which rank_affinity_numa does not flag (it was "spans" here)
+    assert places[2].status == "unpinned" and places[2].covers == (0, 1)
     assert places[3].status == "remote" and places[3].gpu_node == 1 and places[3].covers == (0,)
 
 
@@ -126,19 +127,19 @@ def test_numa_figure_columns_and_rank_colours():
     assert list(traces["GPUs"].text) == ["0", "1", "2", "3"]
     ranks = traces["ranks"]
     colour = dict(zip(ranks.text, ranks.marker.color))
-    assert colour["3"] == "#d73027" and colour["0"] == "#1a9850" and colour["2"] == "#fdae61"
+    assert colour["3"] == "#d73027" and colour["0"] == "#1a9850" and colour["2"] == "#4575b4"
     # and a shape per status, so the colour is never the only thing that tells them apart
     shape = dict(zip(ranks.text, ranks.marker.symbol))
-    assert shape == {"0": "circle", "1": "circle", "2": "diamond", "3": "square"}
+    assert shape == {"0": "circle", "1": "circle", "2": "circle-open", "3": "square"}
     keys = [t.name for t in fig.data if t.name and t.name.startswith("rank: ")]
-    assert keys == ["rank: local", "rank: spans", "rank: remote"]
+    assert keys == ["rank: local", "rank: remote", "rank: unpinned"]
     # the summary table marks each rank's status with a sign as well as a colour
     table = numa_summary(rep.snapshots[0], rep.ranks)
-    assert "●0" in table and "◆2" in table and "■3" in table
+    assert "●0" in table and "○2" in table and "■3" in table
     # a dashed line for each NUMA node an affinity covers besides its GPU's
     line = traces["affinity off the GPU's node"]
     assert sum(1 for v in line.x if v is None) == 2  # rank 2 -> node 1, rank 3 -> node 0
-    assert "2 local, 1 spans, 1 remote" in fig.layout.title.text
+    assert "2 local, 1 unpinned, 1 remote" in fig.layout.title.text
 
 
 def test_numa_figure_without_ranks_or_numa_info():

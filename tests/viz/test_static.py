@@ -115,13 +115,18 @@ def test_numa_ranks_keep_their_affinity_colours():
     ranks = next(t for t in fig.data if t.name == "ranks")
     root = parse(figure_svg(fig))
     # each rank keeps its status colour and its status shape (colour is never the only carrier)
-    tag = {"circle": "circle", "square": "rect", "diamond": "polygon", "triangle-up": "polygon"}
+    tag = {"circle": "circle", "circle-open": "circle", "square": "rect", "diamond": "polygon", "triangle-up": "polygon"}
     drawn = group(root, "scatter")[list(fig.data).index(ranks)]  # one group per scatter trace, in order
-    marks = [(el.tag[len(NS) :], el.get("fill")) for el in drawn if el.tag[len(NS) :] in set(tag.values())]
+    # an open symbol carries its colour in its outline
+    marks = [
+        (el.tag[len(NS) :], el.get("fill") if el.get("fill") != "none" else el.get("stroke"))
+        for el in drawn
+        if el.tag[len(NS) :] in set(tag.values())
+    ]
     assert marks == [(tag[s], c.lower()) for s, c in zip(ranks.marker.symbol, ranks.marker.color)]
     assert len(set(ranks.marker.symbol)) == len(set(ranks.marker.color)) > 1
     legend = "".join(group(root, "legend")[0].itertext())
-    assert all(f"rank: {st}" in legend for st in ("local", "spans", "remote")) and "rank: unknown" not in legend
+    assert all(f"rank: {st}" in legend for st in ("local", "remote", "unpinned")) and "rank: unknown" not in legend
     # the dashed affinity line and a legend naming it
     assert any(p.get("stroke-dasharray") for p in root.iter(NS + "path"))
     assert "affinity off the GPU" in "".join(group(root, "legend")[0].itertext())
