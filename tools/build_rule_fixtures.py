@@ -51,8 +51,16 @@ sys.path.insert(0, str(REPO))
 from ncclnb.collectors.parsers import peer_transports  # noqa: E402
 from ncclnb.collectors.parsers.nccl_tests import parse_nccl_tests  # noqa: E402
 from ncclnb.guard.p2p import p2p_plan_line  # noqa: E402
-from ncclnb.model import ClusterReport, LinkTest, Nic, NodeSnapshot, PairMeasurement, RankEntry  # noqa: E402
+from ncclnb.model import ClusterReport, LinkTest, Nic, PairMeasurement  # noqa: E402
 from ncclnb.recorded import load  # noqa: E402
+
+# the checks' tests derive their machines the same way: one set of helpers for both
+from tests.checks.checks_machines import job as _job  # noqa: E402
+from tests.checks.checks_machines import machine as _snap  # noqa: E402
+from tests.checks.checks_machines import renamed as _renamed  # noqa: E402
+from tests.checks.checks_machines import with_env as _env  # noqa: E402
+from tests.checks.checks_machines import with_host as _host  # noqa: E402
+from tests.checks.checks_machines import with_versions as _versions  # noqa: E402
 
 DOCTOR = REPO / "ncclnb" / "doctor" / "fixtures"
 CHECKS = REPO / "ncclnb" / "checks" / "fixtures"
@@ -241,55 +249,14 @@ def rank_table_cut() -> None:
 # ---- the checks ----------------------------------------------------------------------------------
 
 
-def _snap(name: str) -> NodeSnapshot:
-    snap = load(name)
-    assert isinstance(snap, NodeSnapshot), name
-    return snap
-
-
 def _report(name: str) -> ClusterReport:
     rep = load(name)
     assert isinstance(rep, ClusterReport), name
     return rep
 
 
-def _env(snap: NodeSnapshot, **env: str) -> NodeSnapshot:
-    return dataclasses.replace(snap, env={**snap.env, **env})
-
-
-def _host(snap: NodeSnapshot, **fields) -> NodeSnapshot:
-    return dataclasses.replace(snap, host=dataclasses.replace(snap.host, **fields))
-
-
-def _versions(snap: NodeSnapshot, **fields) -> NodeSnapshot:
-    return dataclasses.replace(snap, versions=dataclasses.replace(snap.versions, **fields))
-
-
-def _job(snaps, per_node: int, set_device: bool = True, **overrides) -> ClusterReport:
-    """A rank table as torchrun makes it; ``overrides`` maps ``r<rank>`` to RankEntry fields."""
-    ranks = []
-    for n, s in enumerate(snaps):
-        for local in range(per_node):
-            r = n * per_node + local
-            e = RankEntry(
-                rank=r,
-                host=s.hostname,
-                local_rank=local,
-                world_size=len(snaps) * per_node,
-                node_rank=n,
-                pid=1000 + r,
-                cuda_index=local if set_device else None,
-            )
-            ranks.append(dataclasses.replace(e, **overrides.get(f"r{r}", {})))
-    return ClusterReport(snapshots=tuple(snaps), ranks=tuple(ranks))
-
-
 def _ranks(rep: ClusterReport, fn) -> ClusterReport:
     return dataclasses.replace(rep, ranks=tuple(fn(r) for r in rep.ranks if fn(r) is not None))
-
-
-def _renamed(snap: NodeSnapshot, hostname: str) -> NodeSnapshot:
-    return _host(snap, hostname=hostname)
 
 
 def _pinned(snaps, per_node: int, **overrides) -> ClusterReport:
