@@ -97,15 +97,22 @@ def rank_placements(
     return out
 
 
+def affinity_findings(report) -> list[Finding]:
+    """The verdicts the view marks: ``rank_affinity_numa``'s findings for a
+    job (run once for a report, then read for each of its hosts)."""
+    from ..checks import check
+
+    return check(report, only=["rank_affinity_numa"])
+
+
 def _affinity_verdicts(snapshot: NodeSnapshot, ranks: tuple, findings) -> dict[int, str]:
     """rank -> "remote" or "spans" for the ranks of this host that
     ``rank_affinity_numa`` names (its warning: no CPU on the GPU's node; its
     info: pinned past it); ``findings`` None: the check is run here."""
     if findings is None:
-        from ..checks import check
         from ..model import ClusterReport
 
-        findings = check(ClusterReport(snapshots=(snapshot,), ranks=ranks), only=["rank_affinity_numa"])
+        findings = affinity_findings(ClusterReport(snapshots=(snapshot,), ranks=ranks))
     here = {r.rank for r in ranks if r.host == snapshot.hostname}
     out: dict[int, str] = {}
     for f in findings:
@@ -150,7 +157,7 @@ def _rows_needed(counts: Iterable[int]) -> int:
     return max([1] + [-(-c // PER_ROW) for c in counts])
 
 
-def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
+def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = (), findings: Optional[Iterable[Finding]] = None):
     """Pure: a plotly Figure with one column per NUMA node (CPUs, memory in
     the header; GPUs, NICs and ranks under it). A rank sits under its GPU's
     node, coloured by whether its CPU affinity is local, spans nodes or is
@@ -164,7 +171,7 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
     cols = _columns(snapshot)
     x_of = {nid: float(c) for c, nid in enumerate(cols)}
     nodes = {n.id: n for n in snapshot.host.numa_nodes}
-    places = rank_placements(snapshot, ranks)
+    places = rank_placements(snapshot, ranks, findings)
 
     gpu_groups = _group(range(len(snapshot.gpus)), lambda p: snapshot.gpus[p].numa_node, cols)
     nic_groups = _group(range(len(snapshot.nics)), lambda k: snapshot.nics[k].numa_node, cols)
@@ -382,14 +389,14 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()):
     return fig
 
 
-def numa_summary(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = ()) -> str:
+def numa_summary(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = (), findings: Optional[Iterable[Finding]] = None) -> str:
     """Escaped HTML: the NUMA nodes with their CPUs, GPUs and NICs, as a table
     (the static fallback readable where no JavaScript runs). Past LIST_LIMIT
     on a node, GPUs are index ranges, NICs the first few, and ranks a count
     per affinity status with the first ranks that are not local."""
     cols = _columns(snapshot)
     nodes = {n.id: n for n in snapshot.host.numa_nodes}
-    places = rank_placements(snapshot, ranks)
+    places = rank_placements(snapshot, ranks, findings)
     gpu_groups = _group(snapshot.gpus, lambda g: g.numa_node, cols)
     nic_groups = _group(snapshot.nics, lambda n: n.numa_node, cols)
     rank_groups = _group(places, lambda pl: pl.gpu_node, cols)

@@ -459,13 +459,16 @@ def show_numa(target, host: Optional[str] = None) -> View:
     as a live widget; click a GPU, NIC or rank for its details."""
     import ipywidgets as w
 
-    from .numa import numa_figure, numa_summary
+    from .numa import affinity_findings, numa_figure, numa_summary
 
     target = resolve(target)
     snaps = snapshots_of(target)
     ranks = ranks_of(target)
     state = {"snap": pick_snapshot(target, host)}
-    fig = numa_figure(state["snap"], ranks)
+    # the check runs once for the job; every host's figure and the summary read its verdicts
+    job = target if isinstance(target, ClusterReport) else ClusterReport(snapshots=snaps, ranks=ranks)
+    findings = affinity_findings(job)
+    fig = numa_figure(state["snap"], ranks, findings)
     detail = _detail_pane()
     detail.value = "<i>Click a GPU, NIC or rank for details.</i>"
     slot = _FigureSlot(fig, _show_hover_on_click(detail))
@@ -478,7 +481,7 @@ def show_numa(target, host: Optional[str] = None) -> View:
             if snap is None:
                 return
             state["snap"] = snap
-            slot.replace(numa_figure(state["snap"], ranks))
+            slot.replace(numa_figure(state["snap"], ranks, findings))
 
         picker.observe(on_host, names="value")
         children.insert(0, picker)
@@ -489,7 +492,7 @@ def show_numa(target, host: Optional[str] = None) -> View:
         View(
             box,
             fig,
-            f"<h4>NUMA placement on {esc(snap.hostname)}</h4>" + numa_summary(snap, ranks),
+            f"<h4>NUMA placement on {esc(snap.hostname)}</h4>" + numa_summary(snap, ranks, findings),
             f"ncclnb NUMA view: {snap.hostname}",
         ),
         "show_numa",
