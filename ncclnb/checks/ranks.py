@@ -5,11 +5,12 @@ against its GPU: its CPU affinity and the NIC its NCCL would use."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Iterable, Optional
+from typing import Optional
 
 from ..model import ClusterReport, NodeSnapshot, NumaNode, RankEntry
 from ..model.cpulist import covers, overlaps, spans
 from ..model.derive import job_world_size, link_distance, rdma_nics
+from ..model.words import span
 from ._facts import (
     NodeFacts,
     env_flag,
@@ -23,22 +24,6 @@ from ._facts import (
 from ._registry import fact, make, node_source, register
 
 MAX_EVIDENCE = 8  # lines per finding; a 1024-node table must stay readable
-
-
-def span(numbers: Iterable[int], limit: Optional[int] = None) -> str:
-    """[0,1,2,3,7] -> "0-3,7". With ``limit``, at most that many ranges, then
-    " ... (N ranks)": a title must stay short when 25,000 ranks are odd."""
-    nums = sorted(set(numbers))
-    parts, i = [], 0
-    while i < len(nums) and (limit is None or len(parts) < limit):
-        j = i
-        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
-            j += 1
-        parts.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
-        i = j + 1
-    if i < len(nums):
-        return ",".join(parts) + f" ... ({len(nums)} ranks)"
-    return ",".join(parts)
 
 
 SPAN = 24  # ranges in a title or an evidence line

@@ -433,7 +433,7 @@ class _Survey:
         return 1 if partial or errors else 0
 
     def _describe(self, entries, labels, partial, missing, outside) -> str:
-        from ..checks.ranks import span
+        from ..model.words import span
 
         f = self.facts
         nodes = sorted(set(labels.values()))
@@ -474,7 +474,7 @@ class _Survey:
         return " ".join(parts)
 
     def _summary(self, report, findings, partial, missing, path) -> None:
-        from ..checks.ranks import span
+        from ..model.words import span
 
         seconds = time.monotonic() - self.started
         lines = [
@@ -509,7 +509,7 @@ def link_lines(links, findings) -> list:
     each collective at the largest size measured, the slowest pair, what was
     not measured; then the bandwidth verdict (the link_busbw_low finding's
     title, as the check wrote it)."""
-    from ..checks.ranks import span
+    from ..model.words import span
     from ..model.bandwidth import size_text
 
     lines = []
