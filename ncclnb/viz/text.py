@@ -110,7 +110,7 @@ def findings_text(findings, target=None) -> str:
     from ..checks import registry
 
     n_nodes = len(snapshots_of(target)) if target is not None else None
-    return terminal_text(render_findings(list(findings), len(registry()), n_nodes))
+    return render_findings(list(findings), len(registry()), n_nodes)  # escaped there, line by line
 
 
 def _target_findings(target):
