@@ -6,7 +6,7 @@ loading a bundled machine and ``ncclnb.show_topology`` on it: the first
 view a person sees in a new kernel. Two ways, in the same run:
 
 * ``shipped``: as ncclnb ships (the IRI grammar jsonschema would compile on
-  plotly's FigureWidget import is deferred: ncclnb.viz.widgets.defer_iri_grammar);
+  plotly's FigureWidget import is deferred: ncclnb.views.widgets.defer_iri_grammar);
 * ``without_deferral``: the same, with ``rfc3987_syntax`` imported inside the
   timed span first, as a first view paid for it before.
 

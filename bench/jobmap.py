@@ -35,8 +35,8 @@ from _timing import best_of  # noqa: E402
 from synthetic import big_report  # noqa: E402
 
 import ncclnb  # noqa: E402
-from ncclnb.viz.jobmap import PAGE_SIZE, analyse_job, job_map_figure, show_job_map  # noqa: E402
-from ncclnb.viz.static import figure_svg  # noqa: E402
+from ncclnb.views.jobmap import PAGE_SIZE, analyse_job, job_map_figure, show_job_map  # noqa: E402
+from ncclnb.views.static import figure_svg  # noqa: E402
 
 
 def naive_figure(report, findings):

@@ -19,13 +19,13 @@ Measured, each against the obvious alternative in the same run:
 - every view of that report (``show_topology``, ``show_numa``,
   ``show_ranks``, ``show_versions``, ``dashboard``) and ``show_topology`` of
   the 20,000-GPU node: seconds to build the view and bytes of its static
-  HTML (the figure as inline SVG, ``ncclnb/viz/static.py``), against the 5 MB
+  HTML (the figure as inline SVG, ``ncclnb/views/static.py``), against the 5 MB
   budget, and the same numbers for the single-figure ``plotly`` alternative
   of the topology (``topology_figure(..., aggregate=False)``) at 500 GPUs,
   the size where it is still affordable to build.
 
 The builders here (``huge_node``, ``huge_report``, ``many_ranks_report``)
-are shared with tests/checks/test_linear.py and tests/viz/test_large.py.
+are shared with tests/checks/test_linear.py and tests/views/test_large.py.
 """
 
 from __future__ import annotations
@@ -315,9 +315,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     import ncclnb
-    import ncclnb.viz.widgets as widgets
-    from ncclnb.viz import dashboard, show_numa, show_ranks, show_topology, show_versions
-    from ncclnb.viz.topology import topology_figure
+    import ncclnb.views.widgets as widgets
+    from ncclnb.views import dashboard, show_numa, show_ranks, show_topology, show_versions
+    from ncclnb.views.topology import topology_figure
 
     # the static copy is inline SVG (no plotly.js); in "plotly" mode, plotly.js (4.6 MB) would go once a session
     widgets.STATIC_PLOTLYJS = None

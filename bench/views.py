@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import best_of  # noqa: E402
 from synthetic import big_report, nvl72_report  # noqa: E402
 
-import ncclnb.viz.widgets as widgets  # noqa: E402
+import ncclnb.views.widgets as widgets  # noqa: E402
 from ncclnb.model import Diagnosis, Evidence, Finding, RankStatus  # noqa: E402
-from ncclnb.viz import (  # noqa: E402
+from ncclnb.views import (  # noqa: E402
     dashboard,
     diagnosis_html,
     numa_figure,

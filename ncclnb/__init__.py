@@ -33,16 +33,16 @@ _PUBLIC = {
     # checks
     "check": ("ncclnb.checks", "check"),
     # views
-    "show_topology": ("ncclnb.viz", "show_topology"),
-    "show_numa": ("ncclnb.viz", "show_numa"),
-    "show_ranks": ("ncclnb.viz", "show_ranks"),
-    "show_versions": ("ncclnb.viz", "show_versions"),
-    "show_diagnosis": ("ncclnb.viz", "show_diagnosis"),
-    "dashboard": ("ncclnb.viz", "dashboard"),
-    "show_alignment": ("ncclnb.viz", "show_alignment"),
-    "show_pairing": ("ncclnb.viz", "show_pairing"),
-    "show_job_map": ("ncclnb.viz", "show_job_map"),
-    "show_links": ("ncclnb.viz", "show_links"),
+    "show_topology": ("ncclnb.views", "show_topology"),
+    "show_numa": ("ncclnb.views", "show_numa"),
+    "show_ranks": ("ncclnb.views", "show_ranks"),
+    "show_versions": ("ncclnb.views", "show_versions"),
+    "show_diagnosis": ("ncclnb.views", "show_diagnosis"),
+    "dashboard": ("ncclnb.views", "dashboard"),
+    "show_alignment": ("ncclnb.views", "show_alignment"),
+    "show_pairing": ("ncclnb.views", "show_pairing"),
+    "show_job_map": ("ncclnb.views", "show_job_map"),
+    "show_links": ("ncclnb.views", "show_links"),
 }
 
 __all__ = sorted(_PUBLIC) + ["load_ipython_extension", "unload_ipython_extension"]

@@ -183,14 +183,14 @@ def _verb_snapshot(args):
 def _verb_load(args):
     if len(args) != 1:
         raise UsageError("Usage: %ncclnb load PATH|NAME")
-    from .viz._common import resolve
+    from .views._common import resolve
 
     return _set_target(_call(resolve, args[0]), args[0])
 
 
 def _verb_check(args):
     from .checks import check
-    from .viz import show_diagnosis
+    from .views import show_diagnosis
 
     target = _call(_load_one, args) if args else _need_target()
     findings = _call(check, target)
@@ -200,7 +200,7 @@ def _verb_check(args):
 
 
 def _load_one(args):
-    from .viz._common import resolve
+    from .views._common import resolve
 
     if len(args) != 1:
         raise UsageError(USAGE)
@@ -221,7 +221,7 @@ def _show_diagnosis(diag, title: Optional[str] = None):
     from .terminal import render_diagnosis as render_text
 
     def view():
-        from .viz import show_diagnosis
+        from .views import show_diagnosis
 
         return show_diagnosis(diag) if title is None else show_diagnosis(diag, title=title)
 
@@ -230,16 +230,16 @@ def _show_diagnosis(diag, title: Optional[str] = None):
 
 def _view(name):
     def verb(args):
-        from . import viz
+        from . import views
 
         target = _call(_load_one, args) if args else _need_target()
-        return _show(None, lambda: _call(_text(name), target), lambda: _call(getattr(viz, name), target), fallback=target)
+        return _show(None, lambda: _call(_text(name), target), lambda: _call(getattr(views, name), target), fallback=target)
 
     return verb
 
 
 def _verb_dashboard(args):
-    from .viz import dashboard
+    from .views import dashboard
 
     target = _call(_load_one, args) if args else _need_target()
     diag = STATE.diagnosis
@@ -251,7 +251,7 @@ def _run_view(name):
     of the last diagnosis (``%ncclnb doctor`` or ``%ncclnb repro``)."""
 
     def verb(args):
-        from . import viz
+        from . import views
 
         if args:
             source = args[0] if len(args) == 1 else list(args)
@@ -263,7 +263,7 @@ def _run_view(name):
                 "dumps), or run %ncclnb repro NAME or %ncclnb doctor PATH... first"
             )
         facts = _call(_RUN_FACTS[name], source)  # read once: the view and the text draw the same facts
-        return _show(None, lambda: _text(name)(facts), lambda: _call(getattr(viz, name), facts), fallback=facts)
+        return _show(None, lambda: _text(name)(facts), lambda: _call(getattr(views, name), facts), fallback=facts)
 
     return verb
 
@@ -399,7 +399,7 @@ def _verb_repro(args):
     return result
 
 
-# --- the text forms a terminal prints: ncclnb.viz.text (no widget, no figure) ---
+# --- the text forms a terminal prints: ncclnb.views.text (no widget, no figure) ---
 
 
 def _alignment_facts(source):
@@ -418,10 +418,10 @@ _RUN_FACTS = {"show_alignment": _alignment_facts, "show_pairing": _pairing_facts
 
 
 def _text(name: str):
-    """The text form of view ``name`` (``ncclnb.viz.text``), imported when first printed."""
+    """The text form of view ``name`` (``ncclnb.views.text``), imported when first printed."""
 
     def text(*args, **kwargs):
-        from .viz.text import view_text
+        from .views.text import view_text
 
         return view_text(name, *args, **kwargs)
 

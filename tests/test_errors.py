@@ -141,12 +141,12 @@ def test_a_magic_shows_bad_input_as_one_line_and_lets_a_bug_raise(monkeypatch, f
     with pytest.raises(MagicUsageError) as got:
         magics.ncclnb_line("load no-such-machine")
     assert "\n" not in str(got.value) and "unknown machine 'no-such-machine'" in str(got.value)
-    import ncclnb.viz._common
+    import ncclnb.views._common
 
     def broken(target):
         raise LookupError("a bug in resolve")
 
-    monkeypatch.setattr(ncclnb.viz._common, "resolve", broken)
+    monkeypatch.setattr(ncclnb.views._common, "resolve", broken)
     with pytest.raises(LookupError, match="a bug in resolve"):
         magics.ncclnb_line("load hgx-h100")
 

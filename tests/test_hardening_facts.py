@@ -174,7 +174,7 @@ def test_numa_views_of_huge_cpulists_stay_small(tmp_path):
     path = write_json(tmp_path / "report.json", report)
     code = f"""
 import ncclnb
-from ncclnb.viz.numa import numa_summary, rank_placements
+from ncclnb.views.numa import numa_summary, rank_placements
 report = ncclnb.load({str(path)!r})
 ncclnb.show_numa(report)
 ncclnb.dashboard(report)

@@ -236,7 +236,7 @@ def test_a_secret_cut_by_the_length_limits_is_still_redacted():
 
 def test_doctor_views_text_json_and_html_are_redacted(tmp_path, cli):
     from ncclnb.terminal import render_diagnosis as render_text
-    from ncclnb.viz.diagnosis import diagnosis_html
+    from ncclnb.views.diagnosis import diagnosis_html
 
     diag = ncclnb.diagnose(LOG)
     assert _leaks(render_text(diag)) == [] and _leaks(diagnosis_html(diag)) == []

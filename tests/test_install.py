@@ -19,7 +19,7 @@ import pytest
 from packaging.requirements import Requirement
 
 import ncclnb
-from ncclnb.viz._deps import INSTALL, STACK
+from ncclnb.views._deps import INSTALL, STACK
 
 try:
     import tomllib
@@ -163,7 +163,7 @@ from importlib.metadata import version
 from pathlib import Path
 import anywidget
 import plotly.graph_objects as go
-import ncclnb, ncclnb.viz as viz
+import ncclnb, ncclnb.views as viz
 from ncclnb.recorded import load
 
 fixtures = Path(ncclnb.__file__).parent / "doctor" / "fixtures"

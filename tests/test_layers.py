@@ -25,14 +25,14 @@ RANKS = {
     "guard": 5,
     "repro": 6,
     "survey": 7,
-    "viz": 8,
+    "views": 8,
     "magics": 9,
     "cli": 9,
     "__main__": 10,
 }
 # the one place allowed to reach up: the model's text and HTML forms import
 # the layers that write them, inside the methods IPython calls (model/_repr.py says why)
-UPWARD_ALLOWED = {("ncclnb/model/_repr.py", unit) for unit in ("terminal", "summary", "viz", "repro")}
+UPWARD_ALLOWED = {("ncclnb/model/_repr.py", unit) for unit in ("terminal", "summary", "views", "repro")}
 
 
 def _unit(module: str) -> str:
@@ -88,8 +88,8 @@ def test_imports_flow_down():
 
 
 def test_the_check_sees_an_upward_import(tmp_path):
-    """The walk resolves relative imports: a model module importing the viz layer is caught."""
+    """The walk resolves relative imports: a model module importing the views layer is caught."""
     fake = PACKAGE / "model" / "derive.py"
     found = {name for _, name in _imports(fake)}
     assert all(n.startswith("ncclnb.model") for n in found), found
-    assert _unit("ncclnb.viz._common") == "viz" and RANKS["viz"] > RANKS["model"]
+    assert _unit("ncclnb.views._common") == "views" and RANKS["views"] > RANKS["model"]

@@ -17,8 +17,8 @@ mb = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(mb)
 
 OUTPUT = f"""\
-ncclnb/viz/ranks.py:12: error: Need type annotation for "seen"  [var-annotated]
-ncclnb/viz/ranks.py:40:7: error: Item "None" of "Gpu | None" has no attribute "name"  [union-attr]
+ncclnb/views/ranks.py:12: error: Need type annotation for "seen"  [var-annotated]
+ncclnb/views/ranks.py:40:7: error: Item "None" of "Gpu | None" has no attribute "name"  [union-attr]
 ncclnb/doctor/scan.py:357: note: By default the bodies of untyped functions are not checked  [annotation-unchecked]
 {REPO}/ncclnb/model/node.py:9: error: Incompatible return value type (got "int", expected "str")  [return-value]
 ncclnb/cli/show_verb.py: note: In function "main":
@@ -27,7 +27,7 @@ ncclnb/cli/show_verb.py: note: In function "main":
 
 def test_errors_are_counted_per_file_and_notes_are_not():
     errors = mb.errors_by_file(OUTPUT, REPO)
-    assert {f: len(v) for f, v in errors.items()} == {"ncclnb/viz/ranks.py": 2, "ncclnb/model/node.py": 1}
+    assert {f: len(v) for f, v in errors.items()} == {"ncclnb/views/ranks.py": 2, "ncclnb/model/node.py": 1}
     assert errors["ncclnb/model/node.py"][0].endswith("[return-value]")
 
 
@@ -55,23 +55,23 @@ def baseline(tmp_path, monkeypatch):
 
 
 def test_a_file_over_its_baseline_fails_and_its_errors_are_printed(baseline, capsys):
-    path = baseline({"ncclnb/viz/ranks.py": 1, "ncclnb/model/node.py": 1})
+    path = baseline({"ncclnb/views/ranks.py": 1, "ncclnb/model/node.py": 1})
     assert mb.main(["--baseline", str(path)]) == 1
     out = capsys.readouterr().out
-    assert "ncclnb/viz/ranks.py: 2 mypy errors, baseline 1:" in out
+    assert "ncclnb/views/ranks.py: 2 mypy errors, baseline 1:" in out
     assert 'no attribute "name"' in out and "node.py: 1" not in out
 
 
 def test_fewer_errors_pass_and_say_the_baseline_can_be_lowered(baseline, capsys):
-    path = baseline({"ncclnb/viz/ranks.py": 5, "ncclnb/model/node.py": 1})
+    path = baseline({"ncclnb/views/ranks.py": 5, "ncclnb/model/node.py": 1})
     assert mb.main(["--baseline", str(path)]) == 0
-    assert "ncclnb/viz/ranks.py: 2 mypy errors, baseline 5: lower it" in capsys.readouterr().out
+    assert "ncclnb/views/ranks.py: 2 mypy errors, baseline 5: lower it" in capsys.readouterr().out
     assert mb.main(["--baseline", str(path), "--update"]) == 0
-    assert json.loads(path.read_text())["files"] == {"ncclnb/viz/ranks.py": 2, "ncclnb/model/node.py": 1}
+    assert json.loads(path.read_text())["files"] == {"ncclnb/views/ranks.py": 2, "ncclnb/model/node.py": 1}
 
 
 def test_a_mypy_crash_is_not_a_pass(baseline, monkeypatch, capsys):
-    path = baseline({"ncclnb/viz/ranks.py": 9, "ncclnb/model/node.py": 9})
+    path = baseline({"ncclnb/views/ranks.py": 9, "ncclnb/model/node.py": 9})
     monkeypatch.setattr(mb, "run_mypy", lambda: (2, "x.py:870: error: INTERNAL ERROR -- Please try using mypy master"))
     assert mb.main(["--baseline", str(path)]) == 2
     assert "mypy did not finish (exit 2)" in capsys.readouterr().err

@@ -29,11 +29,11 @@ from ncclnb.checks import check, registry
 from ncclnb.checks._facts import NodeFacts
 from ncclnb.model import ClusterReport, GpuRef, NodeSnapshot, RankEntry
 from ncclnb.model.derive import RankGpus, nccl_env_splits, read_visible, version_splits
-from ncclnb.viz._common import gpus_in_use
-from ncclnb.viz.numa import rank_placements
-from ncclnb.viz.ranks import RULES, analyse_ranks, rank_map_figure, rank_summary_html
-from ncclnb.viz.topology import topology_figure
-from ncclnb.viz.versions import version_marks, version_table
+from ncclnb.views._common import gpus_in_use
+from ncclnb.views.numa import rank_placements
+from ncclnb.views.ranks import RULES, analyse_ranks, rank_map_figure, rank_summary_html
+from ncclnb.views.topology import topology_figure
+from ncclnb.views.versions import version_marks, version_table
 
 ROOT = Path(__file__).resolve().parents[1]
 VALUES = ("unset", "2,3", "0,9,1", "uuid", "uuid-prefix", "uuid-no-GPU-")
@@ -208,7 +208,7 @@ def test_p2p_and_iommu_findings_name_gpus_in_use(name, value):
 
 
 def esc(text: str) -> str:
-    from ncclnb.viz._common import esc as view_esc
+    from ncclnb.views._common import esc as view_esc
 
     return view_esc(text)
 
@@ -390,7 +390,7 @@ def test_no_view_or_check_resolves_cuda_visible_devices():
                 if isinstance(key, ast.Constant) and key.value == "CUDA_VISIBLE_DEVICES":
                     found.add((rel, fn.name))
     assert found <= allowed, found - allowed
-    for path in sorted((ROOT / "ncclnb" / "viz").glob("*.py")):
+    for path in sorted((ROOT / "ncclnb" / "views").glob("*.py")):
         text = path.read_text(encoding="utf-8")
         assert "read_visible" not in text and "cuda_device" not in text, path.name
 

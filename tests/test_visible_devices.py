@@ -117,8 +117,8 @@ def test_check_finding_is_the_derive_answer_for_0_9_1():
 
 
 def test_view_highlights_the_derive_answer_for_0_9_1():
-    from ncclnb.viz import show_topology
-    from ncclnb.viz._common import gpus_in_use
+    from ncclnb.views import show_topology
+    from ncclnb.views._common import gpus_in_use
 
     snap = machine("0,9,1")
     assert gpus_in_use(snap) == sorted(visible_gpus(snap)) == [0]  # was [0, 1]: the view skipped the 9
@@ -133,8 +133,8 @@ def test_a_rank_cuda_index_goes_through_the_visible_gpus_in_checks_and_views():
     checks and the views alike, even where the snapshot's GPUs carry the
     cuda_index of another CUDA_VISIBLE_DEVICES (the env replaced afterwards)."""
     from ncclnb.checks._facts import NodeFacts
-    from ncclnb.viz._common import GpuPositions
-    from ncclnb.viz.numa import rank_placements
+    from ncclnb.views._common import GpuPositions
+    from ncclnb.views.numa import rank_placements
 
     base = machine()
     stale = dataclasses.replace(
@@ -156,7 +156,7 @@ def test_a_rank_cuda_index_goes_through_the_visible_gpus_in_checks_and_views():
 def test_collector_checks_and_views_agree_on_every_bundled_machine(name, value):
     from ncclnb.checks._facts import NodeFacts
     from ncclnb.collectors.visible import cuda_indices
-    from ncclnb.viz._common import gpus_in_use
+    from ncclnb.views._common import gpus_in_use
 
     target = recorded.load(name)
     snaps = target.snapshots if isinstance(target, ClusterReport) else (target,)

@@ -3,7 +3,7 @@
 notebook the escaped HTML one.
 
 The renderers live in layers above the model (``ncclnb.terminal``,
-``ncclnb.summary``, ``ncclnb.viz.diagnosis``): they are imported inside the
+``ncclnb.summary``, ``ncclnb.views.diagnosis``): they are imported inside the
 functions the methods call, never when the model is imported, so the model
 still imports nothing else of ncclnb."""
 
@@ -34,7 +34,7 @@ def diagnosis_text(diag) -> str:
 
 def diagnosis_html(diag) -> str:
     """The diagnosis as the notebook views draw it: escaped HTML cards."""
-    from ..viz.diagnosis import diagnosis_html as cards
+    from ..views.diagnosis import diagnosis_html as cards
 
     return cards(diag)
 

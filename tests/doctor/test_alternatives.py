@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from ncclnb.doctor import diagnose
 from ncclnb.model import Diagnosis
-from ncclnb.viz.diagnosis import findings_html
+from ncclnb.views.diagnosis import findings_html
 
 # a garbage peer address: a version mismatch first, a wrong NCCL_SOCKET_IFNAME as its alternative
 FAMILY_0 = "ncclSocketInit: connecting to address with family 0 is neither AF_INET(2) nor AF_INET6(10)\n"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ncclnb.doctor import diagnose
-from ncclnb.viz.diagnosis import diagnosis_html, prose_html
+from ncclnb.views.diagnosis import diagnosis_html, prose_html
 
 HERE = Path(__file__).resolve().parent
 # one failure each, which today's ranking turned into more than one error card (rule ids then:
@@ -133,7 +133,7 @@ def test_only_http_links_become_anchors_and_text_stays_escaped():
 
 def test_the_views_have_no_inner_scroll_box():
     pytest.importorskip("ipywidgets")
-    from ncclnb.viz.widgets import show_diagnosis
+    from ncclnb.views.widgets import show_diagnosis
 
     view = show_diagnosis(diagnose(str(HERE / "repro_logs/first_crash_cascade")))
     box = view.widget

@@ -12,7 +12,7 @@ from pathlib import Path
 from IPython.lib.pretty import pretty
 
 import ncclnb
-from ncclnb.viz.text import view_text
+from ncclnb.views.text import view_text
 
 FR = Path(__file__).resolve().parents[2] / "tests" / "doctor" / "fr"
 

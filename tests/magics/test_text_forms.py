@@ -203,12 +203,12 @@ def test_static_renderer_shows_html_and_the_full_text_but_no_widget(ip, monkeypa
 def test_static_renderer_without_widgets_shows_the_text_as_html(ip, monkeypatch):
     """A kernel without ipywidgets (a bare JupyterLite): no view can be built,
     the full text is shown as escaped HTML; the widget renderer says what is missing."""
-    import ncclnb.viz
+    import ncclnb.views
 
     def no_widgets(*_args, **_kw):
         raise ImportError("No module named 'ipywidgets'")
 
-    monkeypatch.setattr(ncclnb.viz, "show_topology", no_widgets)
+    monkeypatch.setattr(ncclnb.views, "show_topology", no_widgets)
     monkeypatch.setenv("NCCLNB_RENDERER", "static")
     with capture_output() as cap:
         shown = ip.run_line_magic("ncclnb", "topo hgx-h100")

@@ -16,7 +16,7 @@ from ncclnb.doctor.facts import run_pairing
 from ncclnb.doctor.flight_recorder import analyze_dumps
 from ncclnb.doctor.pairing import PLAN_MARK, pairing_from_dumps, parse_plan_line, plan_pairing
 from ncclnb.guard.p2p import PLAN_PREFIX, p2p_plan_line
-from ncclnb.viz.pairing import KINDS, pairing_figure
+from ncclnb.views.pairing import KINDS, pairing_figure
 
 HERE = Path(__file__).resolve().parents[1] / "doctor"
 

@@ -37,7 +37,7 @@ class RuleLook:
     heads: bool = False  # its findings are about the whole table: their titles also head the map
 
 
-# One entry per check of ncclnb.checks.ranks (tests/viz/test_figures.py holds
+# One entry per check of ncclnb.checks.ranks (tests/views/test_figures.py holds
 # them equal), worst first where severities tie.
 RULES: dict[str, RuleLook] = {
     "rank_out_of_range": RuleLook("#d73027", "rank at or above the world size", "rank", " at or above the world size"),

@@ -11,7 +11,7 @@ import pytest
 
 import ncclnb
 from ncclnb.model import ClusterReport, Diagnosis, Evidence, Finding, RankStatus
-from ncclnb.viz import (
+from ncclnb.views import (
     analyse_ranks,
     diagnosis_html,
     numa_figure,
@@ -20,15 +20,15 @@ from ncclnb.viz import (
     version_table,
 )
 from ncclnb.model.cpulist import parse_cpulist
-from ncclnb.viz._common import LINK_ORDER, gpus_in_use
-from ncclnb.viz.numa import numa_summary, rank_placements
-from ncclnb.viz.ranks import KINDS
+from ncclnb.views._common import LINK_ORDER, gpus_in_use
+from ncclnb.views.numa import numa_summary, rank_placements
+from ncclnb.views.ranks import KINDS
 from viewdata import HOSTILE, a10g_node, a10g_report, l40s_node, l40s_report
 
 
 def test_import_ncclnb_stays_light():
     code = (
-        "import sys, ncclnb, ncclnb.viz, ncclnb.magics; "
+        "import sys, ncclnb, ncclnb.views, ncclnb.magics; "
         "print([m for m in ('plotly', 'pandas', 'ipywidgets', 'torch', 'pynvml') if m in sys.modules])"
     )
     # ncclnb.magics needs IPython, which is fine; the heavy view libraries load only when drawing

@@ -15,7 +15,7 @@ import pytest
 import ncclnb
 from ncclnb.doctor.facts import run_alignment
 from ncclnb.doctor.flight_recorder import alignment, analyze_dumps
-from ncclnb.viz.alignment import KINDS, MAX_SEQS, alignment_figure
+from ncclnb.views.alignment import KINDS, MAX_SEQS, alignment_figure
 
 FR_DIR = Path(__file__).resolve().parents[1] / "doctor" / "fr"
 

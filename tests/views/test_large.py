@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from _work import work
 
-from ncclnb.viz._common import LINK_ORDER
+from ncclnb.views._common import LINK_ORDER
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = str(REPO / "bench")
@@ -42,10 +42,10 @@ def child(body: str, timeout: int = 600) -> dict:
         import json, resource, sys
         resource.setrlimit(resource.RLIMIT_AS, ({mem}, {mem}))
         sys.path.insert(0, {bench!r})
-        import ncclnb.viz.widgets as widgets
+        import ncclnb.views.widgets as widgets
         widgets.STATIC_PLOTLYJS = None  # plotly.js (4.6 MB) goes once a session, not per view
         from large_inputs import huge_node, huge_report, many_ranks_report
-        from ncclnb.viz import dashboard, show_numa, show_ranks, show_topology, show_versions
+        from ncclnb.views import dashboard, show_numa, show_ranks, show_topology, show_versions
         out = {{}}
     """).format(mem=CHILD_MEMORY, bench=BENCH)
         + textwrap.dedent(body)
@@ -105,7 +105,7 @@ def test_topology_of_a_large_node_is_blocks_under_budget(gpus, matrix):
 
 
 def test_topology_blocks_say_most_common_and_worst_class():
-    from ncclnb.viz.topology import topology_figure
+    from ncclnb.views.topology import topology_figure
 
     # boards of 8 on NVLink, NODE between boards of a NUMA node (250 GPUs each), SYS across NUMA nodes
     snap = huge_node(2_000, matrix=288)
@@ -135,7 +135,7 @@ def test_topology_block_click_shows_its_gpus():
     pytest.importorskip("anywidget")
     from plotly.callbacks import InputDeviceState, Points
 
-    from ncclnb.viz import show_topology
+    from ncclnb.views import show_topology
 
     snap = huge_node(2_000, matrix=128)
     view = show_topology(snap)
@@ -165,7 +165,7 @@ def test_topology_block_click_shows_its_gpus():
 
 
 def test_topology_work_is_linear_in_gpus():
-    from ncclnb.viz.topology import topology_figure
+    from ncclnb.views.topology import topology_figure
 
     assert_linear("topology_figure", lambda n: topology_figure(huge_node(n, matrix=64)))
 
@@ -215,7 +215,7 @@ def test_views_of_20000_ranks_on_one_node_stay_under_budget():
 
 
 def test_rank_map_blocks_put_the_worst_kind_first_and_click_lists_them():
-    from ncclnb.viz.ranks import KINDS, analyse_ranks, rank_map_figure, slot_block_html
+    from ncclnb.views.ranks import KINDS, analyse_ranks, rank_map_figure, slot_block_html
 
     rep = many_ranks_report(2_000)
     rm = analyse_ranks(rep)
@@ -230,7 +230,7 @@ def test_rank_map_blocks_put_the_worst_kind_first_and_click_lists_them():
 
 
 def test_numa_of_20000_gpus_counts_per_node():
-    from ncclnb.viz.numa import numa_figure, numa_summary
+    from ncclnb.views.numa import numa_figure, numa_summary
 
     rep = many_ranks_report(20_000)
     snap = rep.snapshots[0]
@@ -242,10 +242,10 @@ def test_numa_of_20000_gpus_counts_per_node():
 
 
 def test_view_analyses_are_linear_in_ranks_and_hosts():
-    from ncclnb.viz._common import gpus_in_use
-    from ncclnb.viz.numa import rank_placements
-    from ncclnb.viz.ranks import analyse_ranks
-    from ncclnb.viz.versions import version_frame
+    from ncclnb.views._common import gpus_in_use
+    from ncclnb.views.numa import rank_placements
+    from ncclnb.views.ranks import analyse_ranks
+    from ncclnb.views.versions import version_frame
 
     reports = {}
 
@@ -268,7 +268,7 @@ def test_view_analyses_are_linear_in_ranks_and_hosts():
 
 def test_findings_beyond_the_first_are_counted_not_drawn():
     from ncclnb.model import Evidence, Finding
-    from ncclnb.viz import findings_html
+    from ncclnb.views import findings_html
 
     findings = [
         Finding(
@@ -290,7 +290,7 @@ def test_findings_beyond_the_first_are_counted_not_drawn():
 
 def test_version_table_of_many_configurations_is_capped():
     from ncclnb.model import ClusterReport
-    from ncclnb.viz import version_table
+    from ncclnb.views import version_table
     from viewdata import a10g_node
 
     snaps = tuple(a10g_node(f"n{i:04d}") for i in range(300))
@@ -303,8 +303,8 @@ def test_version_table_of_many_configurations_is_capped():
 
 
 def test_odd_digits_in_cuda_visible_devices_do_not_break_a_view():
-    from ncclnb.viz import show_topology
-    from ncclnb.viz._common import gpus_in_use
+    from ncclnb.views import show_topology
+    from ncclnb.views._common import gpus_in_use
 
     snap = huge_node(16, matrix=16, env={"CUDA_VISIBLE_DEVICES": "1,¹,١"})
     assert gpus_in_use(snap) == [1]
@@ -312,7 +312,7 @@ def test_odd_digits_in_cuda_visible_devices_do_not_break_a_view():
 
 
 def test_host_picker_of_a_large_report_lists_a_few_and_takes_any_typed_host():
-    from ncclnb.viz import show_numa, show_topology
+    from ncclnb.views import show_numa, show_topology
 
     report = huge_report(ranks=8 * 250)  # 250 nodes
     for show in (show_topology, show_numa):

@@ -14,9 +14,9 @@ from _work import work
 
 import ncclnb
 from ncclnb.model import ClusterReport, Finding, RankEntry
-from ncclnb.viz import analyse_job, job_map_figure, show_job_map
-from ncclnb.viz.jobmap import CLASSES, GPU_COLUMNS, MARK_LABELS, PAGE_SIZE
-from ncclnb.viz.static import figure_svg
+from ncclnb.views import analyse_job, job_map_figure, show_job_map
+from ncclnb.views.jobmap import CLASSES, GPU_COLUMNS, MARK_LABELS, PAGE_SIZE
+from ncclnb.views.static import figure_svg
 from viewdata import HOSTILE, l40s_node
 
 go = pytest.importorskip("plotly.graph_objects")
@@ -274,7 +274,7 @@ def test_a_rank_is_placed_by_its_bus_id_as_the_checks_read_it():
 
 
 def test_a_severity_is_a_shape_and_a_sign_not_only_a_colour():
-    from ncclnb.viz.jobmap import MARK_COLOURS, SEVERITY_SIGNS
+    from ncclnb.views.jobmap import MARK_COLOURS, SEVERITY_SIGNS
 
     rep = h100()
     found = [

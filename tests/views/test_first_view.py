@@ -1,5 +1,5 @@
 """The first view does not compile the IRI grammar jsonschema would import
-through plotly's FigureWidget (ncclnb.viz.widgets.defer_iri_grammar), and
+through plotly's FigureWidget (ncclnb.views.widgets.defer_iri_grammar), and
 nothing that uses that grammar sees a difference. Each case runs in a fresh
 interpreter: what is imported is the point."""
 
@@ -57,7 +57,7 @@ def test_no_stand_in_where_the_grammar_is_already_loaded():
     got = _child(r"""
 import json, sys
 import rfc3987_syntax
-from ncclnb.viz.widgets import defer_iri_grammar
+from ncclnb.views.widgets import defer_iri_grammar
 print(json.dumps({"deferred": defer_iri_grammar(), "same": sys.modules["rfc3987_syntax"] is rfc3987_syntax}))
 """)
     assert got == {"deferred": False, "same": True}

@@ -66,7 +66,7 @@ __all__ = [
     "version_table",
 ]
 
-# Without the notebook extra a view says in one line what to install (ncclnb.viz._deps).
+# Without the notebook extra a view says in one line what to install (ncclnb.views._deps).
 from ._deps import needs_views  # noqa: E402
 
 globals().update(

@@ -4,7 +4,7 @@
 Each function returns a :class:`View`: in a kernel it renders as a live
 ipywidgets box (plotly FigureWidget + controls + a detail pane, updated in
 place); its output also carries ``text/html``: the view's summary and its
-figure as an inline SVG drawn by :mod:`ncclnb.viz.static` (no script, no
+figure as an inline SVG drawn by :mod:`ncclnb.views.static` (no script, no
 plotly.js), so GitHub's notebook renderer, nbconvert's HTML offline and any
 reader without a kernel see the view, whatever order cells ran in."""
 
@@ -18,7 +18,7 @@ from ..model.words import how_many
 from ._common import esc, pick_snapshot, ranks_of, resolve, snapshots_of
 
 # The static copy of a figure in a view's text/html:
-#   "svg"    (default) an inline SVG drawn by ncclnb.viz.static: a few kB a view,
+#   "svg"    (default) an inline SVG drawn by ncclnb.views.static: a few kB a view,
 #            script-free, shows wherever HTML shows; hover text is a tooltip.
 #   "plotly" the interactive plotly HTML of earlier releases: plotly.js runs in
 #            the page (STATIC_PLOTLYJS says how it gets there, 4.6 MB when
@@ -132,7 +132,7 @@ class View:
 
 def with_text_form(view: View, name: str, *args, **kwargs) -> View:
     """``view`` whose full text form is the one the magics print for the
-    view ``name`` of ``args`` (:mod:`ncclnb.viz.text`): made only when a
+    view ``name`` of ``args`` (:mod:`ncclnb.views.text`): made only when a
     text-only frontend shows the view, so the text is not written twice."""
 
     def text_form() -> str:
@@ -169,7 +169,7 @@ def defer_iri_grammar() -> bool:
             return False
     except (ImportError, ValueError):
         return False
-    stand_in = types.ModuleType(name, "Loads rfc3987_syntax when first used (ncclnb.viz.widgets.defer_iri_grammar).")
+    stand_in = types.ModuleType(name, "Loads rfc3987_syntax when first used (ncclnb.views.widgets.defer_iri_grammar).")
 
     def real():
         if sys.modules.get(name) is stand_in:

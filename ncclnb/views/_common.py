@@ -56,7 +56,7 @@ LINK_MEANING = {
 # The one link palette (the live figure, its static SVG and its legend all
 # read it): a sequential ramp sampled from viridis, darkest for the fastest
 # class and lighter with every slower one, monotone in lightness so that the
-# speed order survives any colour-vision deficiency (tests/viz/test_palette.py
+# speed order survives any colour-vision deficiency (tests/views/test_palette.py
 # checks it under simulated protanopia, deuteranopia and tritanopia).
 # "X" (the GPU itself) and "?" (not known) are neutral greys outside the ramp.
 LINK_COLOURS = {

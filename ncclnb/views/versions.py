@@ -181,7 +181,7 @@ def version_table(report_or_snapshots, group: object = "auto", only_differing: b
         )
         + (
             f" · {hidden_rows} more configurations ({hidden_nodes} nodes) not shown, the least common; "
-            f"ncclnb.viz.versions.version_frame() has them all"
+            f"ncclnb.views.versions.version_frame() has them all"
             if hidden_rows
             else ""
         )

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import ncclnb
-from ncclnb.viz import text as vtext
+from ncclnb.views import text as vtext
 from ncclnb.cli import main as cli_main
 from ncclnb.model import ClusterReport, NodeSnapshot
 from ncclnb.model.words import how_many

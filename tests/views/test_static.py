@@ -1,5 +1,5 @@
 """The static copy of every figure: script-free inline SVG drawn by
-ncclnb.viz.static from the figure alone, so a saved notebook shows its views
+ncclnb.views.static from the figure alone, so a saved notebook shows its views
 on GitHub and in nbconvert's HTML offline, small and inert.
 
 Cells and colours are checked against the figure's z and the views' own
@@ -16,10 +16,10 @@ import xml.etree.ElementTree as ET
 import pytest
 
 import ncclnb
-from ncclnb.viz import numa_figure, rank_map_figure, topology_figure
-from ncclnb.viz._common import LINK_COLOURS, LINK_NAMES, LINK_ORDER
-from ncclnb.viz.ranks import KIND_COLOURS, KINDS
-from ncclnb.viz.static import MAX_CELLS, TITLE_BUDGET, figure_svg, plain
+from ncclnb.views import numa_figure, rank_map_figure, topology_figure
+from ncclnb.views._common import LINK_COLOURS, LINK_NAMES, LINK_ORDER
+from ncclnb.views.ranks import KIND_COLOURS, KINDS
+from ncclnb.views.static import MAX_CELLS, TITLE_BUDGET, figure_svg, plain
 from viewdata import HOSTILE, a10g_report, l40s_node, l40s_report
 
 go = pytest.importorskip("plotly.graph_objects")
@@ -152,8 +152,8 @@ def test_flight_recorder_alignment_and_pairing_figures():
     import json
     from pathlib import Path
 
-    align = pytest.importorskip("ncclnb.viz.alignment")
-    pair = pytest.importorskip("ncclnb.viz.pairing")
+    align = pytest.importorskip("ncclnb.views.alignment")
+    pair = pytest.importorskip("ncclnb.views.pairing")
     fr_dir = Path(__file__).resolve().parents[1] / "doctor" / "fr"
     if not (fr_dir / "factory.py").exists():
         pytest.skip("no flight-recorder fixtures in this checkout")
@@ -296,8 +296,8 @@ def test_bar_numeric_axes_and_continuous_scale():
 
 
 def test_views_carry_svg_and_no_plotly_js():
-    from ncclnb.viz import dashboard, show_ranks, show_topology
-    from ncclnb.viz import widgets
+    from ncclnb.views import dashboard, show_ranks, show_topology
+    from ncclnb.views import widgets
 
     for view, figures in ((show_topology("hgx-h100"), 1), (dashboard("hgx-h100"), 2), (show_ranks("seed000-2node-a10g"), 1)):
         bundle = view._repr_mimebundle_()

@@ -19,7 +19,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 import ncclnb
-from ncclnb.viz._common import LINK_CLASSES, LINK_COLOURS, LINK_ORDER
+from ncclnb.views._common import LINK_CLASSES, LINK_COLOURS, LINK_ORDER
 
 # Machado et al. (2009), severity 1.0, rows act on linear (R, G, B).
 SIMULATIONS = {
@@ -139,8 +139,8 @@ def _bad_p2p_cells(snap) -> set:
 
 
 def test_legend_lists_only_the_link_classes_drawn_in_their_palette_colours():
-    from ncclnb.viz import topology_figure
-    from ncclnb.viz._common import LINK_NAMES
+    from ncclnb.views import topology_figure
+    from ncclnb.views._common import LINK_NAMES
 
     seen = set()
     for name in ("hgx-h100", "l40s-2socket", "rtx2080ti-2x", "seed001-10x-pcie"):
@@ -162,8 +162,8 @@ def test_legend_lists_only_the_link_classes_drawn_in_their_palette_colours():
 def test_p2p_not_ok_is_text_in_cells_that_carry_text():
     from viewdata import l40s_node
 
-    from ncclnb.viz import topology_figure
-    from ncclnb.viz.topology import P2P_NAME
+    from ncclnb.views import topology_figure
+    from ncclnb.views.topology import P2P_NAME
 
     snap = l40s_node()
     fig = topology_figure(snap)
@@ -182,9 +182,9 @@ def test_p2p_not_ok_is_text_in_cells_that_carry_text():
 def test_p2p_not_ok_is_a_mark_over_cells_without_text_and_in_the_static_svg():
     from large_inputs import huge_node  # bench/ is on the path (conftest)
 
-    from ncclnb.viz import topology_figure
-    from ncclnb.viz.static import figure_svg
-    from ncclnb.viz.topology import P2P_NAME
+    from ncclnb.views import topology_figure
+    from ncclnb.views.static import figure_svg
+    from ncclnb.views.topology import P2P_NAME
 
     snap = huge_node(72, matrix=72)
     fig = topology_figure(snap)
@@ -206,8 +206,8 @@ def test_p2p_not_ok_is_a_mark_over_cells_without_text_and_in_the_static_svg():
 def test_p2p_not_ok_marks_the_blocks_that_hold_such_pairs():
     from large_inputs import huge_node
 
-    from ncclnb.viz import topology_figure
-    from ncclnb.viz.topology import P2P_NAME
+    from ncclnb.views import topology_figure
+    from ncclnb.views.topology import P2P_NAME
 
     fig = topology_figure(huge_node(500, matrix=500))
     heat = fig.data[0]

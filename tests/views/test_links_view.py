@@ -16,9 +16,9 @@ import ncclnb
 from ncclnb.model import ClusterReport, Finding
 from ncclnb.model.bandwidth import reference_for
 from ncclnb.model.cluster import LinkMeasurement, LinkTest, PairMeasurement, PeerTransport
-from ncclnb.viz import busbw_figure, pairs_figure, show_links
-from ncclnb.viz.links import NO_LINK_TEST, PAIR_COLOURS, PAIRS_SHOWN, size_text
-from ncclnb.viz.static import figure_svg
+from ncclnb.views import busbw_figure, pairs_figure, show_links
+from ncclnb.views.links import NO_LINK_TEST, PAIR_COLOURS, PAIRS_SHOWN, size_text
+from ncclnb.views.static import figure_svg
 from viewdata import HOSTILE
 
 go = pytest.importorskip("plotly.graph_objects")
