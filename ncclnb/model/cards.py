@@ -43,7 +43,7 @@ class Card:
 
     def placeholders(self) -> frozenset[str]:
         """The ``{name}`` fields the templates use."""
-        names = set()
+        names: set[str] = set()
         for template in (self.title, self.cause, self.fix):
             names.update(name for _, name, _, _ in string.Formatter().parse(template) if name)
         return frozenset(names)
