@@ -18,7 +18,7 @@ from collections import Counter
 from typing import Iterable, Union
 
 from ..model import ClusterReport, NodeSnapshot
-from ..model.derive import Split, effective_nccl, nccl_env_splits, version_splits
+from ..model.derive import Split, effective_nccl, nccl_env_splits, version_components, version_splits
 from ..model.words import how_many
 from ._common import esc, shorten, snapshots_of
 
@@ -149,11 +149,16 @@ def version_table(report_or_snapshots, group: object = "auto", only_differing: b
     ``nccl_env_differs``), amber where no value has a majority. Every value
     is HTML-escaped. With ``only_differing`` only the marked columns remain."""
     frame, weights, marks = _table(report_or_snapshots, group)  # marks over every row, before any is left out
+    snaps = _snaps(report_or_snapshots)
+    differing = [split.component for split in _splits(snaps)]  # the checks' reading, over every node
     hidden_rows, hidden_nodes = 0, 0
     if len(frame) > ROW_LIMIT:
-        hidden_rows, hidden_nodes = len(frame) - ROW_LIMIT, sum(weights[ROW_LIMIT:])
-        frame = frame.iloc[:ROW_LIMIT]
-        marks = {k: v for k, v in marks.items() if k[0] < ROW_LIMIT}
+        keep = _rows_kept(len(frame), marks)
+        hidden_rows, hidden_nodes = len(frame) - len(keep), sum(weights) - sum(weights[i] for i in keep)
+        at = {old: new for new, old in enumerate(keep)}
+        frame = frame.iloc[keep]
+        weights = [weights[i] for i in keep]
+        marks = {(at[i], c): v for (i, c), v in marks.items() if i in at}
     if only_differing:
         varied = [c for c in frame.columns if any(k[1] == c for k in marks)]
         frame = frame[varied] if varied else frame.iloc[:, :0]
@@ -169,16 +174,12 @@ def version_table(report_or_snapshots, group: object = "auto", only_differing: b
                 styles.iat[i, where[col]] = DIFFERS if kind == "differs" else NO_MAJORITY
         return styles
 
-    n_nodes = sum(weights)
-    n_diff = len({c for (_, c) in marks if c in cols})
+    n_nodes = sum(weights) + hidden_nodes
+    n_rows = len(weights) + hidden_rows
     caption = (
         f"Versions on {how_many(n_nodes, 'node')}"
-        + (f" ({len(weights)} distinct configurations)" if len(weights) != n_nodes else "")
-        + (
-            f" · {how_many(n_diff, 'component')} differ (red: not the majority; amber: no majority)"
-            if n_diff
-            else " · all the same"
-        )
+        + (f" ({n_rows} distinct configurations)" if n_rows != n_nodes else "")
+        + _sameness(snaps, differing, {c for (_, c) in marks if c in cols})
         + (
             f" · {hidden_rows} more configurations ({hidden_nodes} nodes) not shown, the least common; "
             f"ncclnb.views.versions.version_frame() has them all"
@@ -207,14 +208,47 @@ def version_table(report_or_snapshots, group: object = "auto", only_differing: b
     return styler
 
 
+def _snaps(target) -> tuple:
+    return snapshots_of(target) if isinstance(target, (ClusterReport, NodeSnapshot)) else tuple(target)
+
+
+def _rows_kept(n_rows: int, marks: dict) -> list[int]:
+    """The ROW_LIMIT rows drawn: the most common configurations, except that
+    each differing component keeps its first marked row, so that a node off
+    the others is never among the rows left out only for being rare."""
+    first = list(range(ROW_LIMIT))
+    reserve: list[int] = []
+    marked: dict[str, int] = {}
+    for (i, col), _ in sorted(marks.items()):
+        marked.setdefault(col, i)
+    for col, i in sorted(marked.items(), key=lambda kv: kv[1]):
+        if i >= ROW_LIMIT and i not in reserve and len(reserve) < ROW_LIMIT // 2:
+            reserve.append(i)
+    return first[: ROW_LIMIT - len(reserve)] + reserve
+
+
+def _sameness(snaps, differing: list[str], marked: set) -> str:
+    """The caption's words on what differs: the checks' count (``versions_differ``
+    and ``nccl_env_differs`` over every node), never the drawn cells' alone; no
+    claim that versions are the same where no node reports one."""
+    if differing:
+        unseen = [c for c in differing if c not in marked]
+        verb = "differs" if len(differing) == 1 else "differ"
+        return f" · {how_many(len(differing), 'component')} {verb} (red: not the majority; amber: no majority)" + (
+            f"; not marked in the rows and columns drawn: {esc(shorten(', '.join(unseen), 120))}" if unseen else ""
+        )
+    known = [s for s in snaps if any(version_components(s).values())]
+    if not known:
+        return " · no node reports a version"
+    if len(known) < len(snaps):
+        return f" · none differs among the {how_many(len(known), 'node')} that report versions; the others report none"
+    return " · none differs"
+
+
 def version_differences(report_or_snapshots) -> list[str]:
     """Plain sentences naming each component and NCCL_* setting that differs
     across nodes, as the checks read it."""
-    snaps = (
-        snapshots_of(report_or_snapshots)
-        if isinstance(report_or_snapshots, (ClusterReport, NodeSnapshot))
-        else tuple(report_or_snapshots)
-    )
+    snaps = _snaps(report_or_snapshots)
     out = []
     for split in _splits(snaps):
         values = sorted(split.by_value.items(), key=lambda kv: -len(kv[1]))
