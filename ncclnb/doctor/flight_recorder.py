@@ -104,6 +104,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Union
 
+from ncclnb.doctor.cards import prose
 from ncclnb.doctor.sources import MAX_RANK as _MAX_RANK, rank_from_name
 from ncclnb.errors import InputError
 from ncclnb.model.findings import SEVERITY_ORDER
@@ -137,7 +138,6 @@ _MAX_TENSORS = 4096  # tensors on each side of one entry
 _MAX_DIMS = 64  # dimensions of one tensor
 _MAX_GROUPS = 65536  # pg_config groups read
 _MAX_RANKS_TEXT = 1 << 20  # characters of one pg_config "ranks" text
-_DOCS = "https://pytorch.org/tutorials/prototype/flight_recorder_tutorial.html"
 
 # Collectives whose input and output sizes must agree on every rank.
 # all_to_all, scatter, gather, the *_v variants and barrier legitimately differ.
@@ -564,24 +564,10 @@ def _load(dumps: Iterable) -> tuple[dict, list]:
             empty.append((source, exc))
             continue
         if exc is not None:
-            notes.append(
-                _info(
-                    "fr.bad_dump",
-                    f"Skipped flight-recorder dump {source}: {exc}",
-                    source,
-                    "This file was not analysed; the other dumps were.",
-                )
-            )
+            notes.append(_info("fr.bad_dump", source, dump=source, why=exc))
             continue
         if dump.rank in by_rank:
-            notes.append(
-                _info(
-                    "fr.duplicate_rank",
-                    f"Two flight-recorder dumps claim rank {dump.rank}; kept {by_rank[dump.rank].source}",
-                    source,
-                    "Name per-rank dumps rank<N>.json so that each rank is known.",
-                )
-            )
+            notes.append(_info("fr.duplicate_rank", source, rank=dump.rank, kept=by_rank[dump.rank].source))
             continue
         by_rank[dump.rank] = dump
     for source, exc in empty:
@@ -592,27 +578,20 @@ def _load(dumps: Iterable) -> tuple[dict, list]:
                 rank=rank, source=source, entries=(), pg_ranks={}, lib_version=None, wrapped=False, world=exc.world
             )
         else:
-            notes.append(
-                _info(
-                    "fr.bad_dump",
-                    f"Skipped flight-recorder dump {source}: {exc}",
-                    source,
-                    "This file was not analysed; the other dumps were.",
-                )
-            )
+            notes.append(_info("fr.bad_dump", source, dump=source, why=exc))
     return by_rank, notes
 
 
-def _info(rule: str, title: str, source: str, cause: str) -> Finding:
+def _info(rule: str, source: str, **values) -> Finding:
+    """An info note about the dumps themselves, worded by ``rule``'s card filled with ``values``."""
+    text = prose(rule, **values)
     return Finding(
         rule=rule,
         category="unknown",
         severity="info",
         confidence=1.0,
-        title=title,
-        evidence=(Evidence(source=source, line=None, text=title),),
-        cause=cause,
-        docs=_DOCS,
+        evidence=(Evidence(source=source, line=None, text=text["title"]),),
+        **text,
     )
 
 
@@ -691,14 +670,7 @@ def _memberships(dumps: dict) -> tuple[dict, dict, list]:
             members[pg] = frozenset(seen[pg])
         absent = sorted(members[pg] - all_ranks)
         if absent:
-            notes.append(
-                _info(
-                    "fr.missing_dump",
-                    f"No flight-recorder dump from {_ranks_text(absent)} of {_pg_text(pg, desc[pg])}",
-                    "flight recorder",
-                    "Those ranks are left out of the comparison; give every rank's dump to see whether they diverged.",
-                )
-            )
+            notes.append(_info("fr.missing_dump", "flight recorder", ranks=_ranks_text(absent), group=_pg_text(pg, desc[pg])))
     return members, desc, notes
 
 
@@ -763,54 +735,33 @@ def _mismatch_finding(kind: str, pg: str, desc: str, seq: int, groups: dict, at:
     def ops(r):
         return " + ".join(e.op for e in at[r])
 
-    if kind == "op":
-        rule, what = "fr.desync_op", "different collectives"
-        if clear:
-            good = sorted(groups[majority_key])
-            title = (
-                f"{_ranks_text(blamed).capitalize()} called {ops(blamed[0])} where "
-                f"{_ranks_text(good)} called {ops(good[0])} ({where})"
-            )
-        else:
-            title = f"Ranks called different collectives at {where}"
-    elif kind == "size":
-        rule, what = "fr.size_mismatch", "tensors of different sizes"
-        title = (
-            f"{_ranks_text(blamed).capitalize()} passed other tensor sizes to {ops(blamed[0])} than the other ranks ({where})"
-            if clear
-            else f"Ranks passed different tensor sizes to {ops(blamed[0])} at {where}"
-        )
-    else:
-        rule, what = "fr.dtype_mismatch", "tensors of different dtypes"
-        title = (
-            f"{_ranks_text(blamed).capitalize()} passed other dtypes to {ops(blamed[0])} than the other ranks ({where})"
-            if clear
-            else f"Ranks passed different dtypes to {ops(blamed[0])} at {where}"
-        )
-    cause = (
-        f"At {where} the ranks issued {what}. A collective only completes when every rank "
-        "of the group calls the same one with matching tensors, so each side waits for the "
-        "other until the timeout (NCCL may also corrupt data or crash instead of waiting)."
-        + (history if clear else " No majority tells which side is wrong, so every rank involved is named.")
+    rule = {"op": "fr.desync_op", "size": "fr.size_mismatch"}.get(kind, "fr.dtype_mismatch")
+    good = sorted(groups[majority_key]) if clear else blamed
+    text = prose(
+        rule,
+        Blamed=_ranks_text(blamed).capitalize(),
+        blamed_ops=ops(blamed[0]),
+        good=_ranks_text(good),
+        good_ops=ops(good[0]),
+        op=ops(blamed[0]),
+        where=where,
+        who_is_named=history if clear else " No majority tells which side is wrong, so every rank involved is named.",
     )
-    fix = (
-        "Make every rank of the group call the same collectives, in the same order, with the "
-        "same shapes and dtypes: look for a collective under a rank-dependent branch "
-        "(`if rank == 0:` logging, evaluation or checkpointing), an early return or break, a "
-        "loop whose length depends on the rank's data, or a tensor shaped by local data. "
-        "TORCH_DISTRIBUTED_DEBUG=DETAIL checks every call and names the first mismatch."
-    )
+    if not clear:
+        # nothing says which side is wrong: the title names no side (the card's title is the one that does)
+        text["title"] = {
+            "fr.desync_op": f"Ranks called different collectives at {where}",
+            "fr.size_mismatch": f"Ranks passed different tensor sizes to {ops(blamed[0])} at {where}",
+            "fr.dtype_mismatch": f"Ranks passed different dtypes to {ops(blamed[0])} at {where}",
+        }[rule]
     return Finding(
         rule=rule,
         category="collective_desync",
         severity="error",
         confidence=(0.75 if history else 0.9) if clear else 0.6,
-        title=title,
         evidence=tuple(evidence[:_MAX_EVIDENCE]),
-        cause=cause,
-        fix=fix,
-        docs=_DOCS,
         ranks=tuple(blamed),
+        **text,
     )
 
 
@@ -862,19 +813,14 @@ def _missing_finding(
             category="collective_desync",
             severity="error",
             confidence=0.7,
-            title=f"{_ranks_text(ahead).capitalize()} ran {where}, which {_ranks_text(absent)} never called",
             evidence=tuple(ev[:_MAX_EVIDENCE]),
-            cause=(
-                f"Only {_ranks_text(ahead)} reached {where}; the majority never issued it. "
-                "Most often the few ran a collective the others skip (rank 0 reducing a metric "
-                "for logging, an extra barrier), and now wait for peers that will never join. "
-                "If instead the many are stuck in their own code, they are slow, not desynced."
+            **prose(
+                "fr.extra_collective",
+                Ahead=_ranks_text(ahead).capitalize(),
+                ahead=_ranks_text(ahead),
+                absent=_ranks_text(absent),
+                where=where,
             ),
-            fix=(
-                "Make every rank call the same collectives: move the collective out of the "
-                "rank-dependent branch, or make the other ranks call it too."
-            ),
-            docs=_DOCS,
             ranks=tuple(ahead),
         )
     verdicts = {r: _classify_missing(r, dumps, pg, seq, coll, members) for r in absent}
@@ -888,20 +834,14 @@ def _missing_finding(
             category="collective_desync",
             severity="error",
             confidence=0.55 if tie else 0.75,
-            title=f"{_ranks_text(absent).capitalize()} never reached {where}; {_ranks_text(elsewhere)} ran something else",
             evidence=tuple(ev[:_MAX_EVIDENCE]),
-            cause=(
-                f"{_ranks_text(present).capitalize()} wait in {where}, but "
-                f"{_ranks_text(elsewhere)} went another way (another group's collective, a "
-                "send/recv, or past this collective without it): the ranks do not call the "
-                "same collectives in the same order, so both sides wait until the timeout."
+            **prose(
+                "fr.missing_rank_elsewhere",
+                Absent=_ranks_text(absent).capitalize(),
+                Present=_ranks_text(present).capitalize(),
+                elsewhere=_ranks_text(elsewhere),
+                where=where,
             ),
-            fix=(
-                "Make every rank issue collectives of every group in the same order; create and "
-                "use sub-groups identically on all ranks; do not skip a collective on some ranks. "
-                "TORCH_DISTRIBUTED_DEBUG=DETAIL names the first mismatched call."
-            ),
-            docs=_DOCS,
             ranks=tuple(absent),
         )
     return Finding(
@@ -909,20 +849,8 @@ def _missing_finding(
         category="slow_rank_timeout",
         severity="error",
         confidence=0.6 if tie else 0.8,
-        title=f"{_ranks_text(absent).capitalize()} never reached {where} that {_ranks_text(present)} waited in",
         evidence=tuple(ev[:_MAX_EVIDENCE]),
-        cause=(
-            f"{_ranks_text(absent).capitalize()} ran the same collectives as the others up to "
-            f"its last one, then stopped issuing any: it is busy (or stuck) in its own code "
-            "(saving a checkpoint, evaluating, loading data, a Python hang) for longer than "
-            f"the collective timeout, while {_ranks_text(present)} wait in {where}."
-        ),
-        fix=(
-            "Find what the late rank was doing (py-spy dump on its PID, its own log): make slow "
-            "work (checkpointing, evaluation) happen on every rank or outside the timed region, "
-            "or raise the `timeout=` of init_process_group above its duration."
-        ),
-        docs=_DOCS,
+        **prose("fr.missing_rank", Absent=_ranks_text(absent).capitalize(), present=_ranks_text(present), where=where),
         ranks=tuple(absent),
     )
 
@@ -957,20 +885,17 @@ def _late_finding(pg: str, desc: str, seq: int, prev: int, at: dict, prev_at: di
         category="slow_rank_timeout",
         severity="error",
         confidence=0.7,
-        title=f"{_ranks_text(late).capitalize()} reached {where} more than the "
-        f"{min(timeouts) / 1000:g} s timeout after {_ranks_text(on_time)}",
         evidence=tuple(ev[:_MAX_EVIDENCE]),
-        cause=(
-            f"Every rank called the same collective, but {_ranks_text(late)} took longer "
-            f"between collective #{prev} and #{seq} than the collective timeout, so the others "
-            "timed out waiting: the late rank was busy in its own code (checkpoint, "
-            "evaluation, data loading), not in a different collective."
+        **prose(
+            "fr.late_rank",
+            Late=_ranks_text(late).capitalize(),
+            late=_ranks_text(late),
+            on_time=_ranks_text(on_time),
+            where=where,
+            timeout=f"{min(timeouts) / 1000:g}",
+            prev=prev,
+            seq=seq,
         ),
-        fix=(
-            "Make the slow work happen on every rank or outside the gap between collectives, "
-            "or raise the `timeout=` of init_process_group above its duration."
-        ),
-        docs=_DOCS,
         ranks=tuple(late),
     )
 
@@ -1286,26 +1211,17 @@ def _p2p_findings(dumps: dict, members: dict, desc: dict, matched: Optional[tupl
                 category="p2p_pairing",
                 severity="error",
                 confidence=0.85,
-                title=(
-                    f"{len(unmatched)} point-to-point op{'s' if len(unmatched) > 1 else ''} without a "
-                    f"partner, first a {what} between rank {first[1]} and rank {first[2]}"
-                    + ("" if certain else " (nothing tells which end is wrong)")
-                ),
                 evidence=tuple(lines[:_MAX_EVIDENCE]),
-                cause=(
-                    "Every send from rank a to rank b must meet a receive on b from a, in the same "
-                    "order. These sends or receives have none on the other side, so both peers "
-                    "wait until the timeout (NCCL then aborts the communicator: 'Abort COMPLETE'). "
-                    "A hand-written all-to-all that computes a peer or a message count wrongly on "
-                    "some ranks does exactly this." + _p2p_verdict(blamed, certain, edges, ahead)
+                **prose(
+                    "fr.p2p_unmatched",
+                    count=len(unmatched),
+                    ops="ops" if len(unmatched) > 1 else "op",
+                    what=what,
+                    src=first[1],
+                    dst=first[2],
+                    uncertain="" if certain else " (nothing tells which end is wrong)",
+                    verdict=_p2p_verdict(blamed, certain, edges, ahead),
                 ),
-                fix=(
-                    "Check the peer arithmetic of the exchange on every rank (send to (rank + k) % "
-                    "world, receive from (rank - k) % world), post sends and receives together with "
-                    "dist.batch_isend_irecv, or use dist.all_to_all_single instead of a hand-made "
-                    "all-to-all."
-                ),
-                docs=_DOCS,
                 ranks=blamed,
             )
         )
@@ -1322,36 +1238,15 @@ def _p2p_findings(dumps: dict, members: dict, desc: dict, matched: Optional[tupl
             lines.append(Evidence(source=s.source, line=None, text=_fmt_entry(s)))
             lines.append(Evidence(source=r.source, line=None, text=_fmt_entry(r)))
         s0, _, src0, dst0, _ = items[0]
-        if kind == "order":
-            rule = "fr.p2p_order"
-            title = f"Rank {src0} sends its messages to rank {dst0} in another order than rank {dst0} receives them"
-            cause = (
-                "The sends and the receives between the pair carry the same sizes, but not in "
-                "the same order: each receive is matched with the next send of its peer, so "
-                "sizes disagree and the transfer fails or hangs."
-            )
-        else:
-            rule = "fr.p2p_size_mismatch"
-            title = f"Rank {src0} sends rank {dst0} a tensor of another size or dtype than it receives"
-            cause = (
-                "A send and the receive that pairs with it (the n-th of each between the two "
-                "ranks) disagree on size or dtype, so the transfer fails or hangs."
-            )
-        cause += " The records cannot tell which end is wrong, so both are named."
+        rule = "fr.p2p_order" if kind == "order" else "fr.p2p_size_mismatch"
         findings.append(
             Finding(
                 rule=rule,
                 category="p2p_pairing",
                 severity="error",
                 confidence=0.8,
-                title=title,
                 evidence=tuple(lines[:_MAX_EVIDENCE]),
-                cause=cause,
-                fix=(
-                    "Post sends and receives between each pair of ranks in the same order with the "
-                    "same shapes and dtypes; exchange sizes first when they depend on local data."
-                ),
-                docs=_DOCS,
+                **prose(rule, src=src0, dst=dst0),
                 ranks=blamed,
             )
         )
@@ -1400,9 +1295,7 @@ def analyze_dumps(dumps: list[tuple[str, dict]]) -> list[Finding]:
     """
     items = _items(dumps)
     if items is None:
-        return [
-            _info("fr.bad_dump", "Flight-recorder input is not a list of (name, dump) pairs", "<dumps>", "Nothing was analysed.")
-        ]
+        return [_info("fr.bad_dump", "<dumps>", dump="<dumps>", why="not a list of (name, dump) pairs")]
     loaded, notes = _load(items)
     loaded = _ordered(loaded)
     if not loaded:

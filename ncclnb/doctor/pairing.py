@@ -32,6 +32,7 @@ from typing import Iterable, Optional
 
 from ..model import Evidence, Finding
 from . import flight_recorder as fr
+from .cards import prose
 
 __all__ = [
     "PLAN_MARK",
@@ -51,7 +52,6 @@ MAX_PLAN_OPS = 4096
 MAX_PLAN_RANKS = 8192  # plans kept (one per rank)
 _MAX_RANK = 1_000_000
 _MAX_EVIDENCE = 12
-_DOCS = "https://pytorch.org/docs/stable/distributed.html#point-to-point-communication"
 
 
 @dataclass(frozen=True)
@@ -261,26 +261,17 @@ def plan_pairing(plans: Iterable[P2PPlan], ahead: Iterable = ()) -> Pairing:
                 category="p2p_pairing",
                 severity="error",
                 confidence=0.85,
-                title=(
-                    f"{len(unmatched)} planned point-to-point op{'s' if len(unmatched) > 1 else ''} without a "
-                    f"partner, first a {what} from rank {first[1]} to rank {first[2]}"
-                    + ("" if certain else " (nothing tells which end is wrong)")
-                ),
                 evidence=tuple(lines[:_MAX_EVIDENCE]),
-                cause=(
-                    "Each rank printed the sends and receives it was about to post (ncclnb guard: p2p plan). "
-                    "Every send from rank a to rank b must meet a receive on b from a, in the same order; "
-                    "these have none on the other side, so the rank that posted them waits until the "
-                    "timeout while its peers move on and then wait for it in the next collective. A "
-                    "hand-written all-to-all that skips a send when it has nothing to send, but still "
-                    "receives from every peer, does exactly this." + fr._p2p_verdict(blamed, certain, edges, ahead)
+                **prose(
+                    "plan.p2p_unmatched",
+                    count=len(unmatched),
+                    ops="ops" if len(unmatched) > 1 else "op",
+                    what=what,
+                    src=first[1],
+                    dst=first[2],
+                    uncertain="" if certain else " (nothing tells which end is wrong)",
+                    verdict=fr._p2p_verdict(blamed, certain, edges, ahead),
                 ),
-                fix=(
-                    "Exchange the counts first (all_to_all_single on a counts tensor) and post only the pairs "
-                    "both sides know, in one batch_isend_irecv, or use all_to_all_single for the whole "
-                    "exchange; ncclnb.guard.check_p2p_plan(sends, recvs) stops the job at the plan."
-                ),
-                docs=_DOCS,
                 ranks=blamed,
             )
         )
@@ -289,31 +280,15 @@ def plan_pairing(plans: Iterable[P2PPlan], ahead: Iterable = ()) -> Pairing:
             continue
         lines = [Evidence(op.source, op.line, op.text) for s, r, _, _, _ in items for op in (s, r)]
         _, _, src0, dst0, _ = items[0]
-        order = kind == "order"
+        rule = "plan.p2p_order" if kind == "order" else "plan.p2p_size_mismatch"
         findings.append(
             Finding(
-                rule="plan.p2p_order" if order else "plan.p2p_size_mismatch",
+                rule=rule,
                 category="p2p_pairing",
                 severity="error",
                 confidence=0.8,
-                title=(
-                    f"Rank {src0} plans its messages to rank {dst0} in another order than rank {dst0} receives them"
-                    if order
-                    else f"Rank {src0} plans to send rank {dst0} another shape or dtype than it receives"
-                ),
                 evidence=tuple(lines[:_MAX_EVIDENCE]),
-                cause=(
-                    "The n-th planned send between the two ranks and the n-th planned receive disagree on "
-                    "shape or dtype"
-                    + (" (the same messages, in another order)" if order else "")
-                    + ", so the transfer fails or hangs. The plans cannot tell which end is wrong, so both "
-                    "are named."
-                ),
-                fix=(
-                    "Post sends and receives between each pair of ranks in the same order with the same "
-                    "shapes and dtypes; exchange sizes first when they depend on local data."
-                ),
-                docs=_DOCS,
+                **prose(rule, src=src0, dst=dst0),
                 ranks=_blamed((src, dst) for _, _, src, dst, _ in items),
             )
         )

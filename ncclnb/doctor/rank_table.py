@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..model import Finding, RankStatus
+from .cards import prose
 from .normalize import num
 from .reason import ReasonState
 
@@ -214,10 +215,7 @@ def cut_note(cut: int) -> Finding:
         category="unknown",
         severity="info",
         confidence=0.1,
-        title=f"Rank table cut at {MAX_RANKS} ranks: {'at least ' if cut >= MAX_CUT_COUNTED else ''}{cut} more ranks not shown",
-        cause=f"The per-rank table keeps {MAX_RANKS} rows (the ranks seen first) and the rows of ranks "
-        "that a finding blames; the findings themselves read every line.",
-        fix="Give the logs of the ranks you need in the table on their own (a directory per node).",
+        **prose("rank_table_cut", max_ranks=MAX_RANKS, at_least="at least " if cut >= MAX_CUT_COUNTED else "", cut=cut),
     )
 
 

@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Optional
 
 from ..model import Evidence, Finding
 from ..model.categories import TABLE as CATEGORY
+from ..model.words import how_many
 from . import flight_recorder as fr
+from .cards import prose
 from .kb import Signature
 from .match import INCIDENT_RULES, MAX_EVIDENCE, MAX_TEXT, P2P_WAIT_RULES, Hits, Matcher
 from .normalize import MAX_DIGITS, num
@@ -275,10 +277,8 @@ class _Ranker:
                         category="unknown",
                         severity="info",
                         confidence=0.1,
-                        title=f"Skipped flight-recorder dump {name}: {why}" + (f" (and {more} more)" if more else ""),
                         evidence=tuple(Evidence(n, None, w) for n, w in self.skipped_dumps[:MAX_EVIDENCE]),
-                        cause="This file looks like a flight-recorder dump but was not analysed; the other inputs were.",
-                        fix="Give the dump as torch wrote it (one JSON object per rank, a few MB).",
+                        **prose("fr.dump_not_read", name=name, why=why, more=f" (and {more} more)" if more else ""),
                     ),
                 )
             )
@@ -293,10 +293,8 @@ class _Ranker:
                         category="unknown",
                         severity="info",
                         confidence=0.1,
-                        title=f"{name} ended early; the lines before the cut were read",
                         evidence=(Evidence(name, None, why[:MAX_TEXT]),),
-                        cause="The file is cut off or corrupt (a truncated .gz, a copy that did not finish).",
-                        fix="Copy the complete log again if the end matters.",
+                        **prose("input_truncated", name=name),
                     ),
                 )
             )
@@ -439,7 +437,6 @@ class _Ranker:
         out = []
         for cat, (count, evidence, first, also, hosts, printers, where) in self.warns.items():
             ranks = tuple(sorted(r for r in {self.table.resolve(k) for k in printers} if isinstance(r, int)))[:MAX_BLAMED]
-            src = f" from {where.split(':')[0]}" if where else ""
             out.append(
                 (
                     Finding(
@@ -447,17 +444,17 @@ class _Ranker:
                         category=cat,
                         severity="warning",
                         confidence=0.3,
-                        title=f"An NCCL warning no signature knows{src} ({count} line{'s' if count > 1 else ''}), "
-                        f"pointing to {CATEGORY[cat].title}",
                         evidence=tuple(evidence),
                         ranks=ranks,
                         hosts=tuple(sorted(hosts))[:64],
-                        cause="NCCL printed a WARN line that ncclnb has no signature for; the part of NCCL that printed it "
-                        f"({where or 'named in the message'}) is where {CATEGORY[cat].title} problems show up, "
-                        "so that is the first place to look.",
-                        fix="Read the WARN line itself and the INFO lines just before it (NCCL_DEBUG=INFO, "
-                        "NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH); search NCCL's issue tracker for its wording.",
-                        docs=CATEGORY[cat].docs,
+                        **prose(
+                            f"nccl_warn.{cat}",
+                            docs=CATEGORY[cat].docs,  # the family's card leaves the page to the category
+                            printed_by=f" from {where.split(':')[0]}" if where else "",
+                            lines=how_many(count, "line"),
+                            category_title=CATEGORY[cat].title,
+                            where=where or "named in the message",
+                        ),
                     ),
                     first,
                 )
@@ -487,11 +484,9 @@ class _Ranker:
             : MAX_CANDIDATES if kind != "hang" else 2
         ]
         for i, (c, score, moved) in enumerate(ranked):
-            why = (
-                f" The log shows: {', '.join(moved)}."
-                if moved
-                else (f" The log shows: {', '.join(shown)}." if shown else " The log shows nothing that narrows it down.")
-            )
+            # what the log shows: the facts that moved this candidate, else every fact, else nothing
+            facts_shown = moved or shown
+            shows = f": {', '.join(facts_shown)}" if facts_shown else " nothing that narrows it down"
             out.append(
                 (
                     Finding(
@@ -499,11 +494,17 @@ class _Ranker:
                         category=c.category,
                         severity="info",
                         confidence=round(min(0.45, score), 3),
-                        title=f"Candidate cause #{i + 1} of {CANDIDATE_KIND_TITLES[kind]}: {CATEGORY[c.category].title}",
                         evidence=evidence,
-                        cause=c.why[:1].upper() + c.why[1:] + "." + why,
-                        fix="To tell the candidates apart: " + c.check + ".",
-                        docs=CATEGORY[c.category].docs,
+                        **prose(
+                            f"candidate.{kind}.{c.category}",
+                            docs=CATEGORY[c.category].docs,  # the family's card leaves the page to the category
+                            number=i + 1,
+                            kind=CANDIDATE_KIND_TITLES[kind],
+                            category_title=CATEGORY[c.category].title,
+                            why=c.why[:1].upper() + c.why[1:],
+                            shown=shows,
+                            check=c.check,
+                        ),
                     ),
                     first,
                 )
@@ -524,15 +525,14 @@ class _Ranker:
                     category="unknown",
                     severity="info",
                     confidence=0.1,
-                    title=(
-                        f"{named[0]}; skipped"
-                        if len(self.skipped) == 1
-                        else f"{len(self.skipped)} inputs skipped: " + "; ".join(named) + (f"; and {more} more" if more else "")
-                    ),
                     evidence=tuple(Evidence(name, None, why[:MAX_TEXT]) for _, name, why in self.skipped[:MAX_EVIDENCE]),
-                    cause="These inputs hold no log text ncclnb can read, or could not be opened or listed; "
-                    "the other inputs were read.",
-                    fix="Give the log files themselves (text, or .gz of text), readable by this user.",
+                    **prose(
+                        "input_skipped",
+                        # one input: "<name>: <why>; skipped"; several: how many, the first three, how many more
+                        skipped=f"{named[0]}; skipped"
+                        if len(self.skipped) == 1
+                        else f"{len(self.skipped)} inputs skipped: " + "; ".join(named) + (f"; and {more} more" if more else ""),
+                    ),
                 )
             )
         if self.changed:
@@ -544,11 +544,8 @@ class _Ranker:
                     category="unknown",
                     severity="info",
                     confidence=0.1,
-                    title=f"{name} changed while it was read: {how}{others}",
                     evidence=tuple(Evidence(n, None, h[:MAX_TEXT]) for n, h in self.changed[:MAX_EVIDENCE]),
-                    cause="The file was truncated, rotated, replaced or removed while the doctor read it, so what was "
-                    "read may not be what the path holds now.",
-                    fix="Run the doctor on a copy (or on the rotated file) once the job stops writing it.",
+                    **prose("input_changed", name=name, how=how, others=others),
                 )
             )
         return out
@@ -648,15 +645,7 @@ class _Ranker:
                             f,
                             rule="fr.missing_rank_p2p",
                             category="p2p_pairing",
-                            title=_p2p_title(p2p, f.title),
-                            cause=f"The flight recorder shows rank {_span(p2p)} never entered the collective the others "
-                            "wait in, yet its own log shows it timed out waiting for a peer: it was blocked in a "
-                            "point-to-point send/recv (isend/irecv, batch_isend_irecv) whose partner never posted "
-                            "the matching operation. The others finished their part and moved on.",
-                            fix="Pair every isend with exactly one irecv on the peer (same size, same order): exchange the "
-                            "counts first and post only the pairs both sides know, in one batch_isend_irecv, or use "
-                            "all_to_all_single; ncclnb.guard.check_p2p_plan(sends, recvs) checks the plan before "
-                            "anything is posted.",
+                            **prose("fr.missing_rank_p2p", ranks=_span(p2p), waiting=_p2p_waiting(f.title)),
                         ),
                         tier,
                     )
@@ -688,15 +677,8 @@ class _Ranker:
                 category="rank_world_size_mismatch",
                 severity="error",
                 confidence=0.85,
-                title=f"Rank {_span(ranks)} was claimed by more than one process",
                 evidence=evidence,
-                cause="Two processes were started with the same RANK, so a rank of the world size has no process "
-                "(the others wait for it at the rendezvous or in the first collective) while two processes "
-                "answer for another: RANK computed by a script from the wrong variable, or a process of an "
-                "earlier attempt still running beside its restart.",
-                fix="Let the launcher number the ranks (torchrun, srun's SLURM_PROCID) and kill leftover processes of "
-                "an earlier attempt before relaunching; check that RANK runs over 0..WORLD_SIZE-1 once each.",
-                docs=CATEGORY["rank_world_size_mismatch"].docs,
+                **prose("rank_claimed_twice", ranks=_span(ranks)),
                 ranks=ranks,
             )
         ]
@@ -712,10 +694,10 @@ def _sentence(title: str) -> str:
     return title if word[1:2].isupper() or not title[:1].isupper() or word in ("Rank", "Ranks") else title[:1].lower() + title[1:]
 
 
-def _p2p_title(p2p, missing_title: str) -> str:
+def _p2p_waiting(missing_title: str) -> str:
+    """ "; <ranks> waited for it in <where>", read from the title of the fr.missing_rank finding it replaces."""
     m = re.search(r"never reached (?P<where>.+) that (?P<present>.+) waited in$", missing_title)
-    head = f"Rank {_span(p2p)} timed out in a send/recv outside any collective"
-    return head + (f"; {m.group('present')} waited for it in {m.group('where')}" if m else "")
+    return f"; {m.group('present')} waited for it in {m.group('where')}" if m else ""
 
 
 def _span(ranks) -> str:

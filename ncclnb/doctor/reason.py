@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..model import Evidence, Finding
-from ..model.categories import TABLE as CATEGORY
+from .cards import prose
 from ..model.words import how_many
 
 # numbers are ASCII digits of bounded length (a version part of 5,000 digits is not a version;
@@ -78,12 +78,6 @@ REASONING_PATTERNS = (
     PLAN.pattern,
     C10D_FRAME.pattern,
 )
-
-# the pages of the categories these findings conclude (model.categories)
-DESYNC_DOC = CATEGORY["collective_desync"].docs
-SLOW_DOC = CATEGORY["slow_rank_timeout"].docs
-VERSION_DOC = CATEGORY["version_mismatch"].docs
-RANKS_DOC = CATEGORY["rank_world_size_mismatch"].docs
 
 
 @dataclass
@@ -289,17 +283,14 @@ def _behind(recs: dict) -> list[Finding]:
             category="slow_rank_timeout",
             severity="error",
             confidence=0.8,
-            title=f"Rank {_ranks_text(behind)} never enqueued work {stuck}, which rank {_ranks_text(reached)} waited in",
             evidence=tuple(p.evidence for p in order[:8]),
-            cause=f"Every rank's watchdog says how far it got. Rank {_ranks_text(reached)} enqueued work {stuck} and "
-            f"waited for it to complete; rank {_ranks_text(behind)} had enqueued no further than work "
-            f"{', '.join(map(str, last))}: it never called that collective. It was busy elsewhere (saving, "
-            "evaluation, a slow data loader, a hang in Python) or skipped the collective; the others' timeouts "
-            "are the consequence.",
-            fix="Find what the lagging rank was doing at that moment (its own log, py-spy dump, the flight-recorder "
-            "dump's stack); keep rank-specific work out of the collective path or shorter than the timeout, and "
-            "make every rank call the same collectives.",
-            docs=SLOW_DOC,
+            **prose(
+                "watchdog_rank_behind",
+                behind=_ranks_text(behind),
+                reached=_ranks_text(reached),
+                stuck=stuck,
+                last=", ".join(map(str, last)),
+            ),
             ranks=tuple(sorted(behind)),
         )
     ]
@@ -361,29 +352,20 @@ def watchdog_findings(state: ReasonState, world_size: Optional[int], present=fro
         if broken is not None:
             blamed = broken[0]
             evidence = tuple(broken[1] + [e for e in evidence if e not in broken[1]])[:8]
-        title = (
-            f"Ranks diverged: the timed-out collective differs across ranks (rank {_ranks_text(blamed)})"
-            if blamed
-            else "Ranks diverged: the timed-out collective differs across ranks"
-        )
-        if broken is not None:
-            title += f"; it printed {broken[3]}"
         return [
             Finding(
                 rule="watchdog_desync",
                 category="collective_desync",
                 severity="error",
                 confidence=0.85,
-                title=title,
                 evidence=evidence,
-                cause=f"The watchdog timeouts show {what}. Ranks that call different collectives (or the same one with "
-                "different shapes) wait for each other forever: typical causes are a data split or batch size that "
-                "differs per rank (unseeded shuffles, dropped samples) or rank-dependent control flow."
-                + (broken[2] if broken is not None else ""),
-                fix="Make every rank issue the same collectives with the same shapes: seed every random split (numpy too), "
-                "pad or drop_last uneven batches, avoid rank-dependent branches around collectives; "
-                "TORCH_DISTRIBUTED_DEBUG=DETAIL names the mismatch at once.",
-                docs=DESYNC_DOC,
+                **prose(
+                    "watchdog_desync",
+                    blamed=f" (rank {_ranks_text(blamed)})" if blamed else "",
+                    printed=f"; it printed {broken[3]}" if broken is not None else "",
+                    what=what,
+                    tiebreak=broken[2] if broken is not None else "",
+                ),
                 ranks=tuple(sorted(blamed)),
             )
         ]
@@ -394,41 +376,38 @@ def watchdog_findings(state: ReasonState, world_size: Optional[int], present=fro
         # the most common sequence number; on a tie the higher one, so that the ranks behind are named
         common = max(seqs, key=lambda s: (seqs[s], s))
         behind = {r.rank for r in recs.values() if r.seq != common}
-        title = f"Rank {_ranks_text(behind)} is at another sequence number than the others at the timeout"
         return [
             Finding(
                 rule="watchdog_seq_differs",
                 category="slow_rank_timeout",
                 severity="error",
                 confidence=0.7,
-                title=title,
                 evidence=evidence,
-                cause=f"All timed-out ranks wait in {ops.most_common(1)[0][0]}, but rank {_ranks_text(behind)} "
-                f"reached sequence number {', '.join(str(s) for s in sorted(seqs) if s != common)} instead of {common}: "
-                "one side is a collective ahead or behind. With the same operation everywhere this is usually a "
-                "rank that is late (busy on something else), but an extra collective on one rank looks the same.",
-                fix="Check what the lagging rank did just before (saving, evaluation, logging on rank 0 only); keep that "
-                "work out of the collective path or let the other ranks wait in a barrier with a longer timeout.",
-                docs=SLOW_DOC,
+                **prose(
+                    "watchdog_seq_differs",
+                    behind=_ranks_text(behind),
+                    op=ops.most_common(1)[0][0],
+                    their_seqs=", ".join(str(s) for s in sorted(seqs) if s != common),
+                    common=common,
+                ),
                 ranks=tuple(sorted(behind)),
             )
         ]
     if missing:
-        title = f"Rank {_ranks_text(missing)} never reached the collective the others timed out in"
         return [
             Finding(
                 rule="watchdog_rank_missing",
                 category="slow_rank_timeout",
                 severity="error",
                 confidence=0.75,
-                title=title,
                 evidence=evidence,
-                cause=f"Ranks {_ranks_text(timed_out)} all timed out in the same {ops.most_common(1)[0][0]} "
-                f"(SeqNum {seqs.most_common(1)[0][0]}); rank {_ranks_text(missing)} did not: it was still busy "
-                "elsewhere (checkpointing, evaluation, a slow disk or data loader) when the timeout hit.",
-                fix="Find what the missing rank was doing (its own log, py-spy dump); move rank-0-only work such as saving "
-                "out of the training loop's collective path, or raise the process-group timeout for it.",
-                docs=SLOW_DOC,
+                **prose(
+                    "watchdog_rank_missing",
+                    missing=_ranks_text(missing),
+                    timed_out=_ranks_text(timed_out),
+                    op=ops.most_common(1)[0][0],
+                    seq=seqs.most_common(1)[0][0],
+                ),
                 ranks=tuple(sorted(missing)),
             )
         ]
@@ -439,13 +418,8 @@ def watchdog_findings(state: ReasonState, world_size: Optional[int], present=fro
                 category="slow_rank_timeout",
                 severity="error",
                 confidence=0.55,
-                title=f"All {len(recs)} reporting ranks timed out in the same {ops.most_common(1)[0][0]}",
                 evidence=evidence,
-                cause="Every rank that reported waited in the same collective at the same sequence number: a rank whose log "
-                "is not here, or the network or a GPU under all of them, stopped progressing.",
-                fix="Add the logs of the remaining ranks; check dmesg / nvidia-smi on each node for Xid errors and the "
-                "fabric for link errors.",
-                docs=SLOW_DOC,
+                **prose("watchdog_all_waiting", count=len(recs), op=ops.most_common(1)[0][0]),
             )
         ]
     return []
@@ -489,16 +463,15 @@ def version_findings(state: ReasonState, rank_hosts: dict) -> list[Finding]:
             category="version_mismatch",
             severity="error",
             confidence=0.9,
-            title=f"Hosts run different NCCL versions ({listing})",
             evidence=evidence,
-            cause=f"NCCL {', '.join(sorted(set(odd.values())))} on {where} ({len(odd)} process(es)) "
-            f"against {common} elsewhere. "
-            "NCCL's bootstrap and wire formats differ between versions, so ranks fail to connect with errors that "
-            "do not name the version (ncclSocketInit ... family 0, internal error, hangs).",
-            fix="Install one NCCL everywhere: the same torch build and nvidia-nccl-cu* wheel on every node, no older "
-            "libnccl earlier on LD_LIBRARY_PATH (check pip list | grep nccl and python -c 'import torch; "
-            "print(torch.cuda.nccl.version())' on each node).",
-            docs=VERSION_DOC,
+            **prose(
+                "nccl_version_differs_across_hosts",
+                listing=listing,
+                odd_versions=", ".join(sorted(set(odd.values()))),
+                where=where,
+                odd_count=len(odd),
+                common=common,
+            ),
             ranks=ranks,
             hosts=blamed_hosts,
         )
@@ -523,13 +496,12 @@ def world_size_findings(state: ReasonState, known_ranks: set) -> list[Finding]:
             category="rank_world_size_mismatch",
             severity="error",
             confidence=0.85,
-            title="Nodes disagree on the world size" + (f" (rank {_ranks_text(beyond)} beyond {smallest})" if beyond else ""),
             evidence=evidence,
-            cause=f"The communicators were built with different sizes: {listing}. The launcher on some node computes "
-            "WORLD_SIZE or RANK differently (num_nodes / devices / nproc_per_node not the same everywhere).",
-            fix="Launch every node with the same world size and node count and let the launcher derive RANK "
-            "(torchrun --nnodes N --nproc-per-node G, or srun with one task per GPU).",
-            docs=RANKS_DOC,
+            **prose(
+                "world_size_differs_across_hosts",
+                beyond=f" (rank {_ranks_text(beyond)} beyond {smallest})" if beyond else "",
+                listing=listing,
+            ),
             ranks=tuple(sorted(beyond)),
             hosts=tuple(sorted(h for h, c in state.comm_by_host.items() if c.nranks != max(sizes) and h)),
         )
@@ -553,15 +525,8 @@ def out_of_range_findings(state: ReasonState) -> list[Finding]:
             category="rank_world_size_mismatch",
             severity="error",
             confidence=0.95,
-            title=f"Rank {_ranks_text(ranks)} started with a world size of {size_text}",
             evidence=evidence,
-            cause=f"These processes were given a global rank >= the world size ({size_text}) they passed to "
-            "init_process_group: the launcher started more processes than the job's world size counts "
-            "(nodes x processes per node), or the framework computed RANK or WORLD_SIZE itself from a "
-            "wrong node or device count.",
-            fix="Make WORLD_SIZE = nodes x processes per node on every node and let the launcher derive RANK "
-            "(torchrun --nnodes N --nproc-per-node G; in Lightning, Trainer(num_nodes=N) matching the launch).",
-            docs=RANKS_DOC,
+            **prose("ranks_beyond_world_size", ranks=_ranks_text(ranks), sizes=size_text),
             ranks=ranks,
         )
     ]
@@ -613,22 +578,17 @@ def wait_findings(state: ReasonState, present=frozenset()) -> list[Finding]:
             category="p2p_pairing",
             severity="error",
             confidence=0.7 if named else 0.6,
-            title=f"Rank {_ranks_text(p2p)} timed out in a point-to-point wait while rank {_ranks_text(collective)} "
-            f"waited in {', '.join(calls)}",
             evidence=tuple(state.waits[r][1] for r in order[:8]),
-            cause=f"The tracebacks show rank {_ranks_text(p2p)} timing out "
-            + (
-                "in " + ", ".join(sorted(set(p2p.values())))
+            **prose(
+                "p2p_wait_beside_collective",
+                p2p=_ranks_text(p2p),
+                collective=_ranks_text(collective),
+                calls=", ".join(calls),
+                # the calls the tracebacks name, or where a bare wait() on a request waits
+                p2p_wait=", ".join(sorted(set(p2p.values())))
                 if named
-                else "in a wait() of its own, outside any torch.distributed collective (an isend/irecv request)"
-            )
-            + f", and rank {_ranks_text(collective)} in {', '.join(calls)}. The others got through the "
-            "point-to-point exchange and went on to the next collective; the stuck ranks posted a send or "
-            "receive that no peer matched, so they never reach it and everyone times out.",
-            fix="Pair every isend with exactly one irecv on the peer (same size, same order): exchange the counts "
-            "first and post only the pairs both sides know, in one batch_isend_irecv, or use all_to_all_single; "
-            "ncclnb.guard.check_p2p_plan(sends, recvs) checks the plan before anything is posted.",
-            docs=DESYNC_DOC,
+                else "a wait() of its own, outside any torch.distributed collective (an isend/irecv request)",
+            ),
             ranks=tuple(sorted(p2p)),
         )
     ]
@@ -653,16 +613,13 @@ def _collective_waits(state: ReasonState, calls: dict, silent: set) -> list[Find
                 category="collective_desync",
                 severity="error",
                 confidence=0.75,
-                title=f"Ranks timed out in different collectives ({listing})"
-                + (f"; rank {_ranks_text(blamed)} printed {broken[3]}" if broken is not None else ""),
                 evidence=evidence,
-                cause=f"Each rank's traceback ends in the collective it waited in: {listing}. Ranks that call different "
-                "collectives wait for each other until the timeout: a data split or batch count that differs per "
-                "rank (one rank runs another iteration), or rank-dependent control flow. " + why,
-                fix="Make every rank issue the same collectives: seed every random split, pad or drop_last uneven "
-                "batches, keep collectives out of rank-dependent branches; TORCH_DISTRIBUTED_DEBUG=DETAIL names "
-                "the mismatch at once.",
-                docs=DESYNC_DOC,
+                **prose(
+                    "traceback_desync",
+                    listing=listing,
+                    printed=f"; rank {_ranks_text(blamed)} printed {broken[3]}" if broken is not None else "",
+                    who_is_named=why,
+                ),
                 ranks=tuple(sorted(blamed)),
             )
         ]
@@ -675,14 +632,8 @@ def _collective_waits(state: ReasonState, calls: dict, silent: set) -> list[Find
             category="slow_rank_timeout",
             severity="error",
             confidence=0.7,
-            title=f"Rank {_ranks_text(silent)} never reached the {call} that rank {_ranks_text(calls)} timed out in",
             evidence=evidence,
-            cause=f"Rank {_ranks_text(calls)} timed out in the same {call}; the log of rank {_ranks_text(silent)} shows "
-            "no timeout: it was still busy elsewhere (checkpointing, evaluation, a slow disk or data loader) "
-            "when the others gave up waiting.",
-            fix="Find what the missing rank was doing (its own log, py-spy dump); keep rank-0-only work such as saving "
-            "out of the collective path or shorter than the timeout, or raise the process-group timeout for it.",
-            docs=SLOW_DOC,
+            **prose("traceback_rank_missing", silent=_ranks_text(silent), calls=_ranks_text(calls), call=call),
             ranks=tuple(sorted(silent)),
         )
     ]
