@@ -6,7 +6,9 @@ Three kinds of rules, each with its fixtures beside it:
   ``tests/doctor/test_kb_lint.py`` (a log fixture per record, hit and miss lines) and
   ``tests/doctor/test_fixtures.py`` (each hit line gives the finding); not repeated here;
 - the doctor's code rules, listed in ``ncclnb.doctor.code_rules``: ``ncclnb/doctor/fixtures/<id>.log``
-  or ``<id>/`` (per-rank logs and flight-recorder dumps, read as the doctor reads a directory);
+  or ``<id>/`` (per-rank logs and flight-recorder dumps, read as the doctor reads a directory), and
+  the card that holds what the rule says, ``ncclnb/doctor/cards/<id>.json`` (one card for each
+  parametric family, ``nccl_warn.json`` and ``candidate.json``);
 - the checks, ``ncclnb.checks.registry()``: ``ncclnb/checks/fixtures/<id>.json`` (a NodeSnapshot or
   ClusterReport as ncclnb writes it).
 
@@ -17,13 +19,17 @@ from __future__ import annotations
 
 import ast
 import re
+import string
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
 from ncclnb.checks import check, registry
 from ncclnb.doctor import diagnose, load_signatures
+from ncclnb.doctor.cards import FAMILIES, card, cards
 from ncclnb.doctor.code_rules import FAMILY_PREFIXES, FIXED, NEEDS_EVENT, code_rules
+from ncclnb.model import CATEGORIES
 from ncclnb.recorded import load
 
 REPO = Path(__file__).resolve().parents[1]
@@ -160,6 +166,12 @@ def test_the_doctor_finds_the_rule_its_fixture_is_named_after(rule):
     # every rule the fixture brings out is a known one
     unknown = {r for r in rules if r not in CODE_RULES and r not in SIGNATURES and "~" not in r}
     assert not unknown, f"{rule}: the doctor emitted rule ids listed nowhere: {sorted(unknown)}"
+    # the finding is its card's: its category and page where the card fixes them, its words the card's
+    prose = card(rule)
+    assert own[0].category == (prose.category or own[0].category), f"{rule}: category is not its card's"
+    assert own[0].docs == (prose.docs or own[0].docs), f"{rule}: docs are not its card's"
+    if not [name for _, name, _, _ in string.Formatter().parse(prose.fix) if name]:
+        assert own[0].fix == prose.fix, f"{rule}: fix is not its card's"
 
 
 def test_the_fixture_of_a_rule_that_needs_an_event_is_a_readable_log():
@@ -177,3 +189,75 @@ def test_the_check_finds_what_its_fixture_is_named_after(check_id):
     assert all(f.confidence > 0 for f in own), f"{check_id} crashed on its fixture: {own[0].evidence}"
     # the fixture is made to fail this check: its finding leads the report (errors first, then warnings)
     assert found[0].rule == check_id, f"{check_id} is not the first finding: {[f.rule for f in found]}"
+
+
+# ---- (c) every code rule says what it found through its card -------------------------------------
+
+CARDS = cards()
+
+
+def _card_ids_in_use() -> set:
+    return {card(rule).id for rule in CODE_RULES}
+
+
+def test_every_code_rule_has_its_card_and_every_card_its_rule():
+    missing = []
+    for rule in CODE_RULES:
+        try:
+            card(rule)
+        except KeyError:
+            missing.append(rule)
+    assert missing == [], "code rules without a card in ncclnb/doctor/cards"
+    assert sorted(set(CARDS) - _card_ids_in_use()) == [], "cards in ncclnb/doctor/cards that no code rule uses"
+    # a fixed rule has a card of its own; a family's members share the family's card
+    assert {card(rule).id for rule in FIXED} == set(FIXED)
+    assert {card(rule).id for rule in set(CODE_RULES) - set(FIXED)} == set(FAMILIES)
+    assert {f"{family}." for family in FAMILIES} == set(FAMILY_PREFIXES)
+
+
+def test_a_card_file_is_named_by_its_rule_and_holds_a_card():
+    folder = DOCTOR / "cards"
+    assert sorted(p.name for p in folder.iterdir()) == sorted(f"{i}.json" for i in CARDS)
+
+
+@pytest.mark.parametrize("card_id", sorted(CARDS))
+def test_a_card_holds_known_values(card_id):
+    c = CARDS[card_id]
+    # the category is one the model knows, or "" where the code picks it per finding (the families)
+    assert c.category in CATEGORIES or c.category == "", c.category
+    assert (c.category == "") == (card_id in FAMILIES), "a family's category is its member's; a rule's is fixed"
+    docs = urlparse(c.docs)
+    assert c.docs == "" or (docs.scheme == "https" and docs.netloc and " " not in c.docs), c.docs
+    assert c.title and c.cause and c.detects, "a card says what was found, why, and what the rule detects"
+    # every template parses, and a field is a name the code fills (no positional {} and no {0})
+    for template in (c.title, c.cause, c.fix, c.detects):
+        for _, name, spec, conv in string.Formatter().parse(template):
+            assert name is None or name.isidentifier(), f"{card_id}: field {name!r} in {template!r}"
+            assert not spec and not conv, f"{card_id}: the code formats values, not the card: {template!r}"
+
+
+def _literal_text(node) -> bool:
+    """Does this expression spell text in the source (a string or f-string, alone or joined)?"""
+    return any(isinstance(n, ast.JoinedStr) or (isinstance(n, ast.Constant) and isinstance(n.value, str)) for n in ast.walk(node))
+
+
+def test_no_doctor_module_writes_a_cause_or_a_fix_itself():
+    """A Finding of the doctor (or a copy of one, dataclasses.replace) takes its cause and fix from
+    a card (a signature's record, or a code rule's card through ncclnb.doctor.cards.prose), never
+    from text spelled out in the code."""
+    spelled, cards_named = [], set()
+    for path in sorted(DOCTOR.rglob("*.py")):
+        rel = path.relative_to(DOCTOR).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+            if name in ("Finding", "replace"):
+                spelled += [
+                    f"{rel}:{node.lineno} {k.arg}=" for k in node.keywords if k.arg in ("cause", "fix") and _literal_text(k.value)
+                ]
+            if name in ("prose", "card") and node.args and isinstance(node.args[0], ast.Constant):
+                cards_named.add(node.args[0].value)
+    assert spelled == [], "cause/fix text written in the code instead of in a card (ncclnb/doctor/cards)"
+    assert cards_named, "the scan found no card named at all: the doctor's sources changed shape"
+    assert sorted(cards_named - set(CODE_RULES) - set(FAMILIES)) == [], "a card named in the code that is no code rule"
