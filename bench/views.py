@@ -6,10 +6,10 @@
 Scenarios: a synthetic report of 1024 nodes x 8 GPUs, and one node with 72
 GPUs in one NVLink domain (NV18 everywhere), from bench/synthetic.py.
 For each view: ``build_s`` is the pure builder (figure / Styler HTML / HTML),
-``figure_json_bytes`` the plotly figure JSON a FigureWidget sends,
-``static_html_bytes`` the fallback HTML (the figure as inline SVG; in the
-``NCCLNB_STATIC_FIGURE=plotly`` mode plotly.js, about 4.6 MB, would go once
-a session and is not counted), ``widget_s`` the whole ``show_*`` call
+``figure_json_bytes`` the plotly figure JSON the live figure sends
+(ncclnb/views/live.py; plotly.js, about 4.8 MB, goes once a page in a custom
+message and is not counted), ``static_html_bytes`` the static copy (the
+figure as inline SVG), ``widget_s`` the whole ``show_*`` call
 (widget + fallback HTML). Targets: under 1 s and under 5 MB each. The
 one-time cost of importing plotly/pandas/ipywidgets on first use is
 measured on a tiny report first and printed as ``first_use_imports_s``.
@@ -28,7 +28,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import best_of  # noqa: E402
 from synthetic import big_report, nvl72_report  # noqa: E402
 
-import ncclnb.views.widgets as widgets  # noqa: E402
 from ncclnb.model import Diagnosis, Evidence, Finding, RankStatus  # noqa: E402
 from ncclnb.views import (  # noqa: E402
     dashboard,
@@ -116,7 +115,6 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args(argv)
-    widgets.STATIC_PLOTLYJS = None  # plotly.js itself is sent once a session, not per view
     # first use imports plotly, pandas, jinja2 and ipywidgets: timed apart from the views
     t = time.perf_counter()
     bench("warm-up", big_report(nodes=2, per_node=2), 1)

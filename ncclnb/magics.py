@@ -117,11 +117,8 @@ def _show(
             except ImportError:
                 if mode == "widget":
                     raise
-        if mode == "widget" and built is not None and full_plain:
-            bundle = built._repr_mimebundle_()
-            display({**bundle, "text/plain": text()}, raw=True)
-        elif mode == "widget" and built is not None:
-            display(built)
+        if mode == "widget" and built is not None:
+            built.display(plain=text() if full_plain else None)
         else:
             page = built.static_html() if built is not None else _pre(text())
             display({"text/plain": text(), "text/html": page}, raw=True)

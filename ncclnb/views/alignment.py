@@ -244,14 +244,15 @@ def show_alignment(source, group: Optional[str] = None):
 
     from ..doctor.facts import run_alignment
     from ..doctor.flight_recorder import Alignment
-    from .widgets import DETAIL_HINT, View, _detail_pane, _FigureSlot, _show_hover_on_click, with_text_form
+    from .widgets import DETAIL_HINT, View, _detail_pane, _show_hover_on_click, with_text_form
+    from .live import LiveFigure
 
     facts = source if isinstance(source, Alignment) else run_alignment(source)
     fig = alignment_figure(facts, group)
     detail = _detail_pane()
 
-    slot = _FigureSlot(fig, _show_hover_on_click(detail))
-    children = [slot.widget, detail]
+    slot = LiveFigure(fig, _show_hover_on_click(detail))
+    children = [slot, detail]
     if len(facts.groups) > 1:
         picker = w.Dropdown(
             options=[(f"{g.pg} ({g.desc})", g.pg) for g in facts.groups[:200]], value=fig.layout.meta["pg"], description="group"

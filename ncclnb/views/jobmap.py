@@ -611,7 +611,8 @@ def show_job_map(target, findings: Optional[Sequence[Finding]] = None, page_size
     import ipywidgets as w
 
     from ._common import resolve
-    from .widgets import DETAIL_HINT, View, _detail_pane, _FigureSlot, _show_hover_on_click, report_findings, with_text_form
+    from .widgets import DETAIL_HINT, View, _detail_pane, _show_hover_on_click, report_findings, with_text_form
+    from .live import LiveFigure
 
     target = resolve(target)
     report = target if isinstance(target, ClusterReport) else ClusterReport(snapshots=(target,))
@@ -622,7 +623,7 @@ def show_job_map(target, findings: Optional[Sequence[Finding]] = None, page_size
     state = {"page": 0, "only": False}
     fig = job_map_figure(report, page=0, page_size=page_size, job_map=jm)
     detail = _detail_pane()
-    slot = _FigureSlot(fig, _show_hover_on_click(detail))
+    slot = LiveFigure(fig, _show_hover_on_click(detail))
     pages = jm.pages(page_size)
     pager = w.BoundedIntText(
         value=1,
@@ -646,7 +647,7 @@ def show_job_map(target, findings: Optional[Sequence[Finding]] = None, page_size
     pager.observe(redraw, names="value")
     only.observe(redraw, names="value")
     summary = job_summary_html(jm) + (f"<p><i>{esc(problem)}</i></p>" if problem else "")
-    box = w.VBox([w.HTML(summary), w.HBox([pager, only]), slot.widget, detail])
+    box = w.VBox([w.HTML(summary), w.HBox([pager, only]), slot, detail])
     box.add_class("ncclnb-jobmap")
     marked = sum(1 for h in jm.hosts if h in jm.host_marks)
     return with_text_form(

@@ -367,7 +367,8 @@ def show_links(target, findings: Optional[Sequence[Finding]] = None):
     import ipywidgets as w
 
     from ._common import resolve
-    from .widgets import View, _detail_pane, _FigureSlot, _show_hover_on_click, report_findings, with_text_form
+    from .widgets import View, _detail_pane, _show_hover_on_click, report_findings, with_text_form
+    from .live import LiveFigure
 
     target = resolve(target)
     if not isinstance(target, ClusterReport) or not target.links:
@@ -384,10 +385,10 @@ def show_links(target, findings: Optional[Sequence[Finding]] = None):
     detail.value = "<i>Click a point or a bar for details.</i>"
     on_click = _show_hover_on_click(detail)
     first, first_pairs = busbw_figure(report, findings, 0), pairs_figure(report, findings, 0)
-    busbw = _FigureSlot(first, on_click)
-    pairs = _FigureSlot(first_pairs, on_click)
+    busbw = LiveFigure(first, on_click)
+    pairs = LiveFigure(first_pairs, on_click)
     summary = w.HTML(links_summary_html(report, findings, 0) + (f"<p><i>{esc(problem)}</i></p>" if problem else ""))
-    children = [summary, busbw.widget, pairs.widget, detail]
+    children = [summary, busbw, pairs, detail]
     if len(report.links) > 1:
         picker = w.Dropdown(
             options=[(f"{t.backend} on {t.device} ({t.world_size} ranks)", i) for i, t in enumerate(report.links)],

@@ -2,93 +2,79 @@
 ``show_*`` / ``dashboard`` functions.
 
 Each function returns a :class:`View`: in a kernel it renders as a live
-ipywidgets box (plotly FigureWidget + controls + a detail pane, updated in
-place); its output also carries ``text/html``: the view's summary and its
-figure as an inline SVG drawn by :mod:`ncclnb.views.static` (no script, no
-plotly.js), so GitHub's notebook renderer, nbconvert's HTML offline and any
-reader without a kernel see the view, whatever order cells ran in."""
+ipywidgets box (a :class:`~ncclnb.views.live.LiveFigure` + controls + a
+detail pane, updated in place), after a static copy: the view's summary and
+its figure as an inline SVG drawn by :mod:`ncclnb.views.static` (no script,
+no plotly.js), so GitHub's notebook renderer, nbconvert's HTML offline and
+any reader without a kernel see the view, whatever order cells ran in."""
 
 from __future__ import annotations
 
-import os
+import uuid
 from typing import Any, Callable, Iterable, Optional, Sequence, Union
 
 from ..model import ClusterReport, Diagnosis, Finding, NodeSnapshot
 from ..model.words import how_many
 from ._common import esc, pick_snapshot, ranks_of, resolve, snapshots_of
 
-# The static copy of a figure in a view's text/html:
-#   "svg"    (default) an inline SVG drawn by ncclnb.views.static: a few kB a view,
-#            script-free, shows wherever HTML shows; hover text is a tooltip.
-#   "plotly" the interactive plotly HTML of earlier releases: plotly.js runs in
-#            the page (STATIC_PLOTLYJS says how it gets there, 4.6 MB when
-#            embedded); blank where scripts do not run (GitHub) or where the one
-#            copy of plotly.js is gone.
-# The environment variable NCCLNB_STATIC_FIGURE sets the default.
-STATIC_FIGURE: str = os.environ.get("NCCLNB_STATIC_FIGURE", "svg")
-# With STATIC_FIGURE = "plotly": "once" embeds plotly.js in the first view of
-# the session (like plotly's own notebook renderer), "always" in every view,
-# "cdn" links it, None leaves it out.
-STATIC_PLOTLYJS: Optional[str] = "once"
-_plotlyjs_sent = False
-
 DETAIL_HINT = "<i>Click a cell for details.</i>"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
-def _plotlyjs_mode():
-    global _plotlyjs_sent
-    if STATIC_PLOTLYJS == "always":
-        return True
-    if STATIC_PLOTLYJS == "cdn":
-        return "cdn"
-    if STATIC_PLOTLYJS == "once" and not _plotlyjs_sent:
-        _plotlyjs_sent = True
-        return True
-    return False
-
-
-def figure_html(fig, mode: Optional[str] = None) -> str:
-    """A plotly figure as an HTML fragment that renders without a kernel:
-    an inline SVG (``mode="svg"``, the default from STATIC_FIGURE) or
-    plotly's interactive HTML (``mode="plotly"``)."""
-    mode = mode or STATIC_FIGURE
-    if mode == "plotly":
-        import plotly.io as pio
-
-        return pio.to_html(
-            fig,
-            include_plotlyjs=_plotlyjs_mode(),
-            full_html=False,
-            default_width="100%",
-            config={"displaylogo": False, "responsive": True},
-            validate=False,
-        )
+def figure_html(fig) -> str:
+    """A plotly figure as an HTML fragment that shows without a kernel or a
+    script: an inline SVG drawn by :mod:`ncclnb.views.static`."""
     from .static import figure_svg
 
     return f'<div class="ncclnb-static-figure">{figure_svg(fig)}</div>'
 
 
 class View:
-    """What ``show_*`` return: a live widget plus a static HTML fallback.
+    """What ``show_*`` return: a live widget plus a static HTML copy.
 
     ``widget`` is the ipywidgets object; ``figure`` the pure plotly figure
-    (or None); ``static_html()`` the fallback HTML (escaped summary plus
-    the figure as :func:`figure_html` draws it: inline SVG by default).
-    ``text`` is a one-line summary; ``text_form``, where set, makes the full
-    text form (what ``%ncclnb`` prints in a terminal), which is the view's
-    text/plain wherever :func:`ncclnb.magics.renderer` says ``text``, such as
-    a view called directly in a terminal IPython."""
+    (or None); ``static_html()`` the static copy (escaped summary plus the
+    figure as an inline SVG, :func:`figure_html`). ``text`` is a one-line
+    summary; ``text_form``, where set, makes the full text form (what
+    ``%ncclnb`` prints in a terminal), which is the view's text/plain wherever
+    :func:`ncclnb.magics.renderer` says ``text``, such as a view called
+    directly in a terminal IPython.
+
+    Shown in a notebook, a view is two outputs: the static copy first, then
+    the live widget. Whatever cannot run the widget (GitHub, an exported page
+    offline, a notebook reopened without its kernel) shows the static copy;
+    where the widget runs, the copy is hidden once the live figure has drawn
+    (``reveal="figure"``, a view with figures) or once the widget is on the
+    page (``reveal="render"``, and any view without a figure), so a reader
+    never faces empty axes. Neither output carries plotly.js."""
 
     text_form: Optional[Callable[[], str]] = None
 
-    def __init__(self, widget, figure=None, summary_html: str = "", text: str = "", parts: Sequence[View] = ()):
+    def __init__(
+        self,
+        widget,
+        figure=None,
+        summary_html: str = "",
+        text: str = "",
+        parts: Sequence[View] = (),
+        reveal: str = "figure",
+    ):
         self.widget = widget
         self.figure = figure
         self.summary_html = summary_html
         self.text = text
         self.parts = tuple(parts)
+        self.static_id = uuid.uuid4().hex
         self._static: Optional[str] = None
+        self.live_figures = live_figures(widget)
+        self._marker = None
+        if reveal == "figure" and self.live_figures:
+            for live in self.live_figures:
+                live.static_id = self.static_id
+        elif widget is not None:
+            from .live import LiveFigure
+
+            self._marker = LiveFigure(static_id=self.static_id)
 
     def plain_text(self) -> str:
         """The full text form where the frontend shows only text, else the one-line summary."""
@@ -103,7 +89,7 @@ class View:
 
     def static_html(self) -> str:
         if self._static is None:
-            pieces = [f'<div class="ncclnb-static">{self.summary_html}']
+            pieces = [f'<div class="ncclnb-static" data-ncclnb-static="{self.static_id}">{self.summary_html}']
             if self.figure is not None:
                 pieces.append(figure_html(self.figure))
             for part in self.parts:
@@ -113,18 +99,55 @@ class View:
         return self._static
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        """text/plain, text/html (summary + static figure) and the widget's
-        view reference: nothing else (widget state is the frontend's to save)."""
-        data = {"text/plain": self.plain_text(), "text/html": self.static_html()}
-        live = self.widget._repr_mimebundle_() if self.widget is not None else None
-        if isinstance(live, tuple):
-            live = live[0]
-        if isinstance(live, dict) and WIDGET_MIME in live:
-            data[WIDGET_MIME] = live[WIDGET_MIME]
-        return data
+        """The static copy: text/plain and text/html (summary + static figure).
+        The live widget goes out beside it (:meth:`display`)."""
+        return {"text/plain": self.plain_text(), "text/html": self.static_html()}
+
+    def display(self, plain: Optional[str] = None) -> None:
+        """Show the view: the static copy (with ``plain`` as its text/plain,
+        default :meth:`plain_text`), then the live widget, each an output of
+        its own (see the class)."""
+        from IPython.display import display
+
+        display({"text/plain": self.plain_text() if plain is None else plain, "text/html": self.static_html()}, raw=True)
+        for live in (self.widget, self._marker):
+            ref = widget_view(live)
+            if ref is not None:
+                display({"text/plain": "", WIDGET_MIME: ref}, raw=True)
+
+    def _ipython_display_(self) -> None:
+        self.display()
+
+    def redraw(self) -> None:
+        """Draw every live figure of the view again (where one could not draw)."""
+        for live in self.live_figures:
+            live.redraw()
 
     def __repr__(self) -> str:
         return self.text or "ncclnb view"
+
+
+def live_figures(widget) -> list:
+    """The live figures in a widget tree, in order."""
+    from .live import LiveFigure
+
+    found, stack = [], [widget]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, LiveFigure):
+            found.append(node)
+        stack.extend(reversed(getattr(node, "children", ()) or ()))
+    return found
+
+
+def widget_view(widget) -> Optional[dict]:
+    """The widget-view reference a frontend renders ``widget`` from, or None."""
+    if widget is None:
+        return None
+    bundle = widget._repr_mimebundle_()
+    if isinstance(bundle, tuple):
+        bundle = bundle[0]
+    return bundle.get(WIDGET_MIME) if isinstance(bundle, dict) else None
 
 
 # --- plumbing -------------------------------------------------------------
@@ -142,107 +165,6 @@ def with_text_form(view: View, name: str, *args, **kwargs) -> View:
 
     view.text_form = text_form
     return view
-
-
-_IRI_GRAMMAR = "rfc3987_syntax"
-
-
-def defer_iri_grammar() -> bool:
-    """Keep a first view from paying for a grammar it never uses.
-
-    plotly's FigureWidget imports nbformat, nbformat imports jsonschema, and
-    jsonschema imports ``rfc3987_syntax`` where it is installed (JupyterLab
-    brings it through jupyter-events), which compiles an Earley grammar at
-    import: about 2 s of the first view here. jsonschema takes only its
-    ``is_valid_syntax``, to check the "iri" formats. Where that module is
-    installed and not yet imported, a stand-in goes in its place that loads
-    the real module the first time anything of it is used, so every check
-    gives what it gave, later. True when the stand-in was put in place."""
-    import importlib
-    import importlib.util
-    import sys
-    import types
-
-    name = _IRI_GRAMMAR
-    try:
-        if name in sys.modules or importlib.util.find_spec(name) is None:
-            return False
-    except (ImportError, ValueError):
-        return False
-    stand_in = types.ModuleType(name, "Loads rfc3987_syntax when first used (ncclnb.views.widgets.defer_iri_grammar).")
-
-    def real():
-        if sys.modules.get(name) is stand_in:
-            del sys.modules[name]
-        return importlib.import_module(name)
-
-    def is_valid_syntax(term, value):
-        return real().is_valid_syntax(term, value)
-
-    def attribute(attr):
-        if attr.startswith("__"):  # what the import system asks of any module (__path__, ...): not the grammar
-            raise AttributeError(attr)
-        return getattr(real(), attr)  # anything else of it: the real module
-
-    vars(stand_in).update(is_valid_syntax=is_valid_syntax, __getattr__=attribute)
-    sys.modules[name] = stand_in
-    return True
-
-
-def _figure_widget(fig):
-    """A plotly FigureWidget when anywidget is there; else None (the view
-    then shows the plain figure in an Output widget and cannot take clicks)."""
-    defer_iri_grammar()
-    import plotly.graph_objects as go
-
-    try:
-        return go.FigureWidget(fig)
-    except ImportError:
-        return None
-
-
-class _FigureSlot:
-    """Holds one figure on screen and swaps in a new one in place."""
-
-    def __init__(self, fig, on_click: Optional[Callable] = None):
-        import ipywidgets as w
-
-        self.on_click = on_click
-        self.fw = _figure_widget(fig)
-        if self.fw is not None:
-            self.widget = self.fw
-            self._wire()
-        else:
-            self.widget = w.Output()
-            self._show(fig)
-
-    def _show(self, fig):
-        from IPython.display import display
-
-        self.widget.clear_output(wait=True)
-        with self.widget:
-            display(fig)
-
-    def _wire(self):
-        if self.on_click is None:
-            return
-        for trace in self.fw.data:
-            trace.on_click(self.on_click)
-
-    def replace(self, fig):
-        if self.fw is None:
-            self._show(fig)
-            return
-        with self.fw.batch_update():
-            same = len(self.fw.data) == len(fig.data) and all(a.type == b.type for a, b in zip(self.fw.data, fig.data))
-            if same:
-                for old, new in zip(self.fw.data, fig.data):
-                    old.update(new.to_plotly_json(), overwrite=True)
-            else:
-                self.fw.data = ()
-                self.fw.add_traces(list(fig.data))
-            self.fw.update_layout(fig.layout.to_plotly_json(), overwrite=True)
-        self._wire()
 
 
 def _detail_pane():
@@ -337,6 +259,7 @@ def show_topology(target, host: Optional[str] = None, highlight: Optional[Iterab
 
     from ._common import gpus_in_use
     from .topology import block_details, topology_details, topology_figure
+    from .live import LiveFigure
 
     target = resolve(target)
     snaps = snapshots_of(target)
@@ -383,7 +306,7 @@ def show_topology(target, host: Optional[str] = None, highlight: Optional[Iterab
         column = c0 + xi if xi < c1 - c0 else len(snap.gpus) + (xi - (c1 - c0))
         detail.value = topology_details(snap, r0 + yi, column)
 
-    slot = _FigureSlot(fig, on_click)
+    slot = LiveFigure(fig, on_click)
 
     def in_use_text(snap):
         used = state["highlight"] if state["highlight"] is not None else gpus_in_use(snap, ranks)
@@ -435,7 +358,7 @@ def show_topology(target, host: Optional[str] = None, highlight: Optional[Iterab
 
         picker.observe(on_host, names="value")
         controls.insert(0, picker)
-    box = w.VBox([w.HBox(controls), slot.widget, detail])
+    box = w.VBox([w.HBox(controls), slot, detail])
     box.add_class("ncclnb-topology")
     snap = state["snap"]
     return with_text_form(
@@ -460,6 +383,7 @@ def show_numa(target, host: Optional[str] = None) -> View:
     import ipywidgets as w
 
     from .numa import affinity_findings, numa_figure, numa_summary
+    from .live import LiveFigure
 
     target = resolve(target)
     snaps = snapshots_of(target)
@@ -471,8 +395,8 @@ def show_numa(target, host: Optional[str] = None) -> View:
     fig = numa_figure(state["snap"], ranks, findings)
     detail = _detail_pane()
     detail.value = "<i>Click a GPU, NIC or rank for details.</i>"
-    slot = _FigureSlot(fig, _show_hover_on_click(detail))
-    children = [slot.widget, detail]
+    slot = LiveFigure(fig, _show_hover_on_click(detail))
+    children = [slot, detail]
     if len(snaps) > 1:
         picker = _host_picker(snaps, state["snap"].hostname)
 
@@ -511,6 +435,7 @@ def show_ranks(target, page_size: int = 32) -> View:
     import ipywidgets as w
 
     from .ranks import analyse_ranks, cell_hover, rank_map_figure, rank_summary_html, slot_block_html
+    from .live import LiveFigure
 
     target = resolve(target)
     if not isinstance(target, ClusterReport) or not target.ranks:
@@ -542,7 +467,7 @@ def show_ranks(target, page_size: int = 32) -> View:
         cell = rm.cells.get((ni, s))
         detail.value = cell_hover(rm, cell) if cell else f"{esc(rm.hosts[ni])}, slot {s}: no rank"
 
-    slot = _FigureSlot(fig, on_click)
+    slot = LiveFigure(fig, on_click)
     pages = max(1, -(-len(rm.hosts) // page_size))
     pager = w.BoundedIntText(
         value=1,
@@ -565,7 +490,7 @@ def show_ranks(target, page_size: int = 32) -> View:
     pager.observe(redraw, names="value")
     only.observe(redraw, names="value")
     summary = rank_summary_html(rm)
-    box = w.VBox([w.HTML(summary), w.HBox([pager, only]), slot.widget, detail])
+    box = w.VBox([w.HTML(summary), w.HBox([pager, only]), slot, detail])
     box.add_class("ncclnb-ranks")
     return with_text_form(
         View(box, fig, "<h4>Rank map</h4>" + summary, f"ncclnb rank map: {len(rm.hosts)} nodes, WORLD_SIZE {rm.world_size}"),
@@ -676,7 +601,14 @@ def dashboard(snapshot_or_report, diagnosis: Optional[Diagnosis] = None) -> View
     tabs.add_class("ncclnb-dashboard")
     label = snapshots_of(target)[0].hostname if isinstance(target, NodeSnapshot) else f"{len(target.snapshots)} nodes"
     return with_text_form(
-        View(tabs, None, f"<h3>ncclnb dashboard: {esc(label)}</h3>", f"ncclnb dashboard: {label}", parts=[v for _, v in parts]),
+        View(
+            tabs,
+            None,
+            f"<h3>ncclnb dashboard: {esc(label)}</h3>",
+            f"ncclnb dashboard: {label}",
+            parts=[v for _, v in parts],
+            reveal="render",  # its first tab is the findings: the figures draw when their tab is opened
+        ),
         "dashboard",
         target,
         diagnosis,

@@ -245,14 +245,16 @@ def test_views_render_and_respond_in_jupyterlab(lab):
 
         # every view rendered in its output area
         for cls in ("ncclnb-topology", "ncclnb-numa", "ncclnb-ranks"):
-            page.wait_for_selector(f".jp-OutputArea-output .{cls} .js-plotly-plot .main-svg", timeout=60_000)
-        page.wait_for_selector(".jp-OutputArea-output .ncclnb-versions table", timeout=30_000)
-        page.wait_for_selector(".jp-OutputArea-output .ncclnb-diagnosis-view .ncclnb-finding", timeout=30_000)
-        page.wait_for_selector(".jp-OutputArea-output .ncclnb-dashboard .lm-TabBar-tab", timeout=30_000)
-        assert page.locator(".jp-OutputArea-output .ncclnb-topology").count() >= 3  # node, magic, hostile
+            page.wait_for_selector(f".jp-OutputArea-output .jupyter-widgets.{cls} .js-plotly-plot .main-svg", timeout=60_000)
+        page.wait_for_selector(".jp-OutputArea-output .jupyter-widgets.ncclnb-versions table", timeout=30_000)
+        page.wait_for_selector(".jp-OutputArea-output .jupyter-widgets.ncclnb-diagnosis-view .ncclnb-finding", timeout=30_000)
+        page.wait_for_selector(".jp-OutputArea-output .jupyter-widgets.ncclnb-dashboard .lm-TabBar-tab", timeout=30_000)
+        # every live figure on show has drawn data, and every view's static copy gave way to its live widget
+        page.wait_for_function(f"() => ({JS_LIVE_DRAWN})() === true", timeout=90_000, polling=500)
+        assert page.locator(".jp-OutputArea-output .jupyter-widgets.ncclnb-topology").count() >= 3  # node, magic, hostile
 
         # topology: hover shows a label, click fills the detail pane
-        topo = page.locator(".jp-OutputArea-output .ncclnb-topology").first
+        topo = page.locator(".jp-OutputArea-output .jupyter-widgets.ncclnb-topology").first
         text = _click_and_wait_detail(page, topo, 0, 2, "↔")
         assert "GPU0" in text and "GPU" in text.split("↔")[1]
         topo.screenshot(path=str(SHOTS / "topology.png"))
@@ -270,18 +272,18 @@ def test_views_render_and_respond_in_jupyterlab(lab):
         page.mouse.move(5, 5)  # no hover label over the picture
         topo.screenshot(path=str(SHOTS / "topology-gpus-2-3.png"))
 
-        numa = page.locator(".jp-OutputArea-output .ncclnb-numa").first
+        numa = page.locator(".jp-OutputArea-output .jupyter-widgets.ncclnb-numa").first
         numa.scroll_into_view_if_needed()
         assert numa.locator(".scatterlayer .point").count() >= 4
         numa.screenshot(path=str(SHOTS / "numa.png"))
 
-        ranks = page.locator(".jp-OutputArea-output .ncclnb-ranks").first
+        ranks = page.locator(".jp-OutputArea-output .jupyter-widgets.ncclnb-ranks").first
         text = _click_and_wait_detail(page, ranks, 0, 0, "rank")
         assert "WORLD_SIZE" in text or "missing" in text
         page.mouse.move(5, 5)
         ranks.screenshot(path=str(SHOTS / "ranks.png"))
 
-        versions = page.locator(".jp-OutputArea-output .ncclnb-versions").first
+        versions = page.locator(".jp-OutputArea-output .jupyter-widgets.ncclnb-versions").first
         versions.scroll_into_view_if_needed()
         red = versions.evaluate(
             "el => [...el.querySelectorAll('td')].filter(td => ['rgb(248, 215, 218)', 'rgb(255, 243, 205)'].includes(getComputedStyle(td).backgroundColor)).length"
@@ -294,11 +296,11 @@ def test_views_render_and_respond_in_jupyterlab(lab):
             "([el, n]) => el.querySelectorAll('thead th').length < n", arg=[versions.element_handle(), cols_all], timeout=20_000
         )
 
-        diag = page.locator(".jp-OutputArea-output .ncclnb-diagnosis-view").first
+        diag = page.locator(".jp-OutputArea-output .jupyter-widgets.ncclnb-diagnosis-view").first
         diag.scroll_into_view_if_needed()
         diag.screenshot(path=str(SHOTS / "diagnosis.png"))
 
-        dash = page.locator(".jp-OutputArea-output .ncclnb-dashboard").first
+        dash = page.locator(".jp-OutputArea-output .jupyter-widgets.ncclnb-dashboard").first
         dash.scroll_into_view_if_needed()
         dash.screenshot(path=str(SHOTS / "dashboard-findings.png"))
         dash.locator(".lm-TabBar-tab", has_text="Ranks").click()
@@ -308,13 +310,32 @@ def test_views_render_and_respond_in_jupyterlab(lab):
         # the planted markup never ran, and reads as text
         assert page.evaluate("() => window.__pwned") is None
         assert page.evaluate("() => document.querySelectorAll('img[src=\"x\"]').length") == 0
-        hostile = page.locator(".jp-OutputArea-output .ncclnb-topology").last
+        hostile = page.locator(".jp-OutputArea-output .jupyter-widgets.ncclnb-topology").last
         hostile.scroll_into_view_if_needed()
         shown = hostile.text_content()
         assert '<script>window.__pwned=1</script>' in shown
         assert '<img src=x onerror="window.__pwned=2">' in shown
         hostile.screenshot(path=str(SHOTS / "hostile-hostname.png"))
         page.screenshot(path=str(SHOTS / "notebook.png"))
+
+
+# True once every live figure with a place on the page (not a hidden tab's) has
+# drawn marks, none says it could not draw, and no view's static copy is still
+# shown beside its live widget; else a string saying what is missing.
+JS_LIVE_DRAWN = """() => {
+  const marks = '.plot .point, .plot .js-line, .plot .textpoint, .heatmaplayer image, .barlayer path, .shapelayer path';
+  const shown = [...document.querySelectorAll('.jp-OutputArea-output .ncclnb-live-figure')]
+      .filter(el => el.getBoundingClientRect().width > 0);
+  if (!shown.length) return 'no live figure on the page';
+  const failed = shown.filter(el => /could not/.test(el.textContent));
+  if (failed.length) return 'could not draw: ' + failed[0].textContent;
+  const blank = shown.filter(el => !el.querySelector('.js-plotly-plot') || !el.querySelector('.js-plotly-plot').querySelectorAll(marks).length);
+  if (blank.length) return blank.length + ' of ' + shown.length + ' live figures have no data drawn';
+  const statics = [...document.querySelectorAll('.jp-OutputArea-output .ncclnb-static[data-ncclnb-static]')]
+      .filter(el => !el.parentElement.closest('.ncclnb-static') && el.style.display !== 'none');
+  if (statics.length) return statics.length + ' static copies still shown beside their live view';
+  return true;
+}"""
 
 
 JS_PLOTS_DRAWN = """(sel) => [...document.querySelectorAll(sel)].filter(svg => {
@@ -360,15 +381,15 @@ def test_guided_notebook_runs_and_its_views_draw(lab, name, view, seconds):
     SHOTS.mkdir(parents=True, exist_ok=True)
     with _lab_page(playwright, f"failure-{name.split('_')[0]}.png") as page:
         _open_and_run_all(page, base, token, name, seconds)
-        scope = page.locator(f".jp-OutputArea-output .{view}:visible").first  # not a hidden tab's copy
+        scope = page.locator(f".jp-OutputArea-output .jupyter-widgets.{view}:visible").first  # not a hidden tab's copy
         scope.wait_for(timeout=30_000)
         scope.scroll_into_view_if_needed()
         if view == "ncclnb-dashboard":  # the first tab holds findings; the plots sit in the others
             scope.locator(".lm-TabBar-tab", has_text="Ranks").click()
-        sel = f".jp-OutputArea-output .{view} .js-plotly-plot .main-svg"
+        sel = f".jp-OutputArea-output .jupyter-widgets.{view} .js-plotly-plot .main-svg"
         page.wait_for_function(f"() => ({JS_PLOTS_DRAWN})({json.dumps(sel)}) > 0", timeout=30_000)
         # the doctor's card of the live reproduction is in the page too
-        assert page.locator(".jp-OutputArea-output .ncclnb-diagnosis-view .ncclnb-finding").count() >= 1
+        assert page.locator(".jp-OutputArea-output .jupyter-widgets.ncclnb-diagnosis-view .ncclnb-finding").count() >= 1
         page.mouse.move(5, 5)
         scope.screenshot(path=str(SHOTS / f"{name.split('_')[0]}-{view}.png"))
 
@@ -463,9 +484,9 @@ def test_job_map_and_link_results_draw_in_jupyterlab(lab):
     with _lab_page(playwright, "failure-survey-views.png") as page:
         _open_and_run_all(page, base, token, "survey_views.ipynb", 120)
         for view, plots in (("ncclnb-jobmap", 1), ("ncclnb-links", 2)):
-            sel = f".jp-OutputArea-output .{view} .js-plotly-plot .main-svg"
+            sel = f".jp-OutputArea-output .jupyter-widgets.{view} .js-plotly-plot .main-svg"
             page.wait_for_function(f"() => ({JS_PLOTS_DRAWN})({json.dumps(sel)}) >= {plots}", timeout=60_000)
-        jobmap = page.locator(".jp-OutputArea-output .ncclnb-jobmap").first
+        jobmap = page.locator(".jp-OutputArea-output .jupyter-widgets.ncclnb-jobmap").first
         jobmap.scroll_into_view_if_needed()
         # the heatmap's cells and one diamond per marked GPU cell: ranks 5 (finding) and 3, 11 (slow pair)
         assert jobmap.locator(".heatmaplayer image, .heatmaplayer path, .hm image").count() >= 1
@@ -474,7 +495,7 @@ def test_job_map_and_link_results_draw_in_jupyterlab(lab):
         assert "GPU" in text
         page.mouse.move(5, 5)
         jobmap.screenshot(path=str(SHOTS / "jobmap.png"))
-        links = page.locator(".jp-OutputArea-output .ncclnb-links").first
+        links = page.locator(".jp-OutputArea-output .jupyter-widgets.ncclnb-links").first
         links.scroll_into_view_if_needed()
         assert links.locator(".scatterlayer .trace").count() >= 2  # all_reduce and all_gather lines
         red = links.evaluate(

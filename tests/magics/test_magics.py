@@ -12,13 +12,14 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 import ncclnb
+from tests._shown import shown_bundles
 from ncclnb import magics
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
 
 def _bundles(captured):
-    return [out.data for out in captured.outputs]
+    return shown_bundles(captured.outputs)
 
 
 def _run(ip, line):

@@ -13,6 +13,7 @@ from IPython.utils.capture import capture_output
 
 from ncclnb import magics
 from ncclnb.guard.p2p import p2p_plan_line
+from tests._shown import shown_bundles
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
 FR = Path(__file__).resolve().parents[1] / "doctor" / "fr"
@@ -21,7 +22,7 @@ FR = Path(__file__).resolve().parents[1] / "doctor" / "fr"
 def _run(ip, line):
     with capture_output() as cap:
         ip.run_line_magic("ncclnb", line)
-    return [out.data for out in cap.outputs]
+    return shown_bundles(cap.outputs)
 
 
 def test_alignment_on_a_directory_and_on_the_last_diagnosis(ip, tmp_path):

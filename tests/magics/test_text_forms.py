@@ -21,6 +21,7 @@ from IPython.lib.pretty import pretty
 from IPython.utils.capture import capture_output
 
 import ncclnb
+from tests._shown import shown_bundles
 from ncclnb import magics
 from ncclnb.terminal import render_diagnosis as render_text
 from ncclnb.summary import summary
@@ -33,7 +34,7 @@ HOSTILE = "<script>alert(1)</script>"
 
 
 def _bundles(cap):
-    return [out.data for out in cap.outputs]
+    return shown_bundles(cap.outputs)
 
 
 def _hostile_snapshot():
@@ -297,7 +298,7 @@ def test_a_verb_alone_in_a_cell_is_shown_once_and_still_is_the_result(ip, tmp_pa
     with capture_output() as cap:
         result = ip.run_cell(f"%ncclnb doctor {log}")
     assert result.success and isinstance(result.result, ncclnb.Diagnosis)
-    assert len(cap.outputs) == 1 and "Out[" not in cap.stdout
+    assert len(shown_bundles(cap.outputs)) == 1 and "Out[" not in cap.stdout
     assert ip.user_ns["_"] is result.result
     with capture_output() as cap:  # the next cell echoes it as any value
         again = ip.run_cell("_")

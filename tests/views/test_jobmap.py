@@ -194,8 +194,9 @@ def test_1024_nodes_of_8_are_paged_with_the_named_nodes_first():
 
 
 def test_the_widget_pages_and_click_shows_a_cell():
-    from plotly.callbacks import InputDeviceState, Points
     from synthetic import big_report
+
+    from tests._shown import browser_click, drawn
 
     rep = big_report()
     view = show_job_map(rep, ncclnb.check(rep), page_size=16)
@@ -203,14 +204,14 @@ def test_the_widget_pages_and_click_shows_a_cell():
     pager, only = controls.children
     assert pager.max == 64 and "ncclnb-jobmap-page" in pager._dom_classes
     pytest.importorskip("anywidget")
-    first = list(fw.layout.meta["nodes"])
+    first = list(drawn(fw).layout.meta["nodes"])
     pager.value = 3
-    assert fw.layout.meta["page"] == 2 and list(fw.layout.meta["nodes"]) != first
+    assert drawn(fw).layout.meta["page"] == 2 and list(drawn(fw).layout.meta["nodes"]) != first
     only.value = True
-    assert pager.max == 1 and fw.layout.meta["pages"] == 1
-    heat = fw.data[0]
-    heat._dispatch_on_click(Points([0], xs=[heat.x[1]], ys=[heat.y[0]]), InputDeviceState())
-    assert "rank" in detail.value and fw.layout.meta["nodes"][0] in detail.value
+    assert pager.max == 1 and drawn(fw).layout.meta["pages"] == 1
+    heat = drawn(fw).data[0]
+    browser_click(fw, 0, heat.x[1], heat.y[0])
+    assert "rank" in detail.value and drawn(fw).layout.meta["nodes"][0] in detail.value
 
 
 def test_wide_nodes_fold_their_gpus_past_the_column_limit():

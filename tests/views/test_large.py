@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 from _work import work
 
+from tests._shown import browser_click, drawn
+
 from ncclnb.views._common import LINK_ORDER
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,8 +44,6 @@ def child(body: str, timeout: int = 600) -> dict:
         import json, resource, sys
         resource.setrlimit(resource.RLIMIT_AS, ({mem}, {mem}))
         sys.path.insert(0, {bench!r})
-        import ncclnb.views.widgets as widgets
-        widgets.STATIC_PLOTLYJS = None  # plotly.js (4.6 MB) goes once a session, not per view
         from large_inputs import huge_node, huge_report, many_ranks_report
         from ncclnb.views import dashboard, show_numa, show_ranks, show_topology, show_versions
         out = {{}}
@@ -133,35 +133,33 @@ def test_topology_blocks_say_most_common_and_worst_class():
 
 def test_topology_block_click_shows_its_gpus():
     pytest.importorskip("anywidget")
-    from plotly.callbacks import InputDeviceState, Points
-
     from ncclnb.views import show_topology
 
     snap = huge_node(2_000, matrix=128)
     view = show_topology(snap)
     fw = view.widget.children[1]
     detail = view.widget.children[2]
-    heat = fw.data[0]
-    meta = fw.layout.meta
+    heat = drawn(fw).data[0]
+    meta = drawn(fw).layout.meta
     assert meta["mode"] == "blocks"
     x, y = heat.x[1], heat.y[0]
-    heat._dispatch_on_click(Points([0], xs=[x], ys=[y]), InputDeviceState())
+    browser_click(fw, 0, x, y)
     fw = view.widget.children[1]
-    zoomed = fw.layout.meta
+    zoomed = drawn(fw).layout.meta
     (r0, r1), (c0, c1) = meta["row_blocks"][0], meta["col_blocks"][1]
     assert zoomed["rows"] == [r0, r1] and zoomed["cols"] == [c0, c1]
     assert zoomed["mode"] == "cells"  # a block of at most 48 GPUs by 48 is drawn cell by cell
-    assert len(fw.data[0].z) == r1 - r0 and f"GPU{c0}" in fw.data[0].x
+    assert len(drawn(fw).data[0].z) == r1 - r0 and f"GPU{c0}" in drawn(fw).data[0].x
     assert f"GPU{r0}–" in detail.value and "links known" in detail.value
     # a cell of the zoomed matrix: the detail of one pair, computed without the whole matrix
-    cell = fw.data[0]
-    cell._dispatch_on_click(Points([0], xs=[cell.x[0]], ys=[cell.y[0]]), InputDeviceState())
+    cell = drawn(fw).data[0]
+    browser_click(fw, 0, cell.x[0], cell.y[0])
     assert "↔" in detail.value and f"GPU{r0}" in detail.value
     # back to the whole node
     back = [c for c in view.widget.children[0].children if getattr(c, "description", "") == "whole node"]
     assert back, "a 'whole node' button once zoomed in"
     back[0].click()
-    assert view.widget.children[1].layout.meta["mode"] == "blocks"
+    assert drawn(view.widget.children[1]).layout.meta["mode"] == "blocks"
 
 
 def test_topology_work_is_linear_in_gpus():
@@ -323,7 +321,7 @@ def test_host_picker_of_a_large_report_lists_a_few_and_takes_any_typed_host():
             else view.widget.children[0]
         )
         assert type(picker).__name__ == "Combobox" and len(picker.options) == 200
-        title = lambda: view.widget.children[1].layout.title.text  # noqa: E731
+        title = lambda: drawn(view.widget.children[1]).layout.title.text  # noqa: E731
         picker.value = "gpu-node-00249"  # past the suggestions
         assert "gpu-node-00249" in title()
         picker.value = "no-such-host"  # a typo changes nothing

@@ -225,12 +225,12 @@ def test_the_widget_switches_between_link_tests():
     assert "ncclnb-links" in view.widget._dom_classes
     assert len(view.parts) == 1 and view.parts[0].figure is not None  # the pairs' static copy
     pytest.importorskip("anywidget")
-    assert {t.name for t in busbw.data} == {"all_reduce", "all_gather"}
-    picker.value = 1
-    assert [t.name for t in busbw.data] == ["all_reduce"] and "gloo on cpu" in busbw.layout.title.text
-    assert "gloo on cpu" in summary.value
-    from plotly.callbacks import InputDeviceState, Points
+    from tests._shown import browser_click, drawn
 
-    line = busbw.data[0]
-    line._dispatch_on_click(Points([2], xs=[line.x[2]], ys=[line.y[2]]), InputDeviceState())
+    assert {t.name for t in drawn(busbw).data} == {"all_reduce", "all_gather"}
+    picker.value = 1
+    assert [t.name for t in drawn(busbw).data] == ["all_reduce"] and "gloo on cpu" in drawn(busbw).layout.title.text
+    assert "gloo on cpu" in summary.value
+    line = drawn(busbw).data[0]
+    browser_click(busbw, 0, line.x[2], line.y[2], 2)
     assert "busbw" in detail.value and "all_reduce" in detail.value

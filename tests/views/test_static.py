@@ -9,6 +9,7 @@ timed."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import sys
 import xml.etree.ElementTree as ET
@@ -297,25 +298,26 @@ def test_bar_numeric_axes_and_continuous_scale():
 
 def test_views_carry_svg_and_no_plotly_js():
     from ncclnb.views import dashboard, show_ranks, show_topology
-    from ncclnb.views import widgets
 
     for view, figures in ((show_topology("hgx-h100"), 1), (dashboard("hgx-h100"), 2), (show_ranks("seed000-2node-a10g"), 1)):
         bundle = view._repr_mimebundle_()
-        assert set(bundle) <= {"text/plain", "text/html", widgets.WIDGET_MIME}
+        assert set(bundle) == {"text/plain", "text/html"}
         html = bundle["text/html"]
         assert html.count('<svg xmlns="http://www.w3.org/2000/svg" class="ncclnb-figure"') == figures
         assert "<script" not in html and "plotly" not in html.lower()
-    # the old interactive copy is one switch away
-    fig = topology_figure(ncclnb.load("l40s-2socket"))
-    old = widgets.STATIC_PLOTLYJS
-    widgets.STATIC_PLOTLYJS = None
-    try:
-        assert "Plotly.newPlot" in widgets.figure_html(fig, mode="plotly")
-    finally:
-        widgets.STATIC_PLOTLYJS = old
+        assert f'data-ncclnb-static="{view.static_id}"' in html  # what the live figure hides once drawn
+        # the live figures' widget state: the figure, not plotly.js (which the kernel sends once a page)
+        for live in view.live_figures:
+            state = json.dumps(live.get_state(), default=str)
+            assert live.figure["data"] and "plotly.js v" not in state and len(state) < 200_000
 
 
 def test_an_executed_notebook_of_views_is_small_and_shows_every_figure_in_nbconvert_html(tmp_path):
+    """As ``jupyter nbconvert --execute --to html`` runs it: widget state
+    stored (nbclient's default), here with the first view's cell run again
+    last. The notebook and the page stay small, the page shows every figure
+    from the static copies (nbconvert takes a view's static output; the live
+    widget is an output of its own), and no output carries plotly.js."""
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
@@ -332,10 +334,12 @@ def test_an_executed_notebook_of_views_is_small_and_shows_every_figure_in_nbconv
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        # as JupyterLab saves by default: outputs, no widget state
-        nbclient.NotebookClient(
-            nb, timeout=120, kernel_name="python3", store_widget_state=False, resources={"metadata": {"path": str(tmp_path)}}
-        ).execute()
+        client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
+        assert client.store_widget_state  # what nbconvert --execute does
+        with client.setup_kernel():
+            for index in (0, 1, 2, 3, 1):  # out of order: the first view again, last
+                client.execute_cell(nb.cells[index], index)
+            client.set_widgets_metadata()
     finally:
         for k, v in old.items():
             if v is None:
@@ -345,10 +349,13 @@ def test_an_executed_notebook_of_views_is_small_and_shows_every_figure_in_nbconv
     path = tmp_path / "views.ipynb"
     nbformat.write(nb, str(path))
     size = path.stat().st_size
-    assert size < 300_000, f"{size} bytes"
+    assert "application/vnd.jupyter.widget-state+json" in nb.metadata["widgets"]  # the state was stored
+    assert size < 1_000_000, f"{size} bytes"
     html, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+    assert len(html.encode()) < 5_000_000
     assert html.count('class="ncclnb-figure"') == 4  # topology, dashboard's topology and NUMA, rank map
-    assert "plotly.js" not in html and "Plotly.newPlot" not in html and "plotly-latest" not in html
+    assert "plotly.js v" not in html and "Plotly.newPlot" not in html and "plotly-latest" not in html
     for cell in nb.cells[1:]:
-        (out,) = [o for o in cell.outputs if o.output_type == "execute_result"]
-        assert set(out.data) <= {"text/plain", "text/html", "application/vnd.jupyter.widget-view+json"}
+        static, *live = [o for o in cell.outputs if o.output_type == "display_data"]
+        assert set(static.data) == {"text/plain", "text/html"} and "ncclnb-figure" in static.data["text/html"]
+        assert live and all(set(o.data) == {"text/plain", "application/vnd.jupyter.widget-view+json"} for o in live)
