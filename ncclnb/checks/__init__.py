@@ -15,11 +15,13 @@ from typing import Iterable, Optional, Union
 from ..errors import InputError
 from ..errors import tolerate
 from ..model import SEVERITY_ORDER, ClusterReport, Evidence, Finding, NodeSnapshot, RankEntry
-from ._registry import REGISTRY, CheckInfo, register
+from ._registry import REGISTRY, CheckInfo, card, register
 from . import environment, links, network, ranks, resources, topology, versions  # noqa: F401  (registers the checks)
 
 __all__ = ["check", "registry", "CheckInfo", "register", "SEVERITY_ORDER"]
 
+
+CRASHED = "check_crashed"  # the card of what check() says of a check that raised
 
 Target = Union[NodeSnapshot, ClusterReport, Iterable[NodeSnapshot]]
 
@@ -58,15 +60,17 @@ def as_report(target: Target) -> ClusterReport:
 
 
 def _crashed(info: CheckInfo, exc: BaseException, where: str) -> Finding:
+    text = card(CRASHED).text(check=info.id, where=where)
     return Finding(
         rule=info.id,
         category="unknown",
         severity="info",
         confidence=0.0,
-        title=f"check {info.id} could not run on {where}",
+        title=text["title"],
         evidence=(Evidence(source=where, line=None, text=f"{type(exc).__name__}: {exc}"[:300]),),
-        cause="The check failed on facts it did not expect; its verdict is unknown, the other checks still ran.",
-        fix="Report this with the snapshot attached (ncclnb collect > node.json).",
+        cause=text["cause"],
+        fix=text["fix"],
+        docs=text["docs"],
     )
 
 

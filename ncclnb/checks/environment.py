@@ -47,33 +47,15 @@ def nccl_env_differs(report: ClusterReport):
             hosts.update(split.odd)
             lines.append(f"{key}: " + "; ".join(parts))
         ranks = [r.rank for r in report.ranks or () if r.host in hosts and isinstance(r.rank, int)]
-        if local:
-            out.append(
-                make(
-                    "nccl_env_differs",
-                    "info",
-                    0.3,
-                    f"Host-specific NCCL settings differ across nodes: {', '.join(group)}",
-                    [fact("report", t) for t in lines[:12]],
-                    cause="These name local interfaces, HCAs or log files, which may rightly differ per host.",
-                    fix="Nothing to do if each value is right for its host (see the socket_ifname check).",
-                    hosts=sorted(hosts),
-                )
+        out.append(
+            make(
+                "nccl_env_differs.host_local" if local else "nccl_env_differs",
+                "info" if local else "warning",
+                0.3 if local else 0.6,
+                [fact("report", t) for t in lines[:12]],
+                hosts=sorted(hosts),
+                ranks=() if local else ranks,
+                settings=", ".join(group),
             )
-        else:
-            out.append(
-                make(
-                    "nccl_env_differs",
-                    "warning",
-                    0.6,
-                    f"NCCL settings differ across nodes: {', '.join(group)}",
-                    [fact("report", t) for t in lines[:12]],
-                    cause="Ranks on different nodes then choose different transports, algorithms, protocols or "
-                    "buffer sizes; NCCL expects every rank to agree, and a disagreement shows up as a hang or "
-                    "a crash far from its cause.",
-                    fix="Export the same NCCL_* settings on every node (one launcher script or env file), or none.",
-                    hosts=sorted(hosts),
-                    ranks=ranks,
-                )
-            )
+        )
     return out

@@ -15,11 +15,6 @@ from ._registry import fact, make, register
 SOURCE = "link test"
 SLOW_PAIR_RATIO = 3.0  # a pair at under a third of the others' median is not noise (loopback gloo varies ~2x)
 ABOVE_SLACK = 1.10  # 10% over the band's top before "above the band" is worth saying
-TRAPS = (
-    "Traps: busbw of a small message measures latency, not links; Tree or NVLS across two nodes can exceed "
-    "the NIC's speed (busbw's 2(n-1)/n assumes a ring), so measure the network with NCCL_ALGO=Ring; "
-    "a run with NCCL_ALGO, NCCL_PROTO or NCCL_MAX_NCHANNELS set measures that setting, not the hardware."
-)
 
 
 def _links(report: ClusterReport):
@@ -68,15 +63,12 @@ def link_busbw_low(report: ClusterReport):
         if row is None:
             found.append(
                 make(
-                    "link_busbw_low",
+                    "link_busbw_low.no_reference",
                     "info",
                     0.5,
-                    f"all_reduce busbw {_gb(largest.busbw_gbps)} GB/s: no reference to judge it by ({why})",
-                    evidence=[measured, *env_line],
-                    cause=f"ncclnb's table of expected busbw has no row for this run: {why}. The numbers are what was "
-                    f"measured; whether they are normal is not known. {TRAPS}",
-                    fix="Compare with an nccl-tests run (all_reduce_perf -b 8 -e 1G -f 2) on a machine of the same kind "
-                    "that is known to be healthy.",
+                    [measured, *env_line],
+                    measured=_gb(largest.busbw_gbps),
+                    why=why,
                 )
             )
             continue
@@ -85,16 +77,15 @@ def link_busbw_low(report: ClusterReport):
         if not big:
             found.append(
                 make(
-                    "link_busbw_low",
+                    "link_busbw_low.too_small",
                     "info",
                     0.6,
-                    f"all_reduce busbw cannot be judged yet: the largest message measured ({size_text(largest.size_bytes)}) "
-                    f"is under the {size_text(row.min_size_bytes)} the {row.hardware} band applies from",
-                    evidence=evidence,
-                    cause=f"busbw climbs with message size until the links are full; the reference band "
-                    f"({row.low_gbps:g}-{row.high_gbps:g} GB/s) is the plateau, reached from "
-                    f"{size_text(row.min_size_bytes)}. {TRAPS}",
-                    fix=f"Run the survey with --sizes 8B:{row.min_size_bytes >> 30 or 1}G or larger (nccl-tests: -e 1G or more).",
+                    evidence,
+                    largest=size_text(largest.size_bytes),
+                    min_size=size_text(row.min_size_bytes),
+                    min_gib=row.min_size_bytes >> 30 or 1,
+                    hardware=row.hardware,
+                    band=f"{row.low_gbps:g}-{row.high_gbps:g} GB/s",
                 )
             )
             continue
@@ -104,7 +95,7 @@ def link_busbw_low(report: ClusterReport):
             f"best all_reduce busbw from {size_text(row.min_size_bytes)} up: "
             f"{_gb(best.busbw_gbps)} GB/s at {size_text(best.size_bytes)}",
         )
-        band = f"{row.low_gbps:g}-{row.high_gbps:g} GB/s"
+        judged = dict(best=_gb(best.busbw_gbps), band=f"{row.low_gbps:g}-{row.high_gbps:g} GB/s", hardware=row.hardware)
         if best.busbw_gbps < row.low_gbps:
             short = 1 - best.busbw_gbps / row.low_gbps
             found.append(
@@ -112,48 +103,16 @@ def link_busbw_low(report: ClusterReport):
                     "link_busbw_low",
                     "warning",
                     round(min(0.9, 0.5 + short), 2),
-                    f"all_reduce busbw {_gb(best.busbw_gbps)} GB/s is low: {short:.0%} under the {band} that "
-                    f"{row.hardware} reaches",
-                    evidence=[best_line, *evidence],
-                    cause=(
-                        f"Large all_reduce messages on {row.hardware} should reach {band} ({row.basis}: see the "
-                        f"reference lines). Usual reasons: P2P or NVLink off (NCCL_P2P_DISABLE, a degraded NVLink), "
-                        f"NVLS unavailable (no fabric manager multicast; ring gives about 370 GB/s on 8 H100s), "
-                        f"IB not used between nodes (NET/Socket), fewer NICs than GPUs, or other jobs on the same "
-                        f"links. {TRAPS}"
-                    ),
-                    fix="Read the transports NCCL chose (NCCL_DEBUG=INFO, 'via P2P/NET/SHM'), nvidia-smi nvlink -s and "
-                    "nvidia-smi topo -m; re-run on an idle node; compare with nccl-tests all_reduce_perf -b 8 -e 4G "
-                    "-f 2 there.",
+                    [best_line, *evidence],
+                    short=f"{short:.0%}",
+                    basis=row.basis,
+                    **judged,
                 )
             )
         elif best.busbw_gbps > row.high_gbps * ABOVE_SLACK:
-            found.append(
-                make(
-                    "link_busbw_low",
-                    "info",
-                    0.6,
-                    f"all_reduce busbw {_gb(best.busbw_gbps)} GB/s is above the {band} expected of {row.hardware}",
-                    evidence=[best_line, *evidence],
-                    cause=(
-                        "More than the links can carry usually means the reference does not fit the algorithm NCCL "
-                        "ran: across two nodes Tree or NVLS sends less than a ring over the network, so busbw "
-                        "(computed as for a ring) exceeds the NIC's speed. " + TRAPS
-                    ),
-                    fix="To measure the network itself, run with NCCL_ALGO=Ring.",
-                )
-            )
+            found.append(make("link_busbw_low.above", "info", 0.6, [best_line, *evidence], **judged))
         else:
-            found.append(
-                make(
-                    "link_busbw_low",
-                    "info",
-                    0.8,
-                    f"all_reduce busbw {_gb(best.busbw_gbps)} GB/s is normal for {row.hardware} ({band})",
-                    evidence=[best_line, *evidence],
-                    cause=f"The best large-message busbw is within the reference band. {TRAPS}",
-                )
-            )
+            found.append(make("link_busbw_low.normal", "info", 0.8, [best_line, *evidence], **judged))
     return found
 
 
@@ -186,9 +145,6 @@ def link_slow_pair(report: ClusterReport):
                     "link_slow_pair",
                     "warning",
                     0.7,
-                    f"rank {p.src_rank} ({p.src_host}) -> rank {p.dst_rank} ({p.dst_host}) runs at "
-                    f"{_gb(p.busbw_gbps)} GB/s, {median / max(p.busbw_gbps, 1e-9):.1f}x slower than the other pairs' "
-                    f"median {_gb(median)} GB/s",
                     evidence=[
                         fact(
                             SOURCE,
@@ -201,13 +157,15 @@ def link_slow_pair(report: ClusterReport):
                             f"fastest {_gb(pairs[-1].busbw_gbps if k != len(pairs) - 1 else pairs[-2].busbw_gbps)} GB/s",
                         ),
                     ],
-                    cause="The ring sends the same message between each pair in turn, one pair at a time, so a pair far "
-                    "slower than the others points at its link or one of its two nodes: a NIC at a lower speed or "
-                    "down, a cable, a node whose NCCL used sockets, or a node busy with something else.",
-                    fix=f"Compare the two nodes' NICs (ibstat, ethtool) and transports; run nccl-tests sendrecv_perf "
-                    f"between {p.src_host} and {p.dst_host} and between each of them and a third node.",
                     ranks=(p.src_rank, p.dst_rank),
                     hosts=(p.src_host, p.dst_host),
+                    src_rank=p.src_rank,
+                    src_host=p.src_host,
+                    dst_rank=p.dst_rank,
+                    dst_host=p.dst_host,
+                    busbw=_gb(p.busbw_gbps),
+                    ratio=f"{median / max(p.busbw_gbps, 1e-9):.1f}",
+                    median=_gb(median),
                 )
             )
     return found
@@ -244,17 +202,11 @@ def link_socket_fallback(report: ClusterReport):
                 "link_socket_fallback",
                 "warning",
                 0.8,
-                f"NCCL used sockets (NET/Socket) between {how_many(len(hosts), 'node')} that have InfiniBand/RoCE "
-                f"({', '.join(nics[:4])}{', ...' if len(nics) > 4 else ''})",
                 evidence=[*lines, fact(SOURCE, f"{how_many(len(culprits), 'rank pair')} over NET/Socket between nodes")],
-                cause="NCCL falls back to TCP sockets when it cannot use the RDMA NICs: NCCL_IB_DISABLE=1, "
-                "NCCL_NET=Socket, NCCL_IB_HCA naming no HCA of the node, libibverbs or the net plugin missing "
-                "in the container, or no /dev/infiniband inside it. Sockets give a few GB/s where IB gives tens.",
-                fix="Look for 'NET/IB : No device found' or 'NET/Plugin' lines in the NCCL_DEBUG=INFO log, unset "
-                "NCCL_IB_DISABLE / NCCL_NET, and run the container with the IB devices (--device=/dev/infiniband, "
-                "--cap-add=IPC_LOCK).",
                 ranks=sorted({t.rank for t in culprits} | {t.peer for t in culprits}),
                 hosts=hosts,
+                nodes=how_many(len(hosts), "node"),
+                nics=f"{', '.join(nics[:4])}{', ...' if len(nics) > 4 else ''}",
             )
         )
     return found
@@ -279,15 +231,10 @@ def link_net_within_node(report: ClusterReport):
                 "link_net_within_node",
                 "warning",
                 0.7,
-                f"NCCL used the network between ranks of the same node ({', '.join(hosts[:4])}) instead of P2P or SHM",
                 evidence=[fact(SOURCE, f"rank {t.rank} -> rank {t.peer} ({host_of[t.rank]}): {t.line}") for t in culprits[:8]],
-                cause="Inside one node NCCL uses P2P (NVLink or PCIe) or shared memory. It uses the network when it "
-                "believes the ranks are on different hosts (containers with different hostnames or network "
-                "namespaces give each a host hash of its own) or when NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1.",
-                fix="Run the ranks of a node in one container (or share its IPC and network namespaces), and unset "
-                "NCCL_P2P_DISABLE / NCCL_SHM_DISABLE.",
                 ranks=sorted({t.rank for t in culprits} | {t.peer for t in culprits}),
                 hosts=hosts,
+                hostnames=", ".join(hosts[:4]),
             )
         )
     return found
@@ -306,13 +253,9 @@ def link_test_incomplete(report: ClusterReport):
                 "link_test_incomplete",
                 "warning",
                 0.6,
-                f"the link test ({link.backend}) is incomplete: "
-                + "; ".join(f"{part}: {why}" for part, why in list(link.missing.items())[:3])[:300],
-                evidence=[fact(SOURCE, f"{part}: {why}"[:1000]) for part, why in list(link.missing.items())[:8]],
-                cause="A collective or exchange of the link test failed or timed out (each waits at most --timeout), "
-                "so what follows it was not measured. A collective that fails here will fail in the job too.",
-                fix="Run the survey again with NCCL_DEBUG=WARN to see NCCL's own error, and `ncclnb doctor` on the "
-                "ranks' output.",
+                [fact(SOURCE, f"{part}: {why}"[:1000]) for part, why in list(link.missing.items())[:8]],
+                backend=link.backend,
+                missing="; ".join(f"{part}: {why}" for part, why in list(link.missing.items())[:3])[:300],
             )
         )
     return found

@@ -69,22 +69,7 @@ def socket_ifname(snap: NodeSnapshot, ranks=()):
     rk = [r.rank for r in ranks or ()]
     fix_names = ", ".join(n.name for n in ifaces if _unusable(n) is None) or "an interface that other nodes can reach"
     if not chosen:
-        return [
-            make(
-                "socket_ifname",
-                "error",
-                0.9,
-                f"NCCL_SOCKET_IFNAME={value} matches no interface on {snap.hostname}",
-                ev,
-                cause="NCCL picks its bootstrap and socket interfaces with this filter; with nothing matching, init fails "
-                "('Bootstrap : no socket interface found' / 'NET/Socket : no interface found'). Interface names "
-                "often differ between hosts (eth0 vs ens5).",
-                fix=f"Set it per node to an interface that exists and carries the cluster network ({fix_names}); "
-                "a comma list of prefixes (e.g. 'eth,ens') or the exclusion form '^docker,lo' works across hosts.",
-                hosts=host,
-                ranks=rk,
-            )
-        ]
+        return [make("socket_ifname", "error", 0.9, ev, hosts=host, ranks=rk, value=value, hostname=host[0], usable=fix_names)]
     bad = [(n, _unusable(n)) for n in chosen if _unusable(n)]
     if not bad:
         if not exclude:
@@ -92,14 +77,13 @@ def socket_ifname(snap: NodeSnapshot, ranks=()):
             if unmatched:
                 return [
                     make(
-                        "socket_ifname",
+                        "socket_ifname.unmatched_entries",
                         "info",
                         0.3,
-                        f"NCCL_SOCKET_IFNAME entries {', '.join(unmatched)} match nothing on {snap.hostname}",
                         ev,
-                        cause="Harmless while another entry matches; worth knowing when the list is shared by hosts.",
-                        fix="Nothing to do unless this host should use one of those interfaces.",
                         hosts=host,
+                        unmatched=", ".join(unmatched),
+                        hostname=snap.hostname,
                     )
                 ]
         return []
@@ -107,18 +91,16 @@ def socket_ifname(snap: NodeSnapshot, ranks=()):
     ev += [fact(src, f"{n.name}: {why}") for n, why in bad]
     return [
         make(
-            "socket_ifname",
+            "socket_ifname.partly_unusable" if good else "socket_ifname.unusable",
             "warning" if good else "error",
             0.8 if good else 0.9,
-            f"NCCL_SOCKET_IFNAME={value} selects {', '.join(n.name for n, _ in bad)} ({'; '.join(w for _, w in bad)})",
             ev,
-            cause="NCCL binds its bootstrap and NET/Socket traffic to the selected interfaces; an interface that is down, "
-            "the loopback or the docker bridge is not reachable from the other nodes, so init times out or "
-            "connections are refused."
-            + (" Other selected interfaces may still work, but NCCL may pick the bad one first." if good else ""),
-            fix=f"Name the cluster interface explicitly ({fix_names}), or exclude the bad ones: NCCL_SOCKET_IFNAME=^docker,lo.",
             hosts=host,
             ranks=rk,
+            value=value,
+            bad_names=", ".join(n.name for n, _ in bad),
+            bad_why="; ".join(w for _, w in bad),
+            usable=fix_names,
         )
     ]
 
@@ -156,14 +138,11 @@ def ib_disabled(snap: NodeSnapshot, ranks=()):
             "ib_disabled",
             "warning",
             0.8,
-            f"NCCL_IB_DISABLE=1 on {snap.hostname}, which has {how_many(len(hcas), 'active InfiniBand/RoCE port')}",
             ev,
-            cause="With IB disabled NCCL uses its TCP socket transport through the kernel network stack, with no "
-            "GPUDirect RDMA." + cost + " Seed 001 set it as part of a workaround on a single node, where it changes "
-            "nothing; on multi-node jobs it costs inter-node bandwidth.",
-            fix="Unset NCCL_IB_DISABLE. If IB really fails, fix it instead (ibstat port ACTIVE, NCCL_IB_HCA naming the "
-            "right HCAs, ulimit -l unlimited, RoCE GID index via NCCL_IB_GID_INDEX).",
             hosts=(snap.hostname,),
             ranks=[r.rank for r in ranks or ()],
+            hostname=snap.hostname,
+            ports=how_many(len(hcas), "active InfiniBand/RoCE port"),
+            cost=cost,
         )
     ]

@@ -59,13 +59,6 @@ def _agree(items, one: str, many: str) -> str:
     return one if len(items) == 1 else many
 
 
-_RANK_FIX = (
-    "Launch every node with the same --nnodes and --nproc-per-node and a distinct --node-rank "
-    "(torchrun sets RANK, LOCAL_RANK and WORLD_SIZE consistently); with a custom ClusterEnvironment or "
-    "launcher, WORLD_SIZE must be nodes x processes per node and RANK = node_rank x per_node + local_rank."
-)
-
-
 @register("rank_out_of_range", "rank_world_size_mismatch", "report")
 def rank_out_of_range(report: ClusterReport):
     """A rank is >= the WORLD_SIZE it was started with (NCCL: 'Invalid rank requested : 7/4')."""
@@ -82,14 +75,13 @@ def rank_out_of_range(report: ClusterReport):
             "rank_out_of_range",
             "error",
             0.95,
-            f"{how_many(len(bad), 'rank')} outside the world: RANK {span((r.rank for r in bad), SPAN)} >= WORLD_SIZE "
-            f"(NCCL would say 'Invalid rank requested : {worst.rank}/{worst.world_size}')",
             _capped(lines),
-            cause="Each process's RANK must be below the WORLD_SIZE it was given; here the per-node numbering and the "
-            "world size disagree, typically WORLD_SIZE counts one node's GPUs while ranks count all nodes'.",
-            fix=_RANK_FIX,
             ranks=[r.rank for r in bad],
             hosts=[r.host for r in bad],
+            count=how_many(len(bad), "rank"),
+            rank_span=span((r.rank for r in bad), SPAN),
+            worst_rank=worst.rank,
+            worst_world=worst.world_size,
         )
     ]
 
@@ -114,16 +106,14 @@ def rank_table_gaps(report: ClusterReport):
         lines = [f"RANK {k} on " + ", ".join(sorted(hosts_of[k])) for k in dup[:MAX_EVIDENCE]]
         out.append(
             make(
-                "rank_table_gaps",
+                "rank_table_gaps.duplicate",
                 "error",
                 0.9,
-                f"{'Rank' if len(dup) == 1 else 'Ranks'} {span(dup, SPAN)} started more than once",
                 _capped(lines, total=len(dup)),
-                cause="Two processes claim the same global rank, so the rendezvous waits for a rank that never comes "
-                "or NCCL pairs the wrong peers.",
-                fix=_RANK_FIX,
                 ranks=dup,
                 hosts=[r.host for r in entries if r.rank in dup_set],
+                ranks_word="Rank" if len(dup) == 1 else "Ranks",
+                rank_span=span(dup, SPAN),
             )
         )
     if missing:
@@ -132,13 +122,11 @@ def rank_table_gaps(report: ClusterReport):
                 "rank_table_gaps",
                 "error",
                 0.8,
-                f"{len(missing)} of {how_many(world, 'rank')} never started: {span(missing, SPAN)}",
                 [fact("report", f"WORLD_SIZE={world}; ranks present: {span(counts, SPAN)}; missing: {span(missing, SPAN)}")],
-                cause="init_process_group waits for all WORLD_SIZE ranks ('Timed out ... waiting for clients. n/m clients "
-                "joined'); the missing ranks were never launched or died before joining.",
-                fix="Start the missing ranks (check the launcher on the nodes that should host them), or lower WORLD_SIZE "
-                "to the number of processes actually started.",
                 ranks=missing,
+                count=len(missing),
+                world=how_many(world, "rank"),
+                rank_span=span(missing, SPAN),
             )
         )
     return out
@@ -162,15 +150,13 @@ def world_size_vs_nodes(report: ClusterReport):
         odd = [r for r in entries if isinstance(r.world_size, int) and r.world_size != common]
         out.append(
             make(
-                "world_size_vs_nodes",
+                "world_size_vs_nodes.disagree",
                 "error",
                 0.9,
-                "Ranks were started with different WORLD_SIZE values: " + shorten(", ".join(str(w) for w in sorted(sizes))),
                 _capped(lines),
-                cause="Every rank must agree on WORLD_SIZE; the rendezvous cannot complete otherwise.",
-                fix=_RANK_FIX,
                 ranks=[r.rank for r in odd],
                 hosts=[r.host for r in odd],
+                sizes=shorten(", ".join(str(w) for w in sorted(sizes))),
             )
         )
     world = _world_size(entries)
@@ -184,17 +170,16 @@ def world_size_vs_nodes(report: ClusterReport):
                     "world_size_vs_nodes",
                     "error",
                     0.85,
-                    f"WORLD_SIZE={world} but {how_many(len(hosts), 'node')} x {how_many(n, 'rank')} per node = {expected}",
                     [
                         fact("report", f"{h}: {how_many(c, 'rank')}, RANK {span((r.rank for r in hosts[h]), SPAN)}")
                         for h, c in list(per_node.items())[:MAX_EVIDENCE]
                     ],
-                    cause=f"The launcher's world size does not count every process it started: with "
-                    f"{how_many(len(hosts), 'node')} x {how_many(n, 'rank')} per node, WORLD_SIZE must be {expected}, "
-                    f"not {world}.",
-                    fix=_RANK_FIX,
                     ranks=[r.rank for r in entries if r.rank >= world],
                     hosts=list(hosts),
+                    world=world,
+                    nodes=how_many(len(hosts), "node"),
+                    per_node=how_many(n, "rank"),
+                    expected=expected,
                 )
             )
     return out
@@ -230,32 +215,24 @@ def local_rank_table(report: ClusterReport):
                 "local_rank_table",
                 "error",
                 0.85,
-                f"{len(dup_ranks)} ranks share a LOCAL_RANK with another rank of their node",
                 _capped(dup_lines),
-                cause="Each rank of a node needs its own LOCAL_RANK: scripts pick their GPU as cuda:LOCAL_RANK, so ranks "
-                "with the same LOCAL_RANK drive the same GPU (NCCL: 'Duplicate GPU detected') and leave another "
-                "idle. The launcher or a custom environment set LOCAL_RANK wrongly.",
-                fix="Let the launcher set LOCAL_RANK (torchrun does; under Slurm use SLURM_LOCALID, under Open MPI "
-                "OMPI_COMM_WORLD_LOCAL_RANK) rather than computing it; with a custom ClusterEnvironment, "
-                "LOCAL_RANK = RANK - node_rank x processes per node.",
                 ranks=[r.rank for r in dup_ranks],
                 hosts=[r.host for r in dup_ranks],
+                count=len(dup_ranks),
             )
         )
     if over_lines:
         out.append(
             make(
-                "local_rank_table",
+                "local_rank_table.beyond_node",
                 "warning",
                 0.6,
-                f"{how_many(len(over_ranks), 'rank')} {_agree(over_ranks, 'has', 'have')} a LOCAL_RANK beyond the "
-                f"ranks on {_agree(over_ranks, 'its', 'their')} node",
                 _capped(over_lines),
-                cause="LOCAL_RANK numbers the ranks of one node from 0; a larger value points cuda:LOCAL_RANK at a GPU "
-                "that another node layout assumed, or at none ('invalid device ordinal').",
-                fix="Let the launcher set LOCAL_RANK (torchrun's --nproc-per-node, SLURM_LOCALID, OMPI_COMM_WORLD_LOCAL_RANK).",
                 ranks=[r.rank for r in over_ranks],
                 hosts=[r.host for r in over_ranks],
+                count=how_many(len(over_ranks), "rank"),
+                have=_agree(over_ranks, "has", "have"),
+                their=_agree(over_ranks, "its", "their"),
             )
         )
     return out
@@ -334,15 +311,12 @@ def ranks_share_gpu(report: ClusterReport):
             "ranks_share_gpu",
             "error",
             min(conf[k] for k in shared),
-            f"{len(blamed)} ranks share {how_many(len(shared), 'GPU')}",
             _capped(lines, total=len(shared)),
-            cause="NCCL needs one GPU per rank within a communicator: it fails with 'Duplicate GPU detected'. Usually every process kept cuda:0 because torch.cuda.set_device was "
-            "never called, or CUDA_VISIBLE_DEVICES gave each process the same single GPU.",
-            fix="Call torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) before init_process_group (or pass "
-            "device_id=torch.device('cuda', local_rank)), and start at most as many processes per node as GPUs.",
             ranks=[r.rank for r in blamed],
             hosts=[r.host for r in blamed],
             gpus=_gpu_refs((host, gpu_of[(host, gpu)]) for host, gpu in shared),
+            count=len(blamed),
+            gpu_count=how_many(len(shared), "GPU"),
         )
     ]
 
@@ -384,15 +358,12 @@ def local_rank_device(report: ClusterReport):
                 "local_rank_device",
                 "warning",
                 0.6,
-                f"{how_many(len(blamed), 'rank')} {_agree(blamed, 'uses', 'use')} a GPU other than cuda:LOCAL_RANK",
                 _capped(wrong),
-                cause="By convention rank LOCAL_RANK drives cuda:LOCAL_RANK; a rank that picked another device may share "
-                "a GPU with a neighbour or sit on a GPU far from its CPU and NIC.",
-                fix="torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) before any CUDA work, unless the mapping is "
-                "deliberate (then make sure no two ranks share a GPU).",
                 ranks=[r.rank for r in blamed],
                 hosts=[r.host for r in blamed],
                 gpus=_gpu_refs(on),
+                count=how_many(len(blamed), "rank"),
+                use=_agree(blamed, "uses", "use"),
             )
         )
     barrier_src = (
@@ -401,40 +372,32 @@ def local_rank_device(report: ClusterReport):
     if guessed_bad:
         out.append(
             make(
-                "local_rank_device",
+                "local_rank_device.barrier_guess",
                 "warning",
                 0.75,
-                f"{how_many(len(guessed_bad), 'rank')} {_agree(guessed_bad, 'sets', 'set')} no GPU, and torch's "
-                f"barrier guess is not {_agree(guessed_bad, 'its', 'their')} LOCAL_RANK",
                 _capped([line for _, line, _ in guessed_bad])
                 + [fact(barrier_src, "using GPU N to perform barrier as devices used by this process are currently unknown")],
-                cause="With no device set, ProcessGroupNCCL runs barrier() on cuda:(global rank % visible GPUs). That is "
-                "not the rank's own GPU here, so barrier() creates a context on a neighbour's GPU and can hang or "
-                "pair the wrong devices (torch warns 'using GPU N to perform barrier as devices used by this process are "
-                "currently unknown').",
-                fix="Call torch.cuda.set_device(local_rank) before init_process_group, or pass "
-                "init_process_group(..., device_id=torch.device('cuda', local_rank)) (torch >= 2.3), or "
-                "barrier(device_ids=[local_rank]).",
                 ranks=[r.rank for r, _, _ in guessed_bad],
                 hosts=[r.host for r, _, _ in guessed_bad],
                 gpus=_gpu_refs((r.host, g) for r, _, g in guessed_bad),
+                count=how_many(len(guessed_bad), "rank"),
+                set=_agree(guessed_bad, "sets", "set"),
+                their=_agree(guessed_bad, "its", "their"),
             )
         )
     if guessed_ok:
         out.append(
             make(
-                "local_rank_device",
+                "local_rank_device.barrier_guess_right",
                 "info",
                 0.5,
-                f"{how_many(len(guessed_ok), 'rank')} {_agree(guessed_ok, 'sets', 'set')} no GPU; torch's barrier "
-                f"guess happens to be {_agree(guessed_ok, 'its', 'their')} LOCAL_RANK",
                 _capped([line for _, line, _ in guessed_ok]),
-                cause="torch will warn 'using GPU N to perform barrier as devices used by this process are currently "
-                "unknown'. The guess is right only while ranks per node equals visible GPUs per node.",
-                fix="Set the device explicitly (torch.cuda.set_device(local_rank) or device_id= in init_process_group).",
                 ranks=[r.rank for r, _, _ in guessed_ok],
                 hosts=[r.host for r, _, _ in guessed_ok],
                 gpus=_gpu_refs((r.host, g) for r, _, g in guessed_ok),
+                count=how_many(len(guessed_ok), "rank"),
+                set=_agree(guessed_ok, "sets", "set"),
+                their=_agree(guessed_ok, "its", "their"),
             )
         )
     return out
@@ -457,19 +420,18 @@ def cuda_visible_devices_invalid(snap: NodeSnapshot, ranks=()):
             "cuda_visible_devices_invalid",
             "error" if not chosen else "warning",
             0.85,
-            f"CUDA_VISIBLE_DEVICES={raw} names {'GPU' if len(bad) == 1 else 'GPUs'} {named} that {snap.hostname} does not have (or repeats one)",
             [
                 fact(
                     node_source(snap.hostname),
                     f"CUDA_VISIBLE_DEVICES={raw}; GPUs present: {have}; visible to CUDA: {len(chosen or [])}",
                 )
             ],
-            cause="CUDA stops reading CUDA_VISIBLE_DEVICES at the first entry it cannot resolve, so fewer GPUs are "
-            "visible than the job expects and ranks end up sharing devices or failing 'invalid device ordinal'.",
-            fix="List GPUs that exist (nvidia-smi -L); with mixed GPU models also set CUDA_DEVICE_ORDER=PCI_BUS_ID so "
-            "indices match nvidia-smi's.",
             hosts=(snap.hostname,),
             ranks=[r.rank for r in ranks or () if isinstance(r.rank, int)],
+            value=raw,
+            gpu_word="GPU" if len(bad) == 1 else "GPUs",
+            named=named,
+            hostname=snap.hostname,
         )
     ]
 
@@ -528,46 +490,36 @@ def rank_affinity_numa(report: ClusterReport):
         elif numa_nodes and not all(covers(r.cpu_affinity, n.cpus) for n in numa_nodes if n.cpus):
             partly.append((r, line + ", partly on other NUMA nodes", g))
     out = []
-    fix = (
-        "Bind each rank to its own GPU's NUMA node: `numactl --cpunodebind=N --membind=N python ...` per rank, "
-        "Slurm `--cpu-bind` with the GPU's CPUs, or os.sched_setaffinity(0, <the CPUs nvidia-smi topo -m lists "
-        "for the GPU>) before init; a wrong LOCAL_RANK or CUDA_VISIBLE_DEVICES puts a rank on another GPU than "
-        "the one its binding was made for."
-    )
     if off:
         out.append(
             make(
                 "rank_affinity_numa",
                 "warning",
                 0.8,
-                f"{how_many(len(off), 'rank')} {_agree(off, 'runs', 'run')} on CPUs of another NUMA node than "
-                f"{_agree(off, 'its', 'their')} GPU's: "
-                f"RANK {span((r.rank for r, _, _ in off), SPAN)}",
                 _capped([line for _, line, _ in off]),
-                cause="Every host-device copy of these ranks (pinned-memory loads, NCCL's proxy thread, the SHM "
-                "transport) crosses the inter-socket link, and their host memory is allocated on the far "
-                "socket: slower input and slower collectives on just these ranks, which the others wait for.",
-                fix=fix,
                 ranks=[r.rank for r, _, _ in off],
                 hosts=[r.host for r, _, _ in off],
                 gpus=_gpu_refs((r.host, g) for r, _, g in off),
+                count=how_many(len(off), "rank"),
+                run=_agree(off, "runs", "run"),
+                their=_agree(off, "its", "their"),
+                rank_span=span((r.rank for r, _, _ in off), SPAN),
             )
         )
     if partly:
         out.append(
             make(
-                "rank_affinity_numa",
+                "rank_affinity_numa.spans",
                 "info",
                 0.5,
-                f"{how_many(len(partly), 'rank')} {_agree(partly, 'is', 'are')} pinned to CPUs beyond "
-                f"{_agree(partly, 'its', 'their')} GPU's NUMA node: "
-                f"RANK {span((r.rank for r, _, _ in partly), SPAN)}",
                 _capped([line for _, line, _ in partly]),
-                cause="The binding allows CPUs of another socket, so the scheduler may run these ranks' threads there.",
-                fix=fix,
                 ranks=[r.rank for r, _, _ in partly],
                 hosts=[r.host for r, _, _ in partly],
                 gpus=_gpu_refs((r.host, g) for r, _, g in partly),
+                count=how_many(len(partly), "rank"),
+                are=_agree(partly, "is", "are"),
+                their=_agree(partly, "its", "their"),
+                rank_span=span((r.rank for r, _, _ in partly), SPAN),
             )
         )
     return out
@@ -650,19 +602,14 @@ def rank_nic_far(report: ClusterReport):
             "rank_nic_far",
             "warning" if multi_node else "info",
             0.7,
-            f"{how_many(len(far), 'rank')} would send over a NIC on the other socket from {_agree(far, 'its', 'their')} GPU: "
-            f"RANK {span((r.rank for r, _, _ in far), SPAN)}",
             _capped(lines, total=len(far)),
-            cause="Inter-node traffic of these ranks crosses the inter-socket link between the GPU and the NIC, and "
-            "NCCL does not use GPUDirect RDMA across it (data is staged in host memory), so these ranks' "
-            "network bandwidth is lower than their neighbours' and the whole ring runs at their pace.",
-            fix="Let each GPU use the NIC next to it: leave NCCL_IB_HCA unset or list every HCA (NCCL picks the nearest "
-            "per GPU); for sockets set NCCL_SOCKET_IFNAME per node to the interface on the GPU's socket. Check the "
-            "pairs with `nvidia-smi topo -m` (GPU row, NIC column).",
             ranks=[r.rank for r, _, _ in far],
             hosts=[r.host for r, _, _ in far],
             gpus=_gpu_refs((r.host, g) for r, g, _ in far),
             links=links,
+            count=how_many(len(far), "rank"),
+            their=_agree(far, "its", "their"),
+            rank_span=span((r.rank for r, _, _ in far), SPAN),
         )
     ]
 

@@ -45,35 +45,30 @@ def shm_too_small(snap: NodeSnapshot, ranks=()):
         f"(NCCL's segment size in dmlc/xgboost#5963) = {need / MIB:.0f} MiB"
     )
     free = snap.host.shm_free_bytes
-    docker = " (Docker's default without --shm-size)" if total == DOCKER_DEFAULT_SHM else ""
+    shm = dict(gpu_count=n, total_mib=f"{total / MIB:.0f}", need_mib=f"{need / MIB:.0f}")
     if total < need:
         return [
             make(
                 "shm_too_small",
                 "error",
                 0.8,
-                f"/dev/shm is {total / MIB:.0f} MiB{docker}; {n} GPUs need about {need / MIB:.0f} MiB",
                 [fact(src, f"/dev/shm size {total} B, {n} GPUs ({how})"), fact("ncclnb", rule)],
-                cause="NCCL's SHM transport (and its proxy) create segments in /dev/shm; when it is full, init fails "
-                "with 'Error while creating shared memory segment ... (size N)' or posix_fallocate 'No space left "
-                "on device'.",
-                fix="Give the container more shared memory: docker run --shm-size=1g (or --ipc=host); on Kubernetes mount "
-                "an emptyDir with medium: Memory at /dev/shm.",
                 hosts=(snap.hostname,),
                 ranks=[r.rank for r in ranks or ()],
+                docker_default=" (Docker's default without --shm-size)" if total == DOCKER_DEFAULT_SHM else "",
+                **shm,
             )
         ]
     if isinstance(free, int) and 0 <= free < need:
         return [
             make(
-                "shm_too_small",
+                "shm_too_small.full",
                 "warning",
                 0.6,
-                f"/dev/shm has {free / MIB:.0f} MiB free of {total / MIB:.0f} MiB; {n} GPUs need about {need / MIB:.0f} MiB",
                 [fact(src, f"/dev/shm free {free} B of {total} B"), fact("ncclnb", rule)],
-                cause="Leftover segments from crashed jobs (/dev/shm/nccl-*, torch_*) fill /dev/shm.",
-                fix="Remove stale files in /dev/shm left by dead processes, or enlarge it.",
                 hosts=(snap.hostname,),
+                free_mib=f"{free / MIB:.0f}",
+                **shm,
             )
         ]
     return []
@@ -127,7 +122,6 @@ def nofile_low(snap: NodeSnapshot, ranks=()):
             "nofile_low",
             "warning",
             0.55,
-            f"ulimit -n is {soft}; a rank of a {world}-rank job may need about {need} file descriptors",
             [
                 fact(src, f"RLIMIT_NOFILE soft {soft}, hard {'unlimited' if hard == UNLIMITED else hard}"),
                 fact(
@@ -142,13 +136,12 @@ def nofile_low(snap: NodeSnapshot, ranks=()):
                     + f" = {need}",
                 ),
             ],
-            cause="NCCL's bootstrap, proxy and socket transport each hold sockets; past the limit accept()/socket() fail "
-            "and NCCL reports 'Resource temporarily unavailable' or 'Too many open files' from its proxy thread, "
-            "typically in an all-to-all over many ranks.",
-            fix=f"Raise the limit before launching: ulimit -n {hard if isinstance(hard, int) and hard > need else 1048576} "
-            "(or LimitNOFILE= in the systemd unit, --ulimit nofile=1048576 for docker, and the Slurm/PAM limits).",
             hosts=(snap.hostname,),
             ranks=[r.rank for r in ranks or ()],
+            soft=soft,
+            world=world,
+            need=need,
+            limit=hard if isinstance(hard, int) and hard > need else 1048576,
         )
     ]
 
@@ -169,13 +162,10 @@ def memlock_low_with_ib(snap: NodeSnapshot, ranks=()):
             "memlock_low_with_ib",
             "error" if tiny else "warning",
             0.75 if tiny else 0.5,
-            f"ulimit -l is {soft // 1024} KiB on {snap.hostname}, which has {how_many(len(hcas), 'InfiniBand/RoCE port')}",
             [fact(src, f"RLIMIT_MEMLOCK soft {soft} B"), fact(src, "RDMA: " + ", ".join(n.name for n in hcas[:8]))],
-            cause="The IB transport pins (registers) its buffers with ibv_reg_mr, which counts against RLIMIT_MEMLOCK; "
-            "a low limit makes registration fail ('NET/IB : ... ibv_reg_mr failed: Cannot allocate memory') or "
-            "NCCL fall back to sockets. Containers default to 64 KiB or 8 MiB.",
-            fix="ulimit -l unlimited for the job (docker run --ulimit memlock=-1, LimitMEMLOCK=infinity in systemd, "
-            "'* - memlock unlimited' in /etc/security/limits.conf; Slurm passes on the submitting shell's limits).",
+            hostname=snap.hostname,
+            kib=soft // 1024,
+            ports=how_many(len(hcas), "InfiniBand/RoCE port"),
             hosts=(snap.hostname,),
             ranks=[r.rank for r in ranks or ()],
         )

@@ -118,28 +118,23 @@ def gpu_set_numa(snap: NodeSnapshot, ranks=()):
             better = ",".join(str(g.index) for g in alt)
     severity = "warning" if better and sys_pairs else "info"
     numa_text = sorted(numas) if len(numas) <= 16 else f"{sorted(numas)[:16]} ... ({len(numas)} nodes)"
+    crosses = "crosses" if len(sys_pairs) == 1 else "cross"
+    sys_note = f"; {how_many(len(sys_pairs), 'pair')} {crosses} the inter-socket link (SYS)" if sys_pairs else ""
     return [
         make(
-            "gpu_set_numa",
+            "gpu_set_numa" if better else "gpu_set_numa.no_better_set",
             severity,
             0.7 if sys_pairs else 0.5,
-            f"The job's GPUs {_names(chosen)} span NUMA nodes {numa_text}"
-            + (
-                f"; {how_many(len(sys_pairs), 'pair')} cross{'es' if len(sys_pairs) == 1 else ''} the inter-socket link (SYS)"
-                if sys_pairs
-                else ""
-            ),
             ev,
-            cause="Traffic between GPUs on different sockets crosses the CPU interconnect (QPI/UPI/Infinity Fabric); "
-            "PCIe peer-to-peer across it is slow or unsupported, so NCCL often stages through host memory, and "
-            "each rank's CPU threads should be pinned to its own GPU's NUMA node.",
-            fix=(f"Prefer GPUs on one socket: CUDA_VISIBLE_DEVICES={better} share NUMA node {room[0]}. " if better else "")
-            + "Check with `nvidia-smi topo -m`, and bind each rank's CPU threads to its GPU's NUMA node "
-            "(numactl --cpunodebind=N --membind=N).",
             hosts=(snap.hostname,),
             ranks=[r.rank for r in ranks or ()],
             gpus=_refs(snap, chosen),
             links=_pair_refs(snap, sys_pairs),
+            gpus_text=_names(chosen),
+            numa_nodes=numa_text,
+            sys_pairs=sys_note,
+            better=better,
+            better_node=room[0] if better else "",
         )
     ]
 
@@ -183,15 +178,13 @@ def nic_far_from_gpu(snap: NodeSnapshot, ranks=()):
             "nic_far_from_gpu",
             "warning" if multi_node else "info",
             0.6,
-            f"{_some_of([g for g, _ in far], chosen, how)} {'has' if len(far) == 1 else 'have'} no NIC on {'its' if len(far) == 1 else 'their'} own socket",
             ev,
-            cause="NCCL uses GPUDirect RDMA only when the NIC is close to the GPU; across SYS the network data is staged "
-            "through host memory and the inter-socket link, lowering inter-node bandwidth for these GPUs.",
-            fix="For multi-node jobs prefer GPUs that share a PCIe switch or NUMA node with a NIC; NCCL_NET_GDR_LEVEL "
-            "can force GPUDirect RDMA over longer paths where the platform supports it.",
             hosts=(snap.hostname,),
             gpus=_refs(snap, [g for g, _ in far]),
             links=[(snap.hostname, f"GPU{g.index}", f"NIC{k}") for g, (_, _, _, k) in far if k is not None],
+            which=_some_of([g for g, _ in far], chosen, how),
+            have="has" if len(far) == 1 else "have",
+            their="its" if len(far) == 1 else "their",
         )
     ]
 
@@ -241,19 +234,13 @@ def p2p_disabled_on_nvlink(snap: NodeSnapshot, ranks=()):
             "p2p_disabled_on_nvlink",
             "warning",
             0.85,
-            f"{setting} turns off NVLink between {how_many(len(pairs), 'GPU pair')}",
             ev,
-            cause="With P2P disabled NCCL moves intra-node data through host memory (the SHM transport) over PCIe "
-            "instead of NVLink. The recorded NVLink machines above reach hundreds of GB/s of all_reduce bus "
-            "bandwidth; the recorded PCIe machine without P2P reaches 4 GB/s, about 50-100x less, and a newer "
-            "PCIe generation narrows but does not close that gap. Seed 001 set it to get past a hang whose "
-            "cause was the device mapping, not P2P.",
-            fix="Unset NCCL_P2P_DISABLE and fix the real cause (set the device per rank: torch.cuda.set_device(local_rank)); "
-            "if P2P truly hangs, check IOMMU/ACS (NCCL troubleshooting guide) rather than disabling it.",
             hosts=(snap.hostname,),
             ranks=[r.rank for r in ranks or ()],
             gpus=_refs(snap, _endpoints(pairs)),
             links=_pair_refs(snap, pairs),
+            setting=setting,
+            pairs=how_many(len(pairs), "GPU pair"),
         )
     ]
 
@@ -277,7 +264,6 @@ def iommu_with_pcie_p2p(snap: NodeSnapshot, ranks=()):
             "iommu_with_pcie_p2p",
             "warning",
             0.6,
-            f"IOMMU is on and {how_many(len(pcie), 'GPU pair')} talk{'s' if len(pcie) == 1 else ''} over PCIe",
             [
                 fact(src, "IOMMU: on (not iommu=pt)"),
                 fact(src, f"GPUs {_names(chosen)} ({how}): e.g. GPU{pcie[0][0].index}-GPU{pcie[0][1].index} {pcie[0][2]}"),
@@ -287,14 +273,11 @@ def iommu_with_pcie_p2p(snap: NodeSnapshot, ranks=()):
                     "a large slowdown or a hang",
                 ),
             ],
-            cause="With the IOMMU translating DMA, PCIe peer-to-peer writes between GPUs are routed through the root "
-            "complex; all_reduce can hang at the first P2P transfer (NVIDIA/nccl#257) or run far slower.",
-            fix="Boot with iommu=pt (intel_iommu=on iommu=pt / amd_iommu=pt) or disable VT-d/IOMMU and ACS in the BIOS on "
-            "bare metal; in a VM, pass the GPUs through with ATS. As a stopgap, NCCL_P2P_DISABLE=1 avoids the hang "
-            "at a bandwidth cost.",
             hosts=(snap.hostname,),
             ranks=[r.rank for r in ranks or ()],
             gpus=_refs(snap, _endpoints(pcie)),
             links=_pair_refs(snap, pcie),
+            pairs=how_many(len(pcie), "GPU pair"),
+            talk="talks" if len(pcie) == 1 else "talk",
         )
     ]

@@ -74,7 +74,6 @@ def driver_too_old(snap: NodeSnapshot, ranks=()):
                     "driver_too_old",
                     "error",
                     0.9,
-                    f"Driver {v.driver} cannot run CUDA {cuda[0]}.x (torch built with CUDA {cuda_s})",
                     ev
                     + [
                         fact(
@@ -82,20 +81,19 @@ def driver_too_old(snap: NodeSnapshot, ranks=()):
                             f"CUDA {cuda[0]}.x needs driver >= {_fmt(floor)} even with minor version compatibility",
                         )
                     ],
-                    cause="CUDA applications need a driver at least as new as their CUDA major version's minimum; "
-                    "torch.cuda.is_available() is False or CUDA init fails with 'driver version is insufficient'.",
-                    fix=f"Upgrade the driver to >= {_fmt(need or floor)}, install a torch build for an older CUDA "
-                    "(e.g. a cu118 wheel), or on datacenter GPUs use the cuda-compat forward-compatibility package.",
                     hosts=host,
+                    driver=v.driver,
+                    cuda_major=cuda[0],
+                    cuda=cuda_s,
+                    need=_fmt(need or floor),
                 )
             ]
         if need and driver < need:
             return [
                 make(
-                    "driver_too_old",
+                    "driver_too_old.minor_compat",
                     "info",
                     0.5,
-                    f"Driver {v.driver} is older than CUDA {cuda_s}'s own driver; it runs under minor version compatibility",
                     ev
                     + [
                         fact(
@@ -105,11 +103,10 @@ def driver_too_old(snap: NodeSnapshot, ranks=()):
                             else f"CUDA {cuda_s} ships with driver >= {_fmt(need)}",
                         )
                     ],
-                    cause="Minor version compatibility runs the build, but PTX compiled by the newer toolkit cannot be JIT-compiled "
-                    "and a few newer APIs return cudaErrorCallRequiresNewerDriver.",
-                    fix=f"Fine for most torch jobs; upgrade the driver to >= {_fmt(need)} if kernels fail with "
-                    "'the provided PTX was compiled with an unsupported toolchain'.",
                     hosts=host,
+                    driver=v.driver,
+                    cuda=cuda_s,
+                    need=_fmt(need),
                 )
             ]
         return []
@@ -117,14 +114,13 @@ def driver_too_old(snap: NodeSnapshot, ranks=()):
     if top and len(top) >= 2 and top[0] < cuda[0]:
         return [
             make(
-                "driver_too_old",
+                "driver_too_old.cuda_version",
                 "error",
                 0.8,
-                f"The driver runs CUDA up to {v.cuda_driver}, torch was built with CUDA {cuda_s}",
                 [fact(src, f"nvidia-smi CUDA Version {v.cuda_driver}, torch.version.cuda {v.torch_cuda}")],
-                cause="A CUDA major version newer than the driver supports cannot run.",
-                fix="Upgrade the driver, or install a torch build for the CUDA the driver supports.",
                 hosts=host,
+                cuda_driver=v.cuda_driver,
+                cuda=cuda_s,
             )
         ]
     return []
@@ -172,27 +168,20 @@ def nccl_multiple_libraries(snap: NodeSnapshot, ranks=()):
     if v.nccl_loaded:
         ev.append(fact(src, f"NCCL_DEBUG=INFO printed 'NCCL version {v.nccl_loaded}'"))
     preload = env.get("LD_PRELOAD", "")
-    winner: str
+    said: dict = {}  # the case (which copy torch loads) picks the card; these fill it
     if isinstance(preload, str) and "libnccl" in preload:
-        winner = f"LD_PRELOAD={preload} loads that libnccl first, in every process of this environment"
+        case, said = "nccl_multiple_libraries.preload", dict(preload=preload)
         ev.append(fact(src, f"LD_PRELOAD={preload}"))
     elif torch_nccl:
         match = [c for c in copies if c[1] == torch_nccl]
         if match:
-            winner = f"torch uses NCCL {torch_nccl}: {match[0][2]}"
+            case, said = "nccl_multiple_libraries", dict(torch_nccl=torch_nccl, copy=match[0][2])
         else:
-            winner = (
-                f"torch reports NCCL {torch_nccl}, which matches no copy on disk: it is linked into torch "
-                "itself (older wheels and some builds link NCCL statically)"
-            )
+            case, said = "nccl_multiple_libraries.built_in", dict(torch_nccl=torch_nccl)
     elif pip_pkgs and v.torch:
-        winner = (
-            "pip torch loads libnccl.so.2 from the nvidia-nccl-cu* wheel it depends on "
-            "(site-packages/nvidia/nccl/lib, through the RUNPATH of torch's libraries), "
-            "unless LD_PRELOAD or an earlier LD_LIBRARY_PATH entry supplies another libnccl.so.2"
-        )
+        case = "nccl_multiple_libraries.pip_wheel"
     else:
-        winner = "the dynamic loader's order decides: LD_PRELOAD, then LD_LIBRARY_PATH, then RUNPATH, then ldconfig's cache"
+        case = "nccl_multiple_libraries.loader_order"
     cuda = parse_version(v.torch_cuda)
     notes = []
     if len(pip_pkgs) > 1:
@@ -206,26 +195,25 @@ def nccl_multiple_libraries(snap: NodeSnapshot, ranks=()):
             notes.append(f"{pkg} is built for CUDA {major}, torch for CUDA {cuda[0]}")
     severity = "warning" if (notes or (torch_nccl and len(versions) > 1)) else "info"
     system_versions = sorted({c[1] for c in copies if c[0] != "pip" and c[1] != "?"} - {torch_nccl})
-    cause = winner + "."
-    if system_versions:
-        cause += (
-            f" Programs linked against the system library (nccl-tests, MPI jobs, other frameworks) load "
-            f"{', '.join(system_versions)} instead, so a test that passes with one says nothing about the other."
-        )
-    if notes:
-        cause += " " + "; ".join(notes) + "."
+    system = (
+        f" Programs linked against the system library (nccl-tests, MPI jobs, other frameworks) load "
+        f"{', '.join(system_versions)} instead, so a test that passes with one says nothing about the other."
+        if system_versions
+        else ""
+    )
     return [
         make(
-            "nccl_multiple_libraries",
+            case,
             severity,
             0.7,
-            f"{len(versions)} NCCL versions on {snap.hostname}: {', '.join(sorted(versions))}",
             ev,
-            cause=cause,
-            fix="Keep one NCCL per environment: `pip uninstall` the wheel for the wrong CUDA (e.g. nvidia-nccl-cu11 under a "
-            "cu12 torch), install the nvidia-nccl-cu* version that matches torch on every node, and check with "
-            "`python -c 'import torch; print(torch.cuda.nccl.version())'` and NCCL_DEBUG=INFO's 'NCCL version' line.",
             hosts=(snap.hostname,),
+            count=len(versions),
+            hostname=snap.hostname,
+            versions=", ".join(sorted(versions)),
+            system=system,
+            notes=" " + "; ".join(notes) + "." if notes else "",
+            **said,
         )
     ]
 
@@ -286,13 +274,12 @@ def versions_differ(report: ClusterReport):
                 "versions_differ",
                 sev,
                 conf,
-                f"{comp} differs across nodes: " + " vs ".join(sorted(by_value)),
                 [fact("report", line) for line in _group(by_value)],
-                cause=f"{comp} is not the same on every node; {why}.",
-                fix="Install the same versions on every node (one container image, or pin torch and nvidia-nccl-cu* in one "
-                "requirements file) and compare again with `ncclnb check` before the run.",
                 hosts=sorted(odd),
                 ranks=_ranks_on(report, odd),
+                component=comp,
+                values=" vs ".join(sorted(by_value)),
+                why=why,
             )
         )
     return out

@@ -19,7 +19,7 @@ def test_registry_ids_categories_and_kinds():
         assert check_id == info.id
         assert info.category in CATEGORIES
         assert info.takes in ("node", "report")
-        assert info.summary, f"{check_id} has no docstring"
+        assert info.summary, f"{check_id}: its card says nothing it detects"
 
 
 def test_register_refuses_duplicates_and_unknown_categories():
