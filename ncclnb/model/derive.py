@@ -4,7 +4,7 @@ here once, so the checks, the views and the model's own tables
 use, ``CUDA_VISIBLE_DEVICES`` (:func:`read_visible`), the GPU a rank runs on
 and the GPUs a job uses (:class:`RankGpus`), the class of a ``topo -m`` link
 label (:func:`link_class`), the NCCL a node really uses
-(:func:`effective_nccl`) and which versions differ on which hosts
+(:func:`effective_nccl`), the NUMA node of a NIC (:func:`nic_numa`) and which versions differ on which hosts
 (:func:`version_splits`, :func:`nccl_env_splits`). Nothing else in ncclnb
 re-derives them."""
 
@@ -363,6 +363,82 @@ def link_distance(label: Optional[str]) -> Optional[int]:
     if cls == "X":
         return 0
     return LINK_CLASSES.index(cls) + 1 if cls in LINK_CLASSES else None
+
+
+# --- the NUMA node of a NIC ----------------------------------------------------------
+
+# ``topo -m`` classes that never leave a NUMA node: the NIC hangs off a host
+# bridge of the node its GPU is on (nvidia-smi's legend: "NODE = ... within a
+# NUMA node"). SYS crosses between NUMA nodes, NV# joins GPUs only.
+_NODE_LOCAL = ("PIX", "PXB", "PHB", "NODE")
+
+
+@dataclass(frozen=True)
+class NicNuma:
+    """The NUMA node of one NIC and how it is known.
+
+    ``node`` is None when not known. ``source`` is "recorded" (the NIC's own
+    ``numa_node``, from sysfs), "topo -m" (read off the GPU x NIC links:
+    the node of the GPUs nearest to it through PCIe within a NUMA node) or ""
+    (not known). ``why`` says it in words: the links it was read from, or
+    why it cannot be (e.g. SYS to every GPU: a node that holds no GPU)."""
+
+    node: Optional[int]
+    source: str
+    why: str
+
+
+def nic_numa(snap: NodeSnapshot) -> tuple[NicNuma, ...]:
+    """The one reading of each NIC's NUMA node, in ``snap.nics`` order: its
+    recorded ``numa_node``, else the node of the GPUs its ``topo -m`` column
+    reaches at the nearest class within a NUMA node (PIX, PXB, PHB, NODE),
+    when those GPUs agree on one. A pasted ``nvidia-smi topo -m`` has NIC
+    columns and no NIC NUMA node: this is how a DGX's NICs find theirs.
+    Linear in GPUs x NICs."""
+    links = snap.links
+    column: dict[str, int] = {}
+    for k, name in enumerate(links.nic_names or ()):
+        if isinstance(name, str):
+            column.setdefault(name, k)
+    out = []
+    for nic in snap.nics or ():
+        if isinstance(nic.numa_node, int) and not isinstance(nic.numa_node, bool):
+            out.append(NicNuma(nic.numa_node, "recorded", "the NIC's numa_node in sysfs"))
+            continue
+        at = column.get(nic.name)
+        if at is None and nic.ib_device:
+            at = column.get(nic.ib_device)
+        out.append(_numa_from_links(snap, at))
+    return tuple(out)
+
+
+def _numa_from_links(snap: NodeSnapshot, k: Optional[int]) -> NicNuma:
+    if k is None:
+        return NicNuma(None, "", "no NUMA node recorded, and no column in nvidia-smi topo -m")
+    near: dict[str, list[Gpu]] = {}
+    classes = set()
+    for i, g in enumerate(snap.gpus or ()):
+        try:
+            label = snap.links.gpu_nic[i][k]
+        except (IndexError, TypeError):
+            continue
+        cls = link_class(label)
+        classes.add(cls)
+        if cls in _NODE_LOCAL and isinstance(g.numa_node, int):
+            near.setdefault(cls, []).append(g)
+    if not near:
+        if classes == {"SYS"}:
+            why = "no NUMA node recorded; SYS to every GPU in nvidia-smi topo -m: on a NUMA node that holds no GPU"
+        else:
+            why = "no NUMA node recorded, and no GPU of a known NUMA node near it in nvidia-smi topo -m"
+        return NicNuma(None, "", why)
+    cls = next(c for c in _NODE_LOCAL if c in near)
+    gpus = near[cls]
+    nodes = sorted({g.numa_node for g in gpus if g.numa_node is not None})
+    named = ", ".join(f"GPU{g.index}" for g in gpus[:4]) + (" …" if len(gpus) > 4 else "")
+    if len(nodes) != 1:
+        return NicNuma(None, "", f"no NUMA node recorded; {cls} to GPUs on NUMA nodes {', '.join(map(str, nodes))}")
+    return NicNuma(nodes[0], "topo -m", f"{cls} to {named} (NUMA {nodes[0]}) in nvidia-smi topo -m")
 
 
 # --- versions ---------------------------------------------------------------------

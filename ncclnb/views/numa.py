@@ -8,7 +8,7 @@ from typing import Iterable, Optional
 
 from ..model import Finding, NodeSnapshot, RankEntry
 from ..model.cpulist import format_cpulist, parse_cpulist
-from ..model.derive import RankGpus
+from ..model.derive import NicNuma, RankGpus, nic_numa
 from ..model.words import how_many
 from ._common import (
     bus_text,
@@ -44,7 +44,22 @@ AFFINITY_MEANING = {
     "unpinned": "not pinned: the rank may run on any CPU of the host (the default, not flagged)",
     "unknown": "CPU affinity or the GPU's NUMA node is not known",
 }
-PER_ROW = 8  # markers per line inside one NUMA column
+PER_ROW = 8  # markers per line inside one NUMA column, at most (fewer where the column is narrow)
+# The layout is sized for the narrowest figure it is drawn in: FIT_WIDTH px
+# (a notebook beside its side bar); a wider one only adds room. Header text
+# is wrapped, and markers put fewer to a line, so that nothing runs into the
+# next NUMA box at that width.
+FIT_WIDTH = 700
+MARGIN = dict(l=60, r=20, t=50, b=20)
+HEAD_FONT = 11  # px, the NUMA boxes' header text
+LABEL_FONT = 9  # px, marker labels
+CHAR_PX = 0.62  # an average glyph's width / font size (Open Sans and Verdana-like fonts, a little generous)
+LINE_PX = 15  # px of one header line
+UNIT_PX = 160  # px of one unit of the y axis: the header's lines are placed in px, the bands in units
+HEAD_CPU_LINES = 4  # lines of a CPU list in a header; past that, the count of ranges not shown (hover has them all)
+LEGEND_PX = 50  # the legend below the boxes (two lines where the figure is narrow)
+BOX = 0.92  # a NUMA box's width, in x units (one per column)
+SPREAD = 0.8  # the width markers are spread over inside a box, in x units
 MARKER_LIMIT = 256  # markers in one band (GPUs, NICs, ranks); more: one per NUMA node (and affinity status)
 LIST_LIMIT = 64  # GPUs, NICs or ranks the summary table names one by one, per NUMA node
 
@@ -123,15 +138,69 @@ def _affinity_verdicts(snapshot: NodeSnapshot, ranks: tuple, findings) -> dict[i
     return out
 
 
-def _columns(snapshot: NodeSnapshot) -> list[Optional[int]]:
+def _columns(snapshot: NodeSnapshot, nic_nodes: tuple[NicNuma, ...]) -> list[Optional[int]]:
     ids = {n.id for n in snapshot.host.numa_nodes}
-    for value in [g.numa_node for g in snapshot.gpus] + [n.numa_node for n in snapshot.nics]:
+    for value in [g.numa_node for g in snapshot.gpus] + [n.node for n in nic_nodes]:
         if value is not None:
             ids.add(value)
     cols: list[Optional[int]] = sorted(ids)
-    if any(g.numa_node is None for g in snapshot.gpus) or any(n.numa_node is None for n in snapshot.nics):
+    if any(g.numa_node is None for g in snapshot.gpus) or any(n.node is None for n in nic_nodes):
         cols.append(None)
     return cols or [None]
+
+
+def _column_px(ncols: int) -> float:
+    """px of one NUMA box in a figure FIT_WIDTH wide (the x axis spans ncols + 0.25 units)."""
+    return (FIT_WIDTH - MARGIN["l"] - MARGIN["r"]) / (ncols + 0.25) * BOX
+
+
+def _chars(px: float, font: float) -> int:
+    return max(4, int(px / (font * CHAR_PX)))
+
+
+def wrap(text: str, chars: int, sep: str = " ") -> list[str]:
+    """``text`` cut after ``sep`` into lines of at most ``chars`` characters
+    where it can be (a piece longer than a line is a line of its own)."""
+    pieces = text.split(sep)
+    lines: list[str] = []
+    for k, piece in enumerate(pieces):
+        piece = piece + (sep if k < len(pieces) - 1 and sep != " " else "")
+        if lines and len(lines[-1]) + len(piece) + (1 if sep == " " else 0) <= chars:
+            lines[-1] += (" " if sep == " " else "") + piece
+        else:
+            lines.append(piece)
+    return lines
+
+
+def cpu_lines(cpus: str, chars: int, most: int = HEAD_CPU_LINES) -> list[str]:
+    """A CPU list as ranges ("0-15,32-47"), cut at commas into lines of at
+    most ``chars``; past ``most`` lines the last one counts the ranges left out."""
+    text = format_cpulist(parse_cpulist(cpus)) or cpus
+    lines = wrap(text, chars, ",")
+    if len(lines) <= most:
+        return lines
+    shown = lines[: most - 1]
+    left = len(text.split(",")) - sum(len(line.rstrip(",").split(",")) for line in shown)
+    return shown + [f"… {how_many(left, 'more range')}"]
+
+
+def _head(nid, node, snapshot: NodeSnapshot, unknown_gpus: bool, unknown_nics: bool, chars: int) -> tuple[list[str], str]:
+    """(escaped header lines of one NUMA box, its hover)."""
+    if nid is None:
+        what = " and ".join(w for w, on in (("GPUs", unknown_gpus), ("NICs", unknown_nics)) if on) or "devices"
+        lines = ["<b>NUMA unknown</b>"] + [esc(x) for x in wrap(f"the snapshot has no NUMA node for these {what}", chars)]
+        return lines, f"NUMA unknown: the snapshot has no NUMA node for these {esc(what)}"
+    cpus = node.cpus if node else ""
+    ncpu = len(parse_cpulist(cpus))
+    mem = f"{node.memory_mib // 1024} GiB" if node and node.memory_mib else ""
+    facts = " · ".join(x for x in (how_many(ncpu, "CPU") if cpus else "CPUs not known", mem) if x)
+    lines = [f"<b>NUMA {esc(nid)}</b>"] + [esc(x) for x in wrap(facts, chars)]
+    if cpus:
+        lines += [esc(x) for x in cpu_lines(cpus, chars)]
+    hover = f"<b>NUMA {esc(nid)}</b>: {esc(facts)}" + (
+        f"<br>CPUs {esc(shorten(format_cpulist(parse_cpulist(cpus)), 600))}" if cpus else ""
+    )
+    return lines, hover
 
 
 def _group(items, key, cols) -> dict:
@@ -144,17 +213,27 @@ def _group(items, key, cols) -> dict:
     return groups
 
 
-def _spread(count: int, centre: float, top: float) -> list[tuple[float, float]]:
-    per_row = min(PER_ROW, max(1, count))
+def _per_row(column_px: float, item_px: float) -> int:
+    """Markers that fit side by side in a box ``column_px`` wide, each with
+    its label ``item_px`` wide."""
+    return max(1, min(PER_ROW, int(column_px * SPREAD / BOX // max(1.0, item_px))))
+
+
+def _spread(count: int, centre: float, top: float, per_row: int = PER_ROW) -> list[tuple[float, float]]:
+    per_row = min(per_row, max(1, count))
     pts = []
     for t in range(count):
         row, col = divmod(t, per_row)
-        pts.append((centre - 0.4 + 0.8 * (col + 0.5) / per_row, top - 0.32 * row))
+        pts.append((centre - SPREAD / 2 + SPREAD * (col + 0.5) / per_row, top - 0.32 * row))
     return pts
 
 
-def _rows_needed(counts: Iterable[int]) -> int:
-    return max([1] + [-(-c // PER_ROW) for c in counts])
+def _rows_needed(counts: Iterable[int], per_row: int = PER_ROW) -> int:
+    return max([1] + [-(-c // per_row) for c in counts])
+
+
+def _label_px(text: str, font: float = LABEL_FONT) -> float:
+    return len(text) * font * CHAR_PX + 8
 
 
 def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = (), findings: Optional[Iterable[Finding]] = None):
@@ -168,13 +247,14 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = (), finding
     count, and its hover names them by index ranges."""
     import plotly.graph_objects as go
 
-    cols = _columns(snapshot)
+    nic_nodes = nic_numa(snapshot)  # model.derive's reading: recorded, else from the topo -m links
+    cols = _columns(snapshot, nic_nodes)
     x_of = {nid: float(c) for c, nid in enumerate(cols)}
     nodes = {n.id: n for n in snapshot.host.numa_nodes}
     places = rank_placements(snapshot, ranks, findings)
 
     gpu_groups = _group(range(len(snapshot.gpus)), lambda p: snapshot.gpus[p].numa_node, cols)
-    nic_groups = _group(range(len(snapshot.nics)), lambda k: snapshot.nics[k].numa_node, cols)
+    nic_groups = _group(range(len(snapshot.nics)), lambda k: nic_nodes[k].node, cols)
     rank_groups = _group(places, lambda pl: pl.gpu_node, cols)
     fold_gpus = len(snapshot.gpus) > MARKER_LIMIT
     fold_nics = len(snapshot.nics) > MARKER_LIMIT
@@ -183,10 +263,28 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = (), finding
     rank_markers = {
         nid: ([st for st in statuses if any(pl.status == st for pl in v)] if fold_ranks else v) for nid, v in rank_groups.items()
     }
-    gpu_rows = 1 if fold_gpus else _rows_needed(len(v) for v in gpu_groups.values())
-    nic_rows = 1 if fold_nics else _rows_needed(len(v) for v in nic_groups.values())
-    rank_rows = _rows_needed(len(v) for v in rank_markers.values()) if places else 0
-    gpu_top = -0.6
+    column_px = _column_px(len(cols))
+    nic_label = {k: shorten(nic.name, 10) for k, nic in enumerate(snapshot.nics)} if not fold_nics else {}
+    gpu_per_row = _per_row(column_px, 28)
+    nic_per_row = _per_row(column_px, max([22.0] + [_label_px(t) for t in nic_label.values()]))
+    rank_per_row = _per_row(column_px, 26)
+    gpu_rows = 1 if fold_gpus else _rows_needed((len(v) for v in gpu_groups.values()), gpu_per_row)
+    nic_rows = 1 if fold_nics else _rows_needed((len(v) for v in nic_groups.values()), nic_per_row)
+    rank_rows = _rows_needed((len(v) for v in rank_markers.values()), rank_per_row) if places else 0
+    chars = _chars(column_px - 6, HEAD_FONT)
+    heads = {
+        nid: _head(
+            nid,
+            nodes.get(nid),
+            snapshot,
+            any(g.numa_node is None for g in snapshot.gpus),
+            any(n.node is None for n in nic_nodes),
+            chars,
+        )
+        for nid in cols
+    }
+    head_lines = max(len(lines) for lines, _ in heads.values())
+    gpu_top = -(0.05 + (head_lines * LINE_PX + 12) / UNIT_PX + 0.2)
     nic_top = gpu_top - 0.32 * gpu_rows - 0.4
     rank_top = nic_top - 0.32 * nic_rows - 0.4
     bottom = (rank_top - 0.32 * rank_rows - 0.1) if places else (nic_top - 0.32 * nic_rows - 0.1)
@@ -206,15 +304,20 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = (), finding
                 layer="below",
             )
         )
-        node = nodes.get(nid)
-        if nid is None:
-            head = "<b>NUMA node not known</b><br>not reported for these devices"
-        else:
-            cpus = node.cpus if node else ""
-            mem = f" · {node.memory_mib // 1024} GiB" if node and node.memory_mib else ""
-            ncpu = len(parse_cpulist(cpus))
-            head = f"<b>NUMA {nid}</b>{mem}<br>{ncpu} CPUs: {esc(shorten(cpus, 36)) if cpus else 'not known'}"
-        annotations.append(dict(x=x, y=-0.05, text=head, showarrow=False, yanchor="top", font=dict(size=11)))
+        lines, hover = heads[nid]
+        annotations.append(
+            dict(
+                x=x,
+                y=-0.05,
+                text="<br>".join(lines),
+                hovertext=hover,
+                showarrow=False,
+                yanchor="top",
+                font=dict(size=HEAD_FONT),
+                # the box's width: text wider than this is a bug in the wrapping, not a run into the next box
+                width=int(column_px),
+            )
+        )
     bands = (("GPUs", gpu_top), ("NICs", nic_top)) + ((("ranks", rank_top),) if places else ())
     for label, y in bands:
         annotations.append(dict(x=-0.5, y=y, text=label, showarrow=False, xanchor="right", font=dict(size=11, color="#636363")))
@@ -252,7 +355,7 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = (), finding
                     f"<br>{esc(shorten(', '.join(models), 80))}"
                 )
             continue
-        for p, (x, y) in zip(group, _spread(len(group), x_of[nid], gpu_top)):
+        for p, (x, y) in zip(group, _spread(len(group), x_of[nid], gpu_top, gpu_per_row)):
             g = snapshot.gpus[p]
             xs.append(x)
             ys.append(y)
@@ -274,15 +377,15 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = (), finding
                     f"<b>{len(group)} NICs</b> on {where(nid)}: {esc(shorten(names, 80))}" + (" …" if len(group) > 8 else "")
                 )
             continue
-        for k, (x, y) in zip(group, _spread(len(group), x_of[nid], nic_top)):
+        for k, (x, y) in zip(group, _spread(len(group), x_of[nid], nic_top, nic_per_row)):
             nic = snapshot.nics[k]
             xs.append(x)
             ys.append(y)
-            texts.append(esc(shorten(nic.name, 10)))
+            texts.append(esc(nic_label[k]))
             kind = ", ".join(esc(x) for x in (nic.kind, nic.state) if x)
             hovers.append(
                 f"<b>{esc(nic.name)}</b> {kind}"
-                f"<br>{bus_text(nic.pci_bus_id)} · {numa_text(nic.numa_node)}"
+                f"<br>{bus_text(nic.pci_bus_id)} · {_nic_numa_text(nic_nodes[k])}"
                 + (f"<br>{nic.speed_mbps // 1000} Gb/s" if nic.speed_mbps else "")
             )
     traces.append(scatter("NICs", xs, ys, texts, hovers, "#abdda4", "diamond", 16, inside=False))
@@ -291,7 +394,7 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = (), finding
     lx, ly = [], []
     for nid in cols:
         if fold_ranks:
-            for st, (x, y) in zip(rank_markers[nid], _spread(len(rank_markers[nid]), x_of[nid], rank_top)):
+            for st, (x, y) in zip(rank_markers[nid], _spread(len(rank_markers[nid]), x_of[nid], rank_top, rank_per_row)):
                 group = [pl for pl in rank_groups[nid] if pl.status == st]
                 xs.append(x)
                 ys.append(y)
@@ -305,9 +408,9 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = (), finding
                 for other in sorted({o for pl in group for o in pl.covers if o != nid}, key=str):
                     if other in x_of:
                         lx += [x, x_of[other], None]
-                        ly += [y, -0.3, None]
+                        ly += [y, gpu_top + 0.15, None]
             continue
-        for pl, (x, y) in zip(rank_groups[nid], _spread(len(rank_groups[nid]), x_of[nid], rank_top)):
+        for pl, (x, y) in zip(rank_groups[nid], _spread(len(rank_groups[nid]), x_of[nid], rank_top, rank_per_row)):
             r = pl.rank
             xs.append(x)
             ys.append(y)
@@ -335,7 +438,7 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = (), finding
             for other in pl.covers:
                 if other != pl.gpu_node and other in x_of:
                     lx += [x, x_of[other], None]
-                    ly += [y, -0.3, None]
+                    ly += [y, gpu_top + 0.15, None]
     if lx:
         traces.append(
             go.Scatter(
@@ -379,14 +482,22 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = (), finding
         annotations=annotations,
         xaxis=dict(visible=False, range=[-0.75, len(cols) - 0.5]),
         yaxis=dict(visible=False, range=[bottom - 0.1, 0.05]),
-        height=int(260 + 70 * (gpu_rows + nic_rows + rank_rows)),
+        # px per y unit fixed, so the header's lines (placed in px) fit above the GPUs
+        height=int(MARGIN["t"] + MARGIN["b"] + UNIT_PX * (0.15 - bottom) + (LEGEND_PX if lx or places else 0)),
         showlegend=bool(lx or places),
         legend=dict(orientation="h", y=-0.02),
-        margin=dict(l=60, r=20, t=50, b=20),
+        margin=dict(MARGIN),
         plot_bgcolor="white",
         clickmode="event",
     )
     return fig
+
+
+def _nic_numa_text(place: NicNuma) -> str:
+    """Escaped "NUMA 3 (PXB to GPU0, GPU1 ...)" or "NUMA unknown: ..." for a NIC's hover."""
+    if place.node is None:
+        return f"NUMA unknown: {esc(place.why)}"
+    return numa_text(place.node) + (f" ({esc(place.why)})" if place.source != "recorded" else "")
 
 
 def numa_summary(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = (), findings: Optional[Iterable[Finding]] = None) -> str:
@@ -394,11 +505,12 @@ def numa_summary(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = (), findin
     (the static fallback readable where no JavaScript runs). Past LIST_LIMIT
     on a node, GPUs are index ranges, NICs the first few, and ranks a count
     per affinity status with the first ranks that are not local."""
-    cols = _columns(snapshot)
+    nic_nodes = nic_numa(snapshot)
+    cols = _columns(snapshot, nic_nodes)
     nodes = {n.id: n for n in snapshot.host.numa_nodes}
     places = rank_placements(snapshot, ranks, findings)
     gpu_groups = _group(snapshot.gpus, lambda g: g.numa_node, cols)
-    nic_groups = _group(snapshot.nics, lambda n: n.numa_node, cols)
+    nic_groups = _group(range(len(snapshot.nics)), lambda k: nic_nodes[k].node, cols)
     rank_groups = _group(places, lambda pl: pl.gpu_node, cols)
     rows = []
     for nid in cols:
@@ -408,7 +520,7 @@ def numa_summary(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = (), findin
             gpus = f"{len(gs)} GPUs: {esc(index_span(g.index for g in gs))}"
         else:
             gpus = ", ".join(f"GPU{g.index}" for g in gs) or "—"
-        ns = nic_groups[nid]
+        ns = [snapshot.nics[k] for k in nic_groups[nid]]
         nics = ", ".join(esc(n.name) for n in ns[:LIST_LIMIT]) or "—"
         if len(ns) > LIST_LIMIT:
             nics += f" … ({len(ns)} NICs)"

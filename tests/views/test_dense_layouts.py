@@ -65,3 +65,112 @@ def test_a_node_off_the_others_is_drawn_even_when_its_configuration_is_the_rares
     col = list(styler.data.columns).index("torch")
     marked = {(r, c) for (r, c), props in styler.ctx.items() if props}
     assert (odd_row[0], col) in marked
+
+
+# --- the NUMA view ----------------------------------------------------------------
+
+DENSE = ["dgx-a100", "aws-p4d", "hgx-h100", "aws-p5", "survey-demo", "seed002-version-mismatch", "two-node-h100"]
+GLYPH = 0.6  # a glyph's width / font size, an average for the sans-serif fonts plotly and the SVG use
+NARROW = 700  # px: a notebook beside its side bar, the narrowest width the views are laid out for
+
+
+def _node(name):
+    value = ncclnb.load(name)
+    return (value.snapshots[0], value.ranks) if isinstance(value, ClusterReport) else (value, ())
+
+
+def _plain_lines(text: str) -> list[str]:
+    import re
+
+    return [re.sub(r"<[^>]+>", "", line) for line in text.split("<br>")]
+
+
+def _numa_geometry(fig):
+    """(px of one x unit, px of one y unit) in a figure NARROW px wide, from its layout."""
+    lay = fig.layout
+    x0, x1 = lay.xaxis.range
+    y0, y1 = lay.yaxis.range
+    legend = 50 if lay.showlegend else 0
+    return (
+        (NARROW - lay.margin.l - lay.margin.r) / (x1 - x0),
+        (lay.height - lay.margin.t - lay.margin.b - legend) / (y1 - y0),
+    )
+
+
+@pytest.mark.parametrize("name", DENSE + ["l40s-2socket", "dgx1-pcie-mp", "rtx4090-8x-sys"])
+def test_numa_text_stays_inside_its_box(name):
+    from ncclnb.views.numa import numa_figure
+
+    snap, ranks = _node(name)
+    fig = numa_figure(snap, ranks)
+    x_px, y_px = _numa_geometry(fig)
+    boxes = [s for s in fig.layout.shapes if s.type == "rect"]
+    box_px = (boxes[0].x1 - boxes[0].x0) * x_px
+    gap_px = (boxes[1].x0 - boxes[0].x1) * x_px if len(boxes) > 1 else 0
+    heads = [a for a in fig.layout.annotations if a.yanchor == "top"]
+    assert len(heads) == len(boxes)
+    gpus = next(t for t in fig.data if t.name == "GPUs")
+    for head in heads:
+        lines = _plain_lines(head.text)
+        widest = max(len(line) for line in lines) * head.font.size * GLYPH
+        assert widest <= box_px + gap_px, f"{name}: header line {max(lines, key=len)!r} runs out of its box"
+        # the header ends above the GPUs (22 px squares) of its box
+        below = head.y - max(gpus.y) if len(gpus.y) else 1.0
+        assert below * y_px >= len(lines) * head.font.size * 1.3 + 11, f"{name}: header runs into the GPUs"
+    nics = next(t for t in fig.data if t.name == "NICs")
+    by_row: dict = {}
+    for x, y, label in zip(nics.x, nics.y, nics.text or ()):
+        by_row.setdefault(y, []).append((x, label))
+    for row in by_row.values():
+        row.sort()
+        for (xa, la), (xb, lb) in zip(row, row[1:]):
+            need = (len(la) + len(lb)) / 2 * 9 * GLYPH
+            assert (xb - xa) * x_px >= need, f"{name}: NIC labels {la!r} and {lb!r} overlap"
+
+
+def test_dgx_a100_nics_sit_on_the_numa_node_of_their_nearest_gpus():
+    from ncclnb.model.derive import link_class, nic_numa
+    from ncclnb.views.numa import numa_figure, numa_summary
+
+    snap = ncclnb.load("dgx-a100")
+    assert all(n.numa_node is None for n in snap.nics)  # a pasted topo -m has no NIC NUMA node
+    fig = numa_figure(snap)
+    gpus = next(t for t in fig.data if t.name == "GPUs")
+    nics = next(t for t in fig.data if t.name == "NICs")
+    column_of_gpu = {int(text): round(x) for x, text in zip(gpus.x, gpus.text)}
+    column_of_nic = {text: round(x) for x, text in zip(nics.x, nics.text)}
+    placed = 0
+    for k, name in enumerate(snap.links.nic_names):
+        near = [i for i, row in enumerate(snap.links.gpu_nic) if link_class(row[k]) in ("PIX", "PXB", "PHB", "NODE")]
+        if near:  # under the box of the GPUs it hangs off
+            assert {column_of_gpu[snap.gpus[i].index] for i in near} == {column_of_nic[name]}
+            placed += 1
+    assert placed == 8
+    places = nic_numa(snap)
+    unknown = [nic.name for nic, place in zip(snap.nics, places) if place.node is None]
+    assert 0 < len(unknown) < len(snap.nics)
+    heads = {round(a.x): a.text for a in fig.layout.annotations if a.yanchor == "top"}
+    unknown_head = " ".join(_plain_lines(heads[column_of_nic[unknown[0]]]))
+    assert "NUMA unknown" in unknown_head and "the snapshot has no NUMA node for these NICs" in unknown_head
+    assert {column_of_nic[n] for n in unknown} == {column_of_nic[unknown[0]]}
+    # the hover says how each NIC's node is known, or why it is not
+    hover = dict(zip(nics.text, nics.hovertext))
+    assert "PXB to GPU" in hover[snap.nics[0].name] and "SYS to every GPU" in hover[unknown[0]]
+    table = numa_summary(snap)
+    row = next(r for r in table.split("</tr>") if f">{snap.nics[0].name}<" in r or f">{snap.nics[0].name}," in r)
+    assert row.startswith(f"<tr><td><b>{places[0].node}</b>")
+
+
+def test_nic_numa_read_off_the_links_matches_what_sysfs_recorded():
+    """survey-demo's NICs carry their sysfs numa_node: read off the topo -m
+    links with it taken away, each NIC gets the same node (or none)."""
+    from ncclnb.model.derive import nic_numa
+
+    for snap in ncclnb.load("survey-demo").snapshots:
+        recorded = [n.numa_node for n in snap.nics]
+        assert any(v is not None for v in recorded)
+        bare = dataclasses.replace(snap, nics=tuple(dataclasses.replace(n, numa_node=None) for n in snap.nics))
+        derived = nic_numa(bare)
+        assert [p.node for p in derived] == recorded
+        assert {p.source for p in derived if p.node is not None} == {"topo -m"}
+        assert [p.source for p in nic_numa(snap) if p.node is not None] == ["recorded"] * sum(v is not None for v in recorded)
