@@ -125,17 +125,17 @@ def ib_disabled(snap: NodeSnapshot, ranks=()):
         fact(src, f"NCCL_IB_DISABLE={env.get('NCCL_IB_DISABLE')}"),
         fact(src, f"{how_many(len(hcas), 'active RDMA port')}: " + ", ".join(f"{n.name} {_speed(n)}" for n in hcas[:8])),
     ]
-    cost = ""
+    case, rates = "ib_disabled.rates_unknown", {}
     if sock is not None:
         ev.append(fact(src, f"socket transport would use {sock.name} ({_speed(sock)})"))
         if rate and isinstance(sock.speed_mbps, int) and sock.speed_mbps > 0:
-            cost = (
-                f" By the link rates in this snapshot that is {sock.speed_mbps / 1000:g} Gb/s instead of "
-                f"{rate / 1000:g} Gb/s ({rate / sock.speed_mbps:.0f}x less), before TCP overhead."
+            case = "ib_disabled"
+            rates = dict(
+                socket_gbps=f"{sock.speed_mbps / 1000:g}", ib_gbps=f"{rate / 1000:g}", times=f"{rate / sock.speed_mbps:.0f}"
             )
     return [
         make(
-            "ib_disabled",
+            case,
             "warning",
             0.8,
             ev,
@@ -143,6 +143,6 @@ def ib_disabled(snap: NodeSnapshot, ranks=()):
             ranks=[r.rank for r in ranks or ()],
             hostname=snap.hostname,
             ports=how_many(len(hcas), "active InfiniBand/RoCE port"),
-            cost=cost,
+            **rates,
         )
     ]
