@@ -15,14 +15,14 @@ Each ``notebooks/src/<name>.py`` is a notebook in jupytext's "percent" format
     # %% tags=["raises-exception"]
     a_cell_that_fails_on_purpose()
 
-    # %% tags=["nbval-skip", "gpu"]
+    # %% tags=["gpu"]
     needs_a_gpu()
 
 Building writes ``notebooks/<name>.ipynb``: the cells, executed top to bottom
 by nbclient in a real kernel (cwd ``notebooks/``), outputs kept, saved widget
 state and volatile metadata removed. Cells tagged ``raises-exception`` may
-raise; cells tagged ``nbval-skip`` are not executed and keep no output (nbval
-skips them too). A notebook over 2 MB or over 60 s fails the build.
+raise; cells tagged ``gpu`` are not executed and keep no output (they need
+NVIDIA GPUs; run on a machine with none, they say so and do nothing). A notebook over 2 MB or over 60 s fails the build.
 
 ``--check`` starts no kernel: it verifies that every committed ``.ipynb``
 holds exactly the cells (type, source, tags) of its ``src/*.py`` and that
@@ -160,7 +160,7 @@ def clean(nb) -> None:
         cell.metadata.pop("scrolled", None)
         if cell.cell_type != "code":
             continue
-        if "nbval-skip" in cell.metadata.get("tags", []):
+        if "gpu" in cell.metadata.get("tags", []):
             cell.outputs = []
             cell.execution_count = None
         for out in cell.get("outputs", []):
@@ -213,7 +213,7 @@ def build(src: Path, timeout: int, verbose: bool = False) -> tuple[int, float, l
         kernel_name="python3",
         record_timing=True,
         store_widget_state=False,
-        skip_cells_with_tag="nbval-skip",
+        skip_cells_with_tag="gpu",
         resources={"metadata": {"path": str(HERE)}},
     )
     t0 = time.monotonic()

@@ -3,7 +3,8 @@
 ``notebooks/src/<name>.py`` (jupytext-style percent format) is what people
 review; ``notebooks/<name>.ipynb`` is built from it with outputs by
 ``notebooks/build.py``. ``--check`` starts no kernel, so this stays fast; the
-notebooks themselves run under nbval (``.ci/run``).
+notebooks themselves are executed and exported by
+``tests/browser/test_exported_notebooks.py``.
 """
 
 from __future__ import annotations
@@ -40,13 +41,13 @@ def test_parser_reads_percent_format():
         "# %% [markdown]\n# # Title\n#\n# text\n\n"
         "# %%\nimport os\n\nx = 1\n\n"
         '# %% tags=["raises-exception"]\nraise ValueError\n\n'
-        '# %% tags=["nbval-skip", "gpu"]\nimport torch\n'
+        '# %% tags=["gpu"]\nimport torch\n'
     )
     assert cells == [
         {"cell_type": "markdown", "source": "# Title\n\ntext", "tags": []},
         {"cell_type": "code", "source": "import os\n\nx = 1", "tags": []},
         {"cell_type": "code", "source": "raise ValueError", "tags": ["raises-exception"]},
-        {"cell_type": "code", "source": "import torch", "tags": ["nbval-skip", "gpu"]},
+        {"cell_type": "code", "source": "import torch", "tags": ["gpu"]},
     ]
 
 

@@ -89,7 +89,7 @@ pd.DataFrame(rows).set_index(["node", "LOCAL_RANK"])
 
 # %%
 broken = %ncclnb repro rank_beyond_world_size
-assert not broken.completed and broken.diagnosed_as_expected  # this notebook checks itself under nbval
+assert not broken.completed and broken.diagnosed_as_expected  # this notebook checks itself when the tests execute it
 
 # %% [markdown]
 # ## 4 · Diagnose

@@ -178,11 +178,11 @@ preflight(environ=launch, backend="nccl", gpus=8, check_store=False)
 # %% [markdown]
 # ### On a machine with GPUs
 #
-# The next cell needs NVIDIA GPUs; it is tagged `nbval-skip` + `gpu` and was not run when this
+# The next cell needs NVIDIA GPUs; it is tagged `gpu` and was not run when this
 # notebook was built. It starts one process per setting of `CUDA_VISIBLE_DEVICES` and prints
 # what each logical id means in it, by PCI bus id:
 
-# %% tags=["nbval-skip", "gpu"]
+# %% tags=["gpu"]
 import os
 import subprocess
 import sys
@@ -192,7 +192,10 @@ import torch
 n = torch.cuda.device_count()
 probe = ("import torch; print([(f'cuda:{i}', torch.cuda.get_device_properties(i).pci_bus_id) "
          "for i in range(torch.cuda.device_count())])")
-for visible in (None, ",".join(str(i) for i in reversed(range(n)))):
+if n == 0:
+    print("No CUDA GPU here (torch.cuda.device_count() is 0): nothing to probe. On a GPU node this "
+          "prints each logical id's PCI bus id, unset and with the ids reversed.")
+for visible in (None, ",".join(str(i) for i in reversed(range(n)))) if n else ():
     env = dict(os.environ)
     env.pop("CUDA_VISIBLE_DEVICES", None)
     if visible is not None:
