@@ -628,14 +628,21 @@ class _Figure:
         pw = max(100.0, self.W - left - right)
         if not _num(L.get("width")):
             self.W = left + pw + right
-        # x tick labels: straight when they fit between ticks, else slanted
+        # x tick labels: at the figure's tickangle where it gives one (as plotly
+        # draws them), else straight when they fit between ticks, else slanted
         spacing = pw / max(1, len(self.xticks))
         xlab_w = max([_width(r, self.xtick_size) for _, r in self.xticks] + [0])
-        self.slant = bool(self.xticks) and xlab_w > spacing * 0.95
+        angle = _num(self.x.spec.get("tickangle"))
+        self.angle = -45.0 if angle is None else angle
+        self.slant = bool(self.xticks) and (xlab_w > spacing * 0.95 if angle is None else angle != 0)
         if self.slant:  # one line each, slanted: "NIC0<br>mlx5_0" reads "NIC0 mlx5_0"
             self.xticks = [(p, [_join(r)]) for p, r in self.xticks]
             xlab_w = max(_width(r, self.xtick_size) for _, r in self.xticks)
-            xlab_h = xlab_w * 0.72 + self.xtick_size * 1.2 + 6
+            if angle is None:
+                xlab_h = xlab_w * 0.72 + self.xtick_size * 1.2 + 6
+            else:
+                turn = math.radians(angle)
+                xlab_h = xlab_w * abs(math.sin(turn)) + self.xtick_size * 1.2 * abs(math.cos(turn)) + 6
         else:
             xlab_h = max([_height(r, self.xtick_size) for _, r in self.xticks] + [0]) + (6 if self.xticks else 0)
         xt_h = (self.font_size * LINE_H + 6) if self.xtitle else 0
@@ -1036,9 +1043,9 @@ class _Figure:
                 continue
             if self.slant:
                 if self.xside == "top":
-                    out.append(_text(lines, x, base - 2, size, "start", "middle", self.font_colour, rotate=-45))
+                    out.append(_text(lines, x, base - 2, size, "start", "middle", self.font_colour, rotate=self.angle))
                 else:
-                    out.append(_text(lines, x, base + 4, size, "end", "middle", self.font_colour, rotate=-45))
+                    out.append(_text(lines, x, base + 4, size, "end", "middle", self.font_colour, rotate=self.angle))
             else:
                 out.append(_text(lines, x, base, size, "middle", "bottom" if self.xside == "top" else "top", self.font_colour))
         size = self.ytick_size

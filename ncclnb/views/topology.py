@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_right
 from collections import Counter
 from typing import Iterable, Optional
@@ -33,6 +34,19 @@ P2P_PRIMARY = ("read", "write", "nvlink", "atomics", "prop")
 # cell's text, or this mark over the cell where cells carry no text.
 P2P_MARK = dict(symbol="x", size=9, color="#000000", line=dict(color="#ffffff", width=1))
 P2P_NAME = "✗ P2P not OK"
+
+# The frame (margins, tick label angle, legend place, cell text size) is sized
+# from the labels for the narrowest figure it is drawn in, NARROW px wide (a
+# notebook beside its side bar): nothing overlaps there, and a wider figure
+# (the layout sets no width: it takes its container's) only adds room.
+NARROW = 700
+TICK_FONT = 12  # px, plotly's default tick font
+GLYPH = 0.62  # an average glyph's width / font size, a little generous (digits and capitals of a sans-serif)
+LINE = 1.3  # line height / font size
+TITLE_TOP = 8  # px from the top of the figure to its title
+TITLE_PX = 14 * LINE + 6  # the title line (14 px); each subtitle line (12 px) adds 12 * LINE
+LEGEND_RIGHT_PX = 180  # the legend beside the matrix ("link, fastest first", "NV# (NVLink)")
+LEGEND_BELOW_PX = 56  # the legend under the matrix, in two rows where the figure is narrow
 
 
 def _p2p_status(snapshot: NodeSnapshot, i: int, j: int) -> dict[str, str]:
@@ -147,6 +161,84 @@ def _keys(z, p2p_cells: list, marked: bool) -> list:
 
 def _legend_layout() -> dict:
     return dict(title=dict(text="link, fastest first"), itemclick=False, itemdoubleclick=False)
+
+
+def _plain(label: str) -> list[str]:
+    """The lines of a tick label as they read (tags dropped, entities as one glyph)."""
+    import html
+    import re
+
+    return [html.unescape(re.sub(r"<[^>]+>", "", line)) for line in label.split("<br>")]
+
+
+def text_px(label: str, size: float = TICK_FONT) -> float:
+    """px of the widest line of ``label`` at ``size`` px."""
+    return max((len(line) for line in _plain(label)), default=0) * size * GLYPH
+
+
+def frame_layout(title: str, col_labels: list[list[str]], row_labels: list[str], rows_px: float, cell_text: Optional[list[str]]):
+    """(layout dict, x tick texts, cell text size, x axis tick settings, (x, y)
+    label strides: every how many columns and rows carry a label) for
+    a matrix of ``len(col_labels)`` columns, ``rows_px`` tall, titled
+    ``title`` (its first line the title, each further line a 12 px
+    subtitle line), sized from its labels for a figure NARROW px wide.
+
+    ``col_labels`` are each column's label as lines (escaped). The legend
+    goes beside the matrix where the columns still fit, else under it. Tick
+    labels lie flat where each fits its column, else stand at -90° on one
+    line; the top margin holds the title, its subtitle and the tallest
+    label, so nothing overlaps. ``cell_text`` (None: cells carry no text)
+    sets the cell text size: 12 px, or 10 where 12 does not fit a column."""
+    ncols = max(1, len(col_labels))
+    left = max(60, round(max([text_px(r) for r in row_labels] + [0]) + 16))
+    right = 20
+    widest_cell = max([text_px(t) for t in cell_text or ()] + [0]) + 6
+    room = NARROW - left - right
+    legend_right = (room - LEGEND_RIGHT_PX) / ncols >= max(widest_cell, TICK_FONT * LINE + 4)
+    column_px = (room - (LEGEND_RIGHT_PX if legend_right else 0)) / ncols
+    text_size = 12 if widest_cell <= column_px else 10
+    flat = all(text_px("<br>".join(lines)) + 6 <= column_px for lines in col_labels)
+    # standing labels are as tall as a column is wide: a smaller font where columns are narrow,
+    # and past 8 px only every stride-th column labelled (hover names each cell)
+    tick_size = TICK_FONT if flat else max(8, min(TICK_FONT, int(column_px / LINE)))
+    x_stride = 1 if flat else max(1, math.ceil(tick_size * LINE / column_px))
+    row_px = rows_px / max(1, len(row_labels))
+    y_stride = max(1, math.ceil(TICK_FONT * LINE / row_px))
+    if flat:
+        ticks = ["<br>".join(lines) for lines in col_labels]
+        label_px = max(len(lines) for lines in col_labels) * tick_size * LINE + 6
+    else:
+        ticks = [" ".join(lines) for lines in col_labels]
+        label_px = max(text_px(t, tick_size) for t in ticks) + 10
+    title_px = TITLE_PX + 12 * LINE * title.count("<br>")
+    top = round(TITLE_TOP + title_px + 8 + label_px)
+    bottom = 20 + (0 if legend_right else LEGEND_BELOW_PX)
+    height = round(top + bottom + rows_px)
+    layout = dict(
+        title=_title(title, height, title_px),
+        height=height,
+        margin=dict(l=left, r=right, t=top, b=bottom),
+        legend=_legend_layout()
+        | ({} if legend_right else dict(orientation="h", traceorder="normal", x=0, xanchor="left", y=-0.01, yanchor="top")),
+    )
+    return layout, ticks, text_size, dict(tickangle=0 if flat else -90, tickfont=dict(size=tick_size)), (x_stride, y_stride)
+
+
+def _title(text: str, height: int, title_px: float) -> dict:
+    """The title block (``title_px`` tall) pinned TITLE_TOP px from the top of
+    the figure, in the top margin above the column labels. Its middle is
+    given: plotly.js places the first line of a several-line title whose top
+    is given above that top."""
+    return dict(
+        text=text,
+        font=dict(size=14),
+        x=0,
+        xref="paper",
+        xanchor="left",
+        y=1 - (TITLE_TOP + title_px / 2) / height,
+        yref="container",
+        yanchor="middle",
+    )
 
 
 def _used_text(snapshot: NodeSnapshot, in_use, limit: int = 16) -> str:
@@ -269,8 +361,8 @@ def _cell_figure(snapshot: NodeSnapshot, in_use, rows: tuple[int, int], cols: tu
         return f"<b>{label} ●</b>" if p in in_use_set and in_use is not None else label
 
     row_ticks = [tick(p) for p in range(r0, r1)]
-    col_ticks = [tick(p) for p in range(c0, c1)] + [
-        f"{c}<br>{esc(shorten(nic_names[k2], 14))}" for k2, c in enumerate(columns[ncols_gpu:])
+    col_lines = [[tick(p)] for p in range(c0, c1)] + [
+        [c] + ([esc(shorten(nic_names[k2], 10))] if nic_names[k2] != c else []) for k2, c in enumerate(columns[ncols_gpu:])
     ]
     shapes = []
     if in_use is not None:
@@ -338,18 +430,20 @@ def _cell_figure(snapshot: NodeSnapshot, in_use, rows: tuple[int, int], cols: tu
         f"{_used_text(snapshot, in_use)}</span>"
     )
     cell_px = 44 if show_text else max(8, min(22, 900 // max(1, len(columns))))
+    rows_px = min(940, cell_px * max(1, r1 - r0))
+    frame, col_ticks, text_size, xticks, (xs, ys) = frame_layout(
+        title, col_lines, row_ticks, rows_px, [t for row in text for t in row] if show_text else None
+    )
+    fig.data[0].textfont = dict(size=text_size)
     fig.update_layout(
-        title=dict(text=title, font=dict(size=14)),
-        xaxis=dict(side="top", tickmode="array", tickvals=columns, ticktext=col_ticks, showgrid=False),
-        yaxis=dict(autorange="reversed", tickmode="array", tickvals=row_names, ticktext=row_ticks, showgrid=False),
+        xaxis=dict(side="top", tickmode="array", tickvals=columns[::xs], ticktext=col_ticks[::xs], showgrid=False, **xticks),
+        yaxis=dict(autorange="reversed", tickmode="array", tickvals=row_names[::ys], ticktext=row_ticks[::ys], showgrid=False),
         shapes=shapes,
-        height=min(1100, 160 + cell_px * max(1, r1 - r0)),
-        margin=dict(l=70, r=20, t=110, b=20),
         plot_bgcolor="white",
         clickmode="event",
         showlegend=True,
-        legend=_legend_layout(),
         meta=dict(mode="cells", rows=[r0, r1], cols=[c0, c1], nics=len(nic_names)),
+        **frame,
     )
     return fig
 
@@ -540,7 +634,7 @@ def _block_figure(snapshot: NodeSnapshot, in_use, rows: tuple[int, int], cols: t
         return f"<b>{esc(label)} ●{used}</b>"
 
     row_ticks = [tick(bl, nm) for bl, nm in zip(row_blocks, y_names)]
-    col_ticks = [tick(bl, nm) for bl, nm in zip(col_blocks, x_names)] + [esc(nm) for nm in x_names[len(col_blocks) :]]
+    col_lines = [[tick(bl, nm)] for bl, nm in zip(col_blocks, x_names)] + [[esc(nm)] for nm in x_names[len(col_blocks) :]]
     shapes = []
     if in_use is not None:
         for y, bl in enumerate(row_blocks):
@@ -595,22 +689,24 @@ def _block_figure(snapshot: NodeSnapshot, in_use, rows: tuple[int, int], cols: t
     where = "" if whole else (f" · zoomed: {esc(name(*rows))} ↔ " + (esc(name(*cols)) if cols[1] > cols[0] else "NICs"))
     title = (
         f"Topology of {esc(shorten(snapshot.hostname, 100))}<br>"
-        f"<span style='font-size:12px'>{n} GPUs, {len(nic_names)} NICs{where} · blocks of {size} GPUs, "
-        f"coloured by their most common link class (▲ the worst); click a block to zoom in · "
-        f"{_used_text(snapshot, in_use)}</span>"
+        f"<span style='font-size:12px'>{n} GPUs, {len(nic_names)} NICs{where} · {_used_text(snapshot, in_use)}</span><br>"
+        f"<span style='font-size:12px'>blocks of {size} GPUs, coloured by their most common link class (▲ the worst); "
+        f"click a block to zoom in</span>"
     )
     cell_px = 44 if show_text else max(12, min(22, 900 // max(1, len(x_names))))
+    rows_px = min(920, cell_px * max(1, len(y_names)))
+    frame, col_ticks, text_size, xticks, (xs, ys) = frame_layout(
+        title, col_lines, row_ticks, rows_px, [t for row in text for t in row] if show_text else None
+    )
+    fig.data[0].textfont = dict(size=min(9, text_size))
     fig.update_layout(
-        title=dict(text=title, font=dict(size=14)),
-        xaxis=dict(side="top", tickmode="array", tickvals=x_names, ticktext=col_ticks, showgrid=False),
-        yaxis=dict(autorange="reversed", tickmode="array", tickvals=y_names, ticktext=row_ticks, showgrid=False),
+        xaxis=dict(side="top", tickmode="array", tickvals=x_names[::xs], ticktext=col_ticks[::xs], showgrid=False, **xticks),
+        yaxis=dict(autorange="reversed", tickmode="array", tickvals=y_names[::ys], ticktext=row_ticks[::ys], showgrid=False),
         shapes=shapes,
-        height=min(1100, 180 + cell_px * max(1, len(y_names))),
-        margin=dict(l=110, r=20, t=130, b=20),
         plot_bgcolor="white",
         clickmode="event",
         showlegend=True,
-        legend=_legend_layout(),
+        **frame,
         meta=dict(
             mode="blocks",
             rows=list(rows),

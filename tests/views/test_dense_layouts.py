@@ -174,3 +174,129 @@ def test_nic_numa_read_off_the_links_matches_what_sysfs_recorded():
         assert [p.node for p in derived] == recorded
         assert {p.source for p in derived if p.node is not None} == {"topo -m"}
         assert [p.source for p in nic_numa(snap) if p.node is not None] == ["recorded"] * sum(v is not None for v in recorded)
+
+
+# --- the topology view ------------------------------------------------------------
+
+TOPOLOGY = DENSE + ["dgx1-pcie-mp", "l40s-2socket", "seed001-10x-pcie", "rtx4090-8x-sys"]
+LEGEND_BESIDE = 180  # px a legend beside the matrix takes ("link, fastest first", "NV# (NVLink)")
+
+
+def _widest(label: str, size: float) -> float:
+    return max(len(line) for line in _plain_lines(label)) * size * GLYPH
+
+
+def _topology_frame(fig):
+    """(px of one column, px the column labels need above the matrix, px of
+    the title block's bottom from the figure's top) in a figure NARROW px
+    wide, from its layout: what a browser lays out from it."""
+    lay = fig.layout
+    ticks = list(lay.xaxis.ticktext)
+    beside = lay.legend.orientation != "h"
+    column = (NARROW - lay.margin.l - lay.margin.r - (LEGEND_BESIDE if beside else 0)) / len(fig.data[0].x)
+    size = lay.xaxis.tickfont.size or 12
+    if lay.xaxis.tickangle in (-90, 90):
+        need = max(_widest(t, size) for t in ticks)
+    else:
+        need = max(len(_plain_lines(t)) for t in ticks) * size * 1.2
+    title_lines = len(_plain_lines(lay.title.text))
+    title_px = 14 * 1.2 + 12 * 1.2 * (title_lines - 1)
+    assert lay.title.yref == "container"
+    y_px = (1 - lay.title.y) * lay.height
+    bottom = {"top": y_px + title_px, "middle": y_px + title_px / 2, "bottom": y_px}[lay.title.yanchor]
+    return column, need, bottom
+
+
+@pytest.mark.parametrize("name", TOPOLOGY)
+def test_topology_labels_overlap_neither_each_other_nor_the_title(name):
+    from ncclnb.views.topology import topology_figure
+
+    snap, ranks = _node(name)
+    fig = topology_figure(snap, ranks=ranks)
+    lay = fig.layout
+    column, need, title_bottom = _topology_frame(fig)
+    size = lay.xaxis.tickfont.size or 12
+    if lay.xaxis.tickangle in (-90, 90):
+        # standing labels: one line each, no wider than a column
+        assert all("<br>" not in t for t in lay.xaxis.ticktext)
+        assert size * 1.2 <= column, f"{name}: standing labels of {size} px in {column:.0f} px columns"
+    else:
+        assert lay.xaxis.tickangle == 0, f"{name}: the label angle is left to plotly, which turns them into the title"
+        for t in lay.xaxis.ticktext:
+            assert _widest(t, size) <= column, f"{name}: flat label {t!r} wider than its {column:.0f} px column"
+    # the title and its subtitle end above the labels, which end at the top margin
+    assert title_bottom + need <= lay.margin.t, f"{name}: labels ({need:.0f} px) run into the title (ends {title_bottom:.0f} px)"
+    assert lay.xaxis.side == "top" and title_bottom > 0
+
+
+@pytest.mark.parametrize("name", TOPOLOGY)
+def test_topology_uses_the_width_it_has(name):
+    """No width of its own (the figure takes its container's), the matrix
+    gets most of it, and the cell text fits its cells."""
+    from ncclnb.views.topology import topology_figure
+
+    snap, ranks = _node(name)
+    fig = topology_figure(snap, ranks=ranks)
+    lay = fig.layout
+    assert lay.width is None and lay.autosize is not False
+    column, _, _ = _topology_frame(fig)
+    ncols = len(fig.data[0].x)
+    assert column * ncols >= 0.6 * NARROW
+    heat = fig.data[0]
+    if heat.texttemplate:
+        widest = max(_widest(t, heat.textfont.size) for row in heat.text for t in row)
+        assert widest <= column, f"{name}: cell text {widest:.0f} px in {column:.0f} px columns"
+
+
+def test_dgx_a100_topology_stands_its_nic_labels_and_moves_its_legend_under():
+    from ncclnb.views.topology import topology_figure
+
+    snap = ncclnb.load("dgx-a100")
+    lay = topology_figure(snap).layout
+    assert lay.xaxis.tickangle == -90 and lay.legend.orientation == "h"
+    nic_ticks = lay.xaxis.ticktext[len(snap.gpus) :]
+    assert [t.split(" ")[0] for t in nic_ticks] == [f"NIC{k}" for k in range(len(snap.links.nic_names))]
+    assert all(name in t for name, t in zip(snap.links.nic_names, nic_ticks))
+
+
+def test_static_copy_draws_the_labels_as_the_figure_stands_them():
+    """The static SVG turns x labels by the figure's tickangle (not its own
+    -45°) and keeps the title above them."""
+    import xml.etree.ElementTree as ET
+
+    from ncclnb.views.static import figure_svg
+    from ncclnb.views.topology import topology_figure
+
+    fig = topology_figure(ncclnb.load("dgx-a100"))
+    root = ET.fromstring(figure_svg(fig))
+    ns = "{http://www.w3.org/2000/svg}"
+    turned = [t for t in root.iter(ns + "text") if "rotate(-90" in (t.get("transform") or "")]
+    assert len(turned) == len(fig.layout.xaxis.ticktext)
+    assert not [t for t in root.iter(ns + "text") if "rotate(-45" in (t.get("transform") or "")]
+    heat = [g for g in root.iter(ns + "g") if g.get("class") == "heatmap"][0]
+    top = min(float(r.get("y")) for r in heat.iter(ns + "rect"))
+    # a standing label starts at its pivot ("rotate(-90 x y)") and rises from it
+    lowest_label = max(float(t.get("transform").rstrip(")").split()[-1]) for t in turned)
+    longest = max(len("".join(t.itertext())) for t in turned) * 12 * GLYPH
+    assert lowest_label <= top and lowest_label - longest >= 14 * 1.2 + 12 * 1.2  # above the labels: the title block
+    xs = sorted(float(r.get("x")) + float(r.get("width")) for r in heat.iter(ns + "rect"))
+    assert xs[-1] - min(float(r.get("x")) for r in heat.iter(ns + "rect")) >= 0.7 * float(root.get("width"))
+
+
+@pytest.mark.parametrize("gpus", [72, 512])
+def test_large_machines_keep_their_labels_clear_of_the_title(gpus):
+    """An NVL72 domain drawn cell by cell and 512 GPUs drawn in blocks: the
+    same frame, sized from their labels."""
+    from large_inputs import huge_node  # bench/ is on the path: conftest
+
+    from ncclnb.views.topology import topology_figure
+
+    fig = topology_figure(huge_node(gpus, matrix=gpus))
+    lay = fig.layout
+    column, need, title_bottom = _topology_frame(fig)
+    assert title_bottom + need <= lay.margin.t
+    if lay.xaxis.tickangle in (-90, 90):  # labelled columns (every stride-th) at least a line apart
+        stride = -(-len(fig.data[0].x) // len(lay.xaxis.tickvals))
+        assert (lay.xaxis.tickfont.size or 12) * 1.1 <= column * stride
+    row_px = (lay.height - lay.margin.t - lay.margin.b) / len(fig.data[0].y)
+    assert 12 * 1.1 <= row_px * -(-len(fig.data[0].y) // len(lay.yaxis.tickvals))
