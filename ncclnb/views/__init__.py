@@ -1,74 +1,85 @@
-"""Views: pure figure builders and thin widget shells.
+"""Views: one module per view, each a pure figure builder and the thin widget
+that shows it.
 
-The only layer that imports plotly, pandas and ipywidgets, always inside
-functions, so importing this package stays cheap.
+The only layer that imports plotly, pandas and ipywidgets. A view's module
+holds its pure builder (facts + findings in, a plotly figure, a pandas Styler
+or HTML out; no widget, no display) and, where the view has state a person
+changes, a small ipywidgets class whose traitlets hold that state
+(``TopologyWidget.host``, ``RankMapWidget.page``...), and its ``show_*``
+function, which returns a :class:`~ncclnb.views.widgets.View`. The names
+below are imported on first use, so importing this package stays cheap.
 
-Pure builders (no widget, no display): :func:`topology_figure`,
-:func:`numa_figure`, :func:`rank_map_figure` (plotly figures),
-:func:`version_table` (pandas Styler), :func:`diagnosis_html` (HTML).
-Shells (live widget plus static fallback): :func:`show_topology`,
-:func:`show_numa`, :func:`show_ranks`, :func:`show_versions`,
-:func:`show_diagnosis`, :func:`dashboard`.
-Flight recorder and point to point: :func:`alignment_figure` /
-:func:`show_alignment` (ranks x sequence ids), :func:`pairing_figure` /
-:func:`show_pairing` (sender x receiver).
-The survey's report: :func:`job_map_figure` / :func:`show_job_map` (every
-node a row: its GPUs, NUMA nodes, NICs and ranks, marked where findings name
-them), :func:`busbw_figure`, :func:`pairs_figure` / :func:`show_links` (the
-link test against the reference band, the pairs named by findings).
+- ``topology``: :func:`topology_figure`, :func:`show_topology`
+- ``numa``: :func:`numa_figure`, :func:`show_numa`
+- ``ranks``: :func:`rank_map_figure`, :func:`analyse_ranks`, :func:`show_ranks`
+- ``versions``: :func:`version_table`, :func:`show_versions`
+- ``diagnosis``: :func:`diagnosis_html`, :func:`findings_html`, :func:`show_diagnosis`
+- ``dashboard``: :func:`dashboard` (tabs of every view)
+- ``alignment``: :func:`alignment_figure`, :func:`show_alignment` (flight recorder: ranks x sequence ids)
+- ``pairing``: :func:`pairing_figure`, :func:`show_pairing` (sender x receiver)
+- ``jobmap``: :func:`analyse_job`, :func:`job_map_figure`, :func:`show_job_map` (the survey's report)
+- ``links``: :func:`busbw_figure`, :func:`pairs_figure`, :func:`show_links` (the survey's link test)
+
+What every view's widget is made of (:class:`View`, the live figure, the
+detail pane, the host picker) is in ``widgets`` and ``live``; the static SVG
+copy in ``static``; the text forms the magics print in a terminal in ``text``.
 """
 
-from .alignment import alignment_figure, show_alignment
-from .diagnosis import diagnosis_html, findings_html
-from .jobmap import analyse_job, job_map_figure, show_job_map
-from .links import busbw_figure, pairs_figure, show_links
-from .numa import numa_figure
-from .pairing import pairing_figure, show_pairing
-from .ranks import analyse_ranks, rank_map_figure
-from .topology import topology_figure
-from .versions import version_table
-from .widgets import (
-    View,
-    dashboard,
-    run_checks,
-    show_diagnosis,
-    show_numa,
-    show_ranks,
-    show_topology,
-    show_versions,
-)
+from __future__ import annotations
 
-__all__ = [
-    "View",
-    "alignment_figure",
-    "analyse_job",
-    "analyse_ranks",
-    "busbw_figure",
-    "dashboard",
-    "diagnosis_html",
-    "findings_html",
-    "job_map_figure",
-    "numa_figure",
-    "pairing_figure",
-    "pairs_figure",
-    "rank_map_figure",
-    "run_checks",
-    "show_alignment",
-    "show_diagnosis",
-    "show_job_map",
-    "show_links",
-    "show_numa",
-    "show_pairing",
-    "show_ranks",
-    "show_topology",
-    "show_versions",
-    "topology_figure",
-    "version_table",
-]
+import importlib
 
-# Without the notebook extra a view says in one line what to install (ncclnb.views._deps).
-from ._deps import needs_views  # noqa: E402
+# name -> the module of this package that defines it
+_PUBLIC = {
+    "View": "widgets",
+    "run_checks": "widgets",
+    "topology_figure": "topology",
+    "show_topology": "widgets",
+    "numa_figure": "numa",
+    "show_numa": "widgets",
+    "analyse_ranks": "ranks",
+    "rank_map_figure": "ranks",
+    "show_ranks": "ranks",
+    "version_table": "versions",
+    "show_versions": "versions",
+    "diagnosis_html": "diagnosis",
+    "findings_html": "diagnosis",
+    "show_diagnosis": "diagnosis",
+    "dashboard": "dashboard",
+    "alignment_figure": "alignment",
+    "show_alignment": "alignment",
+    "pairing_figure": "pairing",
+    "show_pairing": "pairing",
+    "analyse_job": "jobmap",
+    "job_map_figure": "jobmap",
+    "show_job_map": "jobmap",
+    "busbw_figure": "links",
+    "pairs_figure": "links",
+    "show_links": "links",
+}
 
-globals().update(
-    {name: needs_views(value) for name, value in list(globals().items()) if name in __all__ and not isinstance(value, type)}
-)
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str):
+    """Import the module that defines ``name`` on first use. Without the
+    notebook extra a view says in one line what to install
+    (:mod:`ncclnb.views._deps`), whether its module or its call needs it."""
+    from ._deps import needs_views, views_not_installed
+
+    try:
+        module = _PUBLIC[name]
+    except KeyError:
+        raise AttributeError(f"module 'ncclnb.views' has no attribute {name!r}") from None
+    try:
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    except ImportError as exc:
+        raise views_not_installed(exc) from None
+    if not isinstance(value, type):
+        value = needs_views(value)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

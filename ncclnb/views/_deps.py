@@ -31,6 +31,17 @@ def _missing(exc: ImportError) -> Optional[str]:
     return None
 
 
+def views_not_installed(exc: ImportError) -> ImportError:
+    """The one-line :class:`ViewsNotInstalled` for ``exc`` where it is about a
+    library of the views; ``exc`` itself otherwise (a bug, not a missing extra)."""
+    if isinstance(exc, ViewsNotInstalled):
+        return exc
+    name = _missing(exc)
+    if name is None:
+        return exc
+    return ViewsNotInstalled(f"ncclnb's views need {name}, which is not installed here: {INSTALL}", name=name)
+
+
 def needs_views(view: F) -> F:
     """``view``, raising :class:`ViewsNotInstalled` (one line naming the extra)
     where it fails for a library of the views that is not installed."""
@@ -39,12 +50,10 @@ def needs_views(view: F) -> F:
     def call(*args, **kwargs):
         try:
             return view(*args, **kwargs)
-        except ViewsNotInstalled:
-            raise
         except ImportError as exc:
-            name = _missing(exc)
-            if name is None:
+            refusal = views_not_installed(exc)
+            if refusal is exc:
                 raise
-            raise ViewsNotInstalled(f"ncclnb's views need {name}, which is not installed here: {INSTALL}", name=name) from None
+            raise refusal from None
 
     return call  # type: ignore[return-value]

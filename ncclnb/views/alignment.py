@@ -10,9 +10,13 @@ from __future__ import annotations
 
 from typing import Optional
 
+import ipywidgets as w
+import traitlets
+
 from ..errors import InputError
 from ..model.words import how_many
 from ._common import esc, shorten, step_colorscale
+from .widgets import DETAIL_HINT, View, detail_pane, hover_on_click, with_text_form
 
 MAX_SEQS = 48  # sequence ids drawn (a window ending a few past the first divergence)
 MAX_RANKS = 64  # ranks drawn (the blamed ones first)
@@ -234,41 +238,51 @@ def alignment_summary_html(alignment) -> str:
     return "<ul>" + "".join(items[:16]) + (f"<li>… {len(items) - 16} more groups</li>" if len(items) > 16 else "") + "</ul>"
 
 
+class AlignmentWidget(w.VBox):
+    """The flight-recorder alignment of a run, live: the process group
+    ``group`` (a picker sets it where the run has several); a click on a
+    cell shows its details."""
+
+    group = traitlets.Unicode()
+
+    def __init__(self, facts, figure):
+        from .live import LiveFigure
+
+        self.facts = facts
+        self.detail = detail_pane()
+        self.live = LiveFigure(figure, hover_on_click(self.detail))
+        children = [self.live, self.detail]
+        group = figure.layout.meta["pg"]
+        if len(facts.groups) > 1:
+            picker = w.Dropdown(
+                options=[(f"{g.pg} ({g.desc})", g.pg) for g in facts.groups[:200]], value=group, description="group"
+            )
+            picker.observe(lambda change: setattr(self, "group", change["new"]), names="value")
+            children.insert(0, picker)
+        super().__init__(children, group=group)
+        self.add_class("ncclnb-alignment")
+
+    @traitlets.observe("group")
+    def _redraw(self, change) -> None:
+        self.live.replace(alignment_figure(self.facts, change["new"]))
+        self.detail.value = DETAIL_HINT
+
+
 def show_alignment(source, group: Optional[str] = None):
     """The flight-recorder alignment of a run as a live widget: ``source`` is
     a run directory, a path or list of paths (logs and dumps), a
     ``ReproResult``, a ``Diagnosis`` made from files, or an ``Alignment``.
     A picker switches process groups; click a cell for its details. Raises
     ValueError (one line) when there are no dumps."""
-    import ipywidgets as w
-
     from ..doctor.facts import run_alignment
     from ..doctor.flight_recorder import Alignment
-    from .widgets import DETAIL_HINT, View, _detail_pane, _show_hover_on_click, with_text_form
-    from .live import LiveFigure
 
     facts = source if isinstance(source, Alignment) else run_alignment(source)
     fig = alignment_figure(facts, group)
-    detail = _detail_pane()
-
-    slot = LiveFigure(fig, _show_hover_on_click(detail))
-    children = [slot, detail]
-    if len(facts.groups) > 1:
-        picker = w.Dropdown(
-            options=[(f"{g.pg} ({g.desc})", g.pg) for g in facts.groups[:200]], value=fig.layout.meta["pg"], description="group"
-        )
-
-        def on_group(change):
-            slot.replace(alignment_figure(facts, change["new"]))
-            detail.value = DETAIL_HINT
-
-        picker.observe(on_group, names="value")
-        children.insert(0, picker)
-    box = w.VBox(children)
-    box.add_class("ncclnb-alignment")
     summary = alignment_summary_html(facts)
     first = facts.first_divergence
     text = f"ncclnb flight-recorder alignment: {how_many(len(facts.ranks), 'rank')}, {how_many(len(facts.groups), 'group')}; " + (
         f"first divergence at #{first[1].seq} of group {first[0].pg}" if first else "no divergence"
     )
-    return with_text_form(View(box, fig, "<h4>Flight-recorder alignment</h4>" + summary, text), "show_alignment", facts)
+    view = View(AlignmentWidget(facts, fig), fig, "<h4>Flight-recorder alignment</h4>" + summary, text)
+    return with_text_form(view, "show_alignment", facts)

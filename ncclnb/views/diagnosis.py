@@ -4,7 +4,7 @@ guided notebook; plain HTML, every value escaped."""
 from __future__ import annotations
 
 import re
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Sequence, Union
 
 from ..model import Diagnosis, Finding
 from ..model.words import how_many
@@ -158,3 +158,22 @@ def diagnosis_html(diagnosis: Diagnosis) -> str:
             f"{rows}</table>{more}</details>"
         )
     return head + body + table + "</div>"
+
+
+def show_diagnosis(diagnosis: Union[Diagnosis, Sequence[Finding]], title: str = "Findings"):
+    """A Diagnosis (or a list of findings, e.g. from ``ncclnb.check``) as
+    ranked cards with evidence, fix and guide link. The cards have no state
+    to change: the widget is one HTML box (ipywidgets imported here, so
+    ``Diagnosis._repr_html_`` can use this module without them)."""
+    import ipywidgets as w
+
+    from .widgets import View, with_text_form
+
+    if isinstance(diagnosis, Diagnosis):
+        html, n = diagnosis_html(diagnosis), len(diagnosis.findings)
+    else:
+        findings = list(diagnosis)
+        html, n = findings_html(findings, title), len(findings)
+    box = w.VBox([w.HTML(html)], layout=w.Layout())
+    box.add_class("ncclnb-diagnosis-view")
+    return with_text_form(View(box, None, html, f"ncclnb diagnosis: {how_many(n, 'finding')}"), "show_diagnosis", diagnosis)

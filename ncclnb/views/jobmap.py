@@ -21,7 +21,8 @@ from typing import Iterable, Optional, Sequence
 
 from ..model import SEVERITIES, ClusterReport, Finding, NodeSnapshot, RankEntry
 from ..model.words import how_many
-from ._common import esc, gpu_hover, index_span, nic_info, numa_text, shorten, step_colorscale
+from ._common import esc, gpu_hover, index_span, nic_info, numa_text, resolve, shorten, step_colorscale
+from .widgets import PagedFigure, View, report_findings, with_text_form
 
 PAGE_SIZE = 32  # nodes per page
 GPU_COLUMNS = 64  # GPU columns drawn one by one; a node's GPUs past that share one last column
@@ -601,6 +602,24 @@ def job_summary_html(jm: JobMap, limit: int = 12) -> str:
     return head + "<ul class='ncclnb-jobmap-marked'>" + "".join(items) + "</ul>"
 
 
+class JobMapWidget(PagedFigure):
+    """The job map of a report, live: a page of ``page_size`` nodes, all or
+    only those the findings name (``only_marked``); a click on a cell shows
+    its details."""
+
+    def __init__(self, report: ClusterReport, job_map: JobMap, figure, summary_html: str, page_size: int = PAGE_SIZE):
+        self.report, self.job_map, self.page_size = report, job_map, page_size
+        super().__init__(summary_html, figure, "only nodes named by findings", "ncclnb-jobmap")
+
+    def page_count(self) -> int:
+        return self.job_map.pages(self.page_size, self.only_marked)
+
+    def page_figure(self):
+        return job_map_figure(
+            self.report, page=self.page, page_size=self.page_size, only_marked=self.only_marked, job_map=self.job_map
+        )
+
+
 def show_job_map(target, findings: Optional[Sequence[Finding]] = None, page_size: int = PAGE_SIZE):
     """The job map of a report as a live widget: a page selector, "only
     nodes named by findings", click a cell for its details.
@@ -608,51 +627,18 @@ def show_job_map(target, findings: Optional[Sequence[Finding]] = None, page_size
     ``target`` is a ClusterReport (or snapshot, bundled name, path).
     ``findings`` default to the report's own (what the survey's checks said)
     or, when it carries none, to ``ncclnb.check(target)``."""
-    import ipywidgets as w
-
-    from ._common import resolve
-    from .widgets import DETAIL_HINT, View, _detail_pane, _show_hover_on_click, report_findings, with_text_form
-    from .live import LiveFigure
-
     target = resolve(target)
     report = target if isinstance(target, ClusterReport) else ClusterReport(snapshots=(target,))
     problem = None
     if findings is None:
         findings, problem = report_findings(report)
     jm = analyse_job(report, findings)
-    state = {"page": 0, "only": False}
     fig = job_map_figure(report, page=0, page_size=page_size, job_map=jm)
-    detail = _detail_pane()
-    slot = LiveFigure(fig, _show_hover_on_click(detail))
-    pages = jm.pages(page_size)
-    pager = w.BoundedIntText(
-        value=1,
-        min=1,
-        max=pages,
-        description=f"page (of {pages})",
-        style={"description_width": "initial"},
-        layout=w.Layout(width="180px"),
-    )
-    pager.add_class("ncclnb-jobmap-page")
-    only = w.Checkbox(value=False, description="only nodes named by findings", indent=False)
-
-    def redraw(_change=None):
-        state["only"] = only.value
-        pager.max = jm.pages(page_size, only.value)
-        pager.description = f"page (of {pager.max})"
-        state["page"] = pager.value - 1
-        slot.replace(job_map_figure(report, page=state["page"], page_size=page_size, only_marked=only.value, job_map=jm))
-        detail.value = DETAIL_HINT
-
-    pager.observe(redraw, names="value")
-    only.observe(redraw, names="value")
     summary = job_summary_html(jm) + (f"<p><i>{esc(problem)}</i></p>" if problem else "")
-    box = w.VBox([w.HTML(summary), w.HBox([pager, only]), slot, detail])
-    box.add_class("ncclnb-jobmap")
     marked = sum(1 for h in jm.hosts if h in jm.host_marks)
     return with_text_form(
         View(
-            box,
+            JobMapWidget(report, jm, fig, summary, page_size),
             fig,
             "<h4>Job map</h4>" + summary,
             f"ncclnb job map: {len(jm.hosts)} nodes, {len(report.ranks)} ranks, {marked} named by findings",

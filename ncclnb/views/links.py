@@ -14,12 +14,16 @@ from __future__ import annotations
 import math
 from typing import Optional, Sequence
 
+import ipywidgets as w
+import traitlets
+
 from ..errors import InputError
 from ..model import ClusterReport, Finding
 from ..model.bandwidth import size_text
 from ..model.cluster import LinkTest
 from ..model.words import how_many
-from ._common import esc, shorten
+from ._common import esc, resolve, shorten
+from .widgets import View, detail_pane, hover_on_click, report_findings, with_text_form
 
 NO_LINK_TEST = "no link test in this report (ran with --no-link-test?)"
 COLLECTIVE_COLOURS = {"all_reduce": "#1f77b4", "all_gather": "#ff7f0e", "reduce_scatter": "#2ca02c", "all_to_all": "#9467bd"}
@@ -357,6 +361,46 @@ def links_summary_html(report: ClusterReport, findings: Sequence[Finding], link:
     return "".join(parts)
 
 
+class LinksWidget(w.VBox):
+    """The link results of a report, live: busbw by size and the pairs of
+    the link test ``test`` (an index into ``report.links``; a picker sets
+    it where the report holds several), a click on a point or bar shows its
+    details."""
+
+    test = traitlets.Int(0)
+
+    def __init__(self, report: ClusterReport, findings: Sequence[Finding], busbw, pairs, problem: Optional[str]):
+        from .live import LiveFigure
+
+        self.report, self.findings, self.problem = report, list(findings), problem
+        self.detail = detail_pane()
+        self.detail.value = "<i>Click a point or a bar for details.</i>"
+        on_click = hover_on_click(self.detail)
+        self.busbw, self.pairs = LiveFigure(busbw, on_click), LiveFigure(pairs, on_click)
+        self.summary = w.HTML(self._summary())
+        children = [self.summary, self.busbw, self.pairs, self.detail]
+        if len(report.links) > 1:
+            picker = w.Dropdown(
+                options=[(f"{t.backend} on {t.device} ({t.world_size} ranks)", i) for i, t in enumerate(report.links)],
+                value=0,
+                description="link test",
+            )
+            picker.observe(lambda change: setattr(self, "test", change["new"]), names="value")
+            children.insert(0, picker)
+        super().__init__(children)
+        self.add_class("ncclnb-links")
+
+    def _summary(self) -> str:
+        problem = f"<p><i>{esc(self.problem)}</i></p>" if self.problem else ""
+        return links_summary_html(self.report, self.findings, self.test) + problem
+
+    @traitlets.observe("test")
+    def _redraw(self, _change) -> None:
+        self.busbw.replace(busbw_figure(self.report, self.findings, self.test))
+        self.pairs.replace(pairs_figure(self.report, self.findings, self.test))
+        self.summary.value = self._summary()
+
+
 def show_links(target, findings: Optional[Sequence[Finding]] = None):
     """The link test of a report as a live widget: busbw by size against
     the reference band, the point-to-point pairs (those named by ``link_*``
@@ -364,12 +408,6 @@ def show_links(target, findings: Optional[Sequence[Finding]] = None):
     tests, click a point or bar for its details. ``findings`` default to
     the report's own or, when it carries none, to ``ncclnb.check(target)``.
     With no link test, the view says so."""
-    import ipywidgets as w
-
-    from ._common import resolve
-    from .widgets import View, _detail_pane, _show_hover_on_click, report_findings, with_text_form
-    from .live import LiveFigure
-
     target = resolve(target)
     if not isinstance(target, ClusterReport) or not target.links:
         note = f"<p>{esc(NO_LINK_TEST)}</p>"
@@ -381,38 +419,15 @@ def show_links(target, findings: Optional[Sequence[Finding]] = None):
     if findings is None:
         findings, problem = report_findings(report)
     findings = list(findings)
-    detail = _detail_pane()
-    detail.value = "<i>Click a point or a bar for details.</i>"
-    on_click = _show_hover_on_click(detail)
     first, first_pairs = busbw_figure(report, findings, 0), pairs_figure(report, findings, 0)
-    busbw = LiveFigure(first, on_click)
-    pairs = LiveFigure(first_pairs, on_click)
-    summary = w.HTML(links_summary_html(report, findings, 0) + (f"<p><i>{esc(problem)}</i></p>" if problem else ""))
-    children = [summary, busbw, pairs, detail]
-    if len(report.links) > 1:
-        picker = w.Dropdown(
-            options=[(f"{t.backend} on {t.device} ({t.world_size} ranks)", i) for i, t in enumerate(report.links)],
-            value=0,
-            description="link test",
-        )
-
-        def on_pick(change):
-            busbw.replace(busbw_figure(report, findings, change["new"]))
-            pairs.replace(pairs_figure(report, findings, change["new"]))
-            summary.value = links_summary_html(report, findings, change["new"])
-
-        picker.observe(on_pick, names="value")
-        children.insert(0, picker)
-    box = w.VBox(children)
-    box.add_class("ncclnb-links")
-    pair_view = View(None, first_pairs)
+    widget = LinksWidget(report, findings, first, first_pairs, problem)
     test = report.links[0]
     view = View(
-        box,
+        widget,
         first,
-        "<h4>Link results</h4>" + summary.value,
+        "<h4>Link results</h4>" + widget.summary.value,
         f"ncclnb link results: {test.backend} on {test.device}, {how_many(len(test.results), 'measurement')}, "
         f"{how_many(len(test.pairs), 'pair')}, {how_many(len(link_findings(findings)), 'link finding')}",
-        parts=[pair_view],
+        parts=[View(None, first_pairs)],
     )
     return with_text_form(view, "show_links", target)

@@ -190,14 +190,14 @@ def show_pairing(source):
 
     from ..doctor.facts import run_pairing
     from ..doctor.pairing import Pairing
-    from .widgets import View, _detail_pane, _show_hover_on_click, with_text_form
+    from .widgets import View, detail_pane, hover_on_click, with_text_form
     from .live import LiveFigure
 
     facts = source if isinstance(source, Pairing) else run_pairing(source)
     fig = pairing_figure(facts)
-    detail = _detail_pane()
+    detail = detail_pane()
 
-    slot = LiveFigure(fig, _show_hover_on_click(detail))
+    slot = LiveFigure(fig, hover_on_click(detail))
     box = w.VBox([slot, detail])
     box.add_class("ncclnb-pairing")
     n = len(facts.unpaired)

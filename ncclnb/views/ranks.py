@@ -19,11 +19,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
+import ipywidgets as w
+
 from ..model import SEVERITIES, ClusterReport, Finding, RankEntry
 from ..model.derive import job_world_size
 from ..model.words import how_many
-from ._common import esc, shorten, step_colorscale
+from ._common import esc, resolve, shorten, step_colorscale
 from .jobmap import SEVERITY_SIGNS
+from .widgets import PagedFigure, View, clicked, with_text_form
 
 
 @dataclass(frozen=True)
@@ -484,4 +487,68 @@ def rank_summary_html(rm: RankMap, limit: int = 20) -> str:
     return (
         head + f"<details><summary>{len(bad)} anomalous rank{'s' if len(bad) != 1 else ''}</summary>"
         f"<ul class='ncclnb-rank-anomalies'>{items}{more}</ul></details>"
+    )
+
+
+# --- the live widget ---------------------------------------------------------------------------
+
+
+class RankMapWidget(PagedFigure):
+    """The rank map of a report, live: a page of ``page_size`` nodes (the
+    anomalous first), all nodes or only those with anomalies
+    (``only_marked``); a click on a cell shows why it is coloured."""
+
+    def __init__(self, report: ClusterReport, rank_map: RankMap, figure, page_size: int = 32):
+        self.report, self.rank_map, self.page_size = report, rank_map, page_size
+        self.blocks = (figure.layout.meta or {}).get("slot_blocks")  # the same for every page: they depend on the map only
+        super().__init__(rank_summary_html(rank_map), figure, "only nodes with anomalies", "ncclnb-ranks", self._show_cell)
+
+    def page_count(self) -> int:
+        return max(1, -(-len(self.rank_map.node_order(self.only_marked)) // self.page_size))
+
+    def page_figure(self):
+        return rank_map_figure(self.report, self.page, self.page_size, self.only_marked, rank_map=self.rank_map)
+
+    def _show_cell(self, trace, points, _state) -> None:
+        hit = clicked(points)
+        if hit is None:
+            return
+        x, y, _ = hit
+        rm = self.rank_map
+        nodes = rm.node_order(self.only_marked)[self.page * self.page_size : (self.page + 1) * self.page_size]
+        if self.blocks:
+            try:
+                ni, (a, b) = nodes[int(y)], self.blocks[list(trace.x).index(x)]
+            except (ValueError, IndexError, TypeError):
+                return
+            self.detail.value = slot_block_html(rm, ni, a, b)
+            return
+        try:
+            ni, s = nodes[int(y)], int(str(x).split()[-1])
+        except (ValueError, IndexError, TypeError):
+            return
+        cell = rm.cells.get((ni, s))
+        self.detail.value = cell_hover(rm, cell) if cell else f"{esc(rm.hosts[ni])}, slot {s}: no rank"
+
+
+def show_ranks(target, page_size: int = 32):
+    """The rank map of a ClusterReport (nodes x local slots) as a live
+    widget: anomalous nodes first, pages of ``page_size`` nodes, click a
+    cell to see why it is coloured."""
+    target = resolve(target)
+    if not isinstance(target, ClusterReport) or not target.ranks:
+        note = "<p>No rank table: the rank map needs a ClusterReport with ranks.</p>"
+        return View(w.HTML(note), None, note, "ncclnb rank map: no rank table")
+    rm = analyse_ranks(target)
+    fig = rank_map_figure(target, 0, page_size, rank_map=rm)
+    widget = RankMapWidget(target, rm, fig, page_size)
+    return with_text_form(
+        View(
+            widget,
+            fig,
+            "<h4>Rank map</h4>" + rank_summary_html(rm),
+            f"ncclnb rank map: {len(rm.hosts)} nodes, WORLD_SIZE {rm.world_size}",
+        ),
+        "show_ranks",
+        target,
     )

@@ -17,6 +17,9 @@ import os
 from collections import Counter
 from typing import Iterable, Union
 
+import ipywidgets as w
+import traitlets
+
 from ..model import ClusterReport, NodeSnapshot
 from ..model.derive import Split, effective_nccl, nccl_env_splits, version_components, version_splits
 from ..model.words import how_many
@@ -254,3 +257,39 @@ def version_differences(report_or_snapshots) -> list[str]:
         values = sorted(split.by_value.items(), key=lambda kv: -len(kv[1]))
         out.append(f"{split.component}: " + ", ".join(f"{value} on {how_many(len(hosts), 'node')}" for value, hosts in values))
     return out
+
+
+# --- the live widget ---------------------------------------------------------------------------
+
+
+class VersionsWidget(w.VBox):
+    """The version matrix, live: ``only_differing`` (a checkbox sets it)
+    keeps only the components that differ."""
+
+    only_differing = traitlets.Bool(False)
+
+    def __init__(self, target, html: str):
+        self.target = target
+        self.table = w.HTML(html)
+        self.only = w.Checkbox(value=False, description="only components that differ", indent=False)
+        super().__init__([self.only, self.table])
+        self.add_class("ncclnb-versions")
+        self.only.observe(lambda change: setattr(self, "only_differing", change["new"]), names="value")
+
+    @traitlets.observe("only_differing")
+    def _redraw(self, change) -> None:
+        self.table.value = version_table(self.target, only_differing=change["new"]).to_html()
+
+
+def show_versions(target):
+    """Version matrix (nodes x components) with differing cells highlighted;
+    a toggle keeps only the columns that differ."""
+    from ._common import resolve
+    from .widgets import View, with_text_form
+
+    target = resolve(target)
+    html = version_table(target).to_html()
+    n = len(snapshots_of(target))
+    return with_text_form(
+        View(VersionsWidget(target, html), None, html, f"ncclnb version matrix: {how_many(n, 'node')}"), "show_versions", target
+    )

@@ -11,10 +11,12 @@ any reader without a kernel see the view, whatever order cells ran in."""
 from __future__ import annotations
 
 import uuid
-from typing import Any, Callable, Iterable, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Optional, Sequence
 
-from ..model import ClusterReport, Diagnosis, Finding, NodeSnapshot
-from ..model.words import how_many
+import ipywidgets as w
+import traitlets
+
+from ..model import ClusterReport, Finding, NodeSnapshot
 from ._common import esc, pick_snapshot, ranks_of, resolve, snapshots_of
 
 DETAIL_HINT = "<i>Click a cell for details.</i>"
@@ -167,7 +169,7 @@ def with_text_form(view: View, name: str, *args, **kwargs) -> View:
     return view
 
 
-def _detail_pane():
+def detail_pane():
     import ipywidgets as w
 
     pane = w.HTML(value=DETAIL_HINT, layout=w.Layout(min_height="3em", border="1px solid #d9d9d9", padding="4px"))
@@ -175,20 +177,20 @@ def _detail_pane():
     return pane
 
 
-def _clicked(points):
+def clicked(points):
     """(x, y) of the first clicked point, or None."""
     if not points.point_inds:
         return None
     return points.xs[0], points.ys[0], points.point_inds[0]
 
 
-def _show_hover_on_click(detail):
+def hover_on_click(detail):
     """A click handler that shows the clicked element's hover text (escaped
     by the figure builder) in the ``detail`` pane: a heatmap's cell, or the
     clicked point or bar of any other trace."""
 
     def on_click(trace, points, _state):
-        hit = _clicked(points)
+        hit = clicked(points)
         if hit is None or trace.hovertext is None:
             return
         x, y, k = hit
@@ -202,10 +204,58 @@ def _show_hover_on_click(detail):
     return on_click
 
 
+class PagedFigure(w.VBox):
+    """A figure of many nodes shown a page at a time: a summary, a page
+    box and an "only the marked nodes" box, the live figure, a detail pane.
+    Its state is ``page`` (from 0) and ``only_marked``; the boxes set them
+    and a change redraws the figure in place. A view subclasses it with
+    :meth:`page_count` and :meth:`page_figure`."""
+
+    page = traitlets.Int(0)
+    only_marked = traitlets.Bool(False)
+
+    def __init__(self, summary_html: str, figure, only_label: str, css_class: str, on_click=None):
+        """``on_click(trace, points, state)`` handles a click on the figure;
+        by default the clicked element's hover text fills the detail pane."""
+        from .live import LiveFigure
+
+        self.detail = detail_pane()
+        self.live = LiveFigure(figure, on_click or hover_on_click(self.detail))
+        pages = self.page_count()
+        self.pager = w.BoundedIntText(
+            value=1,
+            min=1,
+            max=pages,
+            description=f"page (of {pages})",
+            style={"description_width": "initial"},
+            layout=w.Layout(width="180px"),
+        )
+        self.pager.add_class(f"{css_class}-page")
+        self.only = w.Checkbox(value=False, description=only_label, indent=False)
+        super().__init__([w.HTML(summary_html), w.HBox([self.pager, self.only]), self.live, self.detail])
+        self.add_class(css_class)
+        self.pager.observe(lambda change: setattr(self, "page", change["new"] - 1), names="value")
+        self.only.observe(lambda change: setattr(self, "only_marked", change["new"]), names="value")
+
+    def page_count(self) -> int:
+        raise NotImplementedError
+
+    def page_figure(self):
+        raise NotImplementedError
+
+    @traitlets.observe("page", "only_marked")
+    def _redraw(self, _change) -> None:
+        self.pager.max = self.page_count()
+        self.pager.description = f"page (of {self.pager.max})"
+        self.page = min(self.page, self.pager.max - 1)
+        self.live.replace(self.page_figure())
+        self.detail.value = DETAIL_HINT
+
+
 PICKER_OPTIONS = 200  # hosts listed in the host picker; past that, type a hostname
 
 
-def _host_picker(snaps: Sequence[NodeSnapshot], value: str):
+def host_picker(snaps: Sequence[NodeSnapshot], value: str):
     """A dropdown of the hosts, or for a large report a box to type a
     hostname in (suggesting the first PICKER_OPTIONS), so 6,250 nodes do not
     become 6,250 options in the page."""
@@ -227,7 +277,7 @@ def _host_picker(snaps: Sequence[NodeSnapshot], value: str):
     return picker
 
 
-def _snapshot_of(target, host):
+def snapshot_of(target, host):
     """The snapshot of ``host`` in ``target``, or None for a name it lacks (typed by hand)."""
     try:
         return pick_snapshot(target, host)
@@ -272,14 +322,14 @@ def show_topology(target, host: Optional[str] = None, highlight: Optional[Iterab
     }
     fig = topology_figure(state["snap"], state["highlight"], ranks)
     state["meta"] = dict(fig.layout.meta or {})
-    detail = _detail_pane()
+    detail = detail_pane()
     back = w.Button(
         description="whole node", tooltip="back to the blocks of the whole node", layout=w.Layout(width="110px", display="none")
     )
     back.add_class("ncclnb-topology-back")
 
     def on_click(trace, points, _state):
-        hit = _clicked(points)
+        hit = clicked(points)
         if hit is None:
             return
         x, y, _ = hit
@@ -342,10 +392,10 @@ def show_topology(target, host: Optional[str] = None, highlight: Optional[Iterab
     gpus.observe(on_gpus, names="value")
     controls = [gpus, back]
     if len(snaps) > 1:
-        picker = _host_picker(snaps, state["snap"].hostname)
+        picker = host_picker(snaps, state["snap"].hostname)
 
         def on_host(change):
-            snap = _snapshot_of(target, change["new"])
+            snap = snapshot_of(target, change["new"])
             if snap is None:
                 return
             state["snap"] = snap
@@ -393,15 +443,15 @@ def show_numa(target, host: Optional[str] = None) -> View:
     job = target if isinstance(target, ClusterReport) else ClusterReport(snapshots=snaps, ranks=ranks)
     findings = affinity_findings(job)
     fig = numa_figure(state["snap"], ranks, findings)
-    detail = _detail_pane()
+    detail = detail_pane()
     detail.value = "<i>Click a GPU, NIC or rank for details.</i>"
-    slot = LiveFigure(fig, _show_hover_on_click(detail))
+    slot = LiveFigure(fig, hover_on_click(detail))
     children = [slot, detail]
     if len(snaps) > 1:
-        picker = _host_picker(snaps, state["snap"].hostname)
+        picker = host_picker(snaps, state["snap"].hostname)
 
         def on_host(change):
-            snap = _snapshot_of(target, change["new"])
+            snap = snapshot_of(target, change["new"])
             if snap is None:
                 return
             state["snap"] = snap
@@ -425,125 +475,6 @@ def show_numa(target, host: Optional[str] = None) -> View:
     )
 
 
-# --- ranks --------------------------------------------------------------------
-
-
-def show_ranks(target, page_size: int = 32) -> View:
-    """The rank map of a ClusterReport (nodes x local slots) as a live
-    widget: anomalous nodes first, pages of ``page_size`` nodes, click a
-    cell to see why it is coloured."""
-    import ipywidgets as w
-
-    from .ranks import analyse_ranks, cell_hover, rank_map_figure, rank_summary_html, slot_block_html
-    from .live import LiveFigure
-
-    target = resolve(target)
-    if not isinstance(target, ClusterReport) or not target.ranks:
-        note = "<p>No rank table: the rank map needs a ClusterReport with ranks.</p>"
-        return View(w.HTML(note), None, note, "ncclnb rank map: no rank table")
-    rm = analyse_ranks(target)
-    state = {"page": 0, "only": False}
-    fig = rank_map_figure(target, 0, page_size, rank_map=rm)
-    blocks = (fig.layout.meta or {}).get("slot_blocks")  # the same for every page: they depend on rm only
-    detail = _detail_pane()
-
-    def on_click(trace, points, _state):
-        hit = _clicked(points)
-        if hit is None:
-            return
-        x, y, _ = hit
-        nodes = rm.node_order(state["only"])[state["page"] * page_size : (state["page"] + 1) * page_size]
-        if blocks:
-            try:
-                ni, (a, b) = nodes[int(y)], blocks[list(trace.x).index(x)]
-            except (ValueError, IndexError):
-                return
-            detail.value = slot_block_html(rm, ni, a, b)
-            return
-        try:
-            ni, s = nodes[int(y)], int(str(x).split()[-1])
-        except (ValueError, IndexError):
-            return
-        cell = rm.cells.get((ni, s))
-        detail.value = cell_hover(rm, cell) if cell else f"{esc(rm.hosts[ni])}, slot {s}: no rank"
-
-    slot = LiveFigure(fig, on_click)
-    pages = max(1, -(-len(rm.hosts) // page_size))
-    pager = w.BoundedIntText(
-        value=1,
-        min=1,
-        max=pages,
-        description=f"page (of {pages})",
-        style={"description_width": "initial"},
-        layout=w.Layout(width="180px"),
-    )
-    only = w.Checkbox(value=False, description="only nodes with anomalies", indent=False)
-
-    def redraw(_change=None):
-        state["page"], state["only"] = pager.value - 1, only.value
-        n = len(rm.node_order(only.value))
-        pager.max = max(1, -(-n // page_size))
-        pager.description = f"page (of {pager.max})"
-        slot.replace(rank_map_figure(target, state["page"], page_size, only.value, rank_map=rm))
-        detail.value = DETAIL_HINT
-
-    pager.observe(redraw, names="value")
-    only.observe(redraw, names="value")
-    summary = rank_summary_html(rm)
-    box = w.VBox([w.HTML(summary), w.HBox([pager, only]), slot, detail])
-    box.add_class("ncclnb-ranks")
-    return with_text_form(
-        View(box, fig, "<h4>Rank map</h4>" + summary, f"ncclnb rank map: {len(rm.hosts)} nodes, WORLD_SIZE {rm.world_size}"),
-        "show_ranks",
-        target,
-    )
-
-
-# --- versions -----------------------------------------------------------------
-
-
-def show_versions(target) -> View:
-    """Version matrix (nodes x components) with differing cells highlighted;
-    a toggle keeps only the columns that differ."""
-    import ipywidgets as w
-
-    from .versions import version_table
-
-    target = resolve(target)
-    html = version_table(target).to_html()
-    table = w.HTML(html)
-    only = w.Checkbox(value=False, description="only components that differ", indent=False)
-
-    def redraw(change):
-        table.value = version_table(target, only_differing=change["new"]).to_html()
-
-    only.observe(redraw, names="value")
-    box = w.VBox([only, table])
-    box.add_class("ncclnb-versions")
-    n = len(snapshots_of(target))
-    return with_text_form(View(box, None, html, f"ncclnb version matrix: {how_many(n, 'node')}"), "show_versions", target)
-
-
-# --- diagnosis ----------------------------------------------------------------
-
-
-def show_diagnosis(diagnosis: Union[Diagnosis, Sequence[Finding]], title: str = "Findings") -> View:
-    """A Diagnosis (or a list of findings, e.g. from ``ncclnb.check``) as
-    ranked cards with evidence, fix and guide link."""
-    import ipywidgets as w
-
-    from .diagnosis import diagnosis_html, findings_html
-
-    if isinstance(diagnosis, Diagnosis):
-        html, n = diagnosis_html(diagnosis), len(diagnosis.findings)
-    else:
-        findings = list(diagnosis)
-        html, n = findings_html(findings, title), len(findings)
-    box = w.VBox([w.HTML(html)], layout=w.Layout())
-    box.add_class("ncclnb-diagnosis-view")
-    return with_text_form(View(box, None, html, f"ncclnb diagnosis: {how_many(n, 'finding')}"), "show_diagnosis", diagnosis)
-
-
 def run_checks(target) -> tuple[list[Finding], Optional[str]]:
     """Findings of ``ncclnb.checks.check`` or, when the checks fail, no
     findings and the reason."""
@@ -562,54 +493,3 @@ def report_findings(report: ClusterReport) -> tuple[list[Finding], Optional[str]
     if report.findings:
         return list(report.findings), None
     return run_checks(report)
-
-
-# --- dashboard ----------------------------------------------------------------
-
-
-def dashboard(snapshot_or_report, diagnosis: Optional[Diagnosis] = None) -> View:
-    """Tabs of every view: findings (checks, and the diagnosis if given),
-    topology, NUMA, rank map and job map (for reports with ranks), link
-    results (for reports with a link test) and versions. The job map and
-    link results mark what these same findings name."""
-    import ipywidgets as w
-
-    from .diagnosis import diagnosis_html, findings_html
-
-    target = resolve(snapshot_or_report)
-    findings, problem = run_checks(target)
-    html = findings_html(findings, "Checks")
-    if problem:
-        html += f"<p><i>{esc(problem)}</i></p>"
-    if diagnosis is not None:
-        html += diagnosis_html(diagnosis)
-    first = View(w.VBox([w.HTML(html)], layout=w.Layout()), None, html, "findings")
-    parts = [("Findings", first), ("Topology", show_topology(target)), ("NUMA", show_numa(target))]
-    if isinstance(target, ClusterReport) and target.ranks:
-        from .jobmap import show_job_map
-
-        parts.append(("Ranks", show_ranks(target)))
-        parts.append(("Job map", show_job_map(target, None if problem else findings)))
-    if isinstance(target, ClusterReport) and target.links:
-        from .links import show_links
-
-        parts.append(("Links", show_links(target, None if problem else findings)))
-    parts.append(("Versions", show_versions(target)))
-    tabs = w.Tab(children=[v.widget for _, v in parts])
-    for i, (name, _) in enumerate(parts):
-        tabs.set_title(i, name)
-    tabs.add_class("ncclnb-dashboard")
-    label = snapshots_of(target)[0].hostname if isinstance(target, NodeSnapshot) else f"{len(target.snapshots)} nodes"
-    return with_text_form(
-        View(
-            tabs,
-            None,
-            f"<h3>ncclnb dashboard: {esc(label)}</h3>",
-            f"ncclnb dashboard: {label}",
-            parts=[v for _, v in parts],
-            reveal="render",  # its first tab is the findings: the figures draw when their tab is opened
-        ),
-        "dashboard",
-        target,
-        diagnosis,
-    )

@@ -133,7 +133,7 @@ def test_only_http_links_become_anchors_and_text_stays_escaped():
 
 def test_the_views_have_no_inner_scroll_box():
     pytest.importorskip("ipywidgets")
-    from ncclnb.views.widgets import show_diagnosis
+    from ncclnb.views.diagnosis import show_diagnosis
 
     view = show_diagnosis(diagnose(str(HERE / "repro_logs/first_crash_cascade")))
     box = view.widget
