@@ -259,8 +259,13 @@ class AlignmentWidget(w.VBox):
             )
             picker.observe(lambda change: setattr(self, "group", change["new"]), names="value")
             children.insert(0, picker)
-        super().__init__(children, group=group)
+        self.first_group = group
+        super().__init__(children)
         self.add_class("ncclnb-alignment")
+
+    @traitlets.default("group")
+    def _first(self) -> str:
+        return self.first_group
 
     @traitlets.observe("group")
     def _redraw(self, change) -> None:
