@@ -184,13 +184,16 @@ def bus_text(bus_id: Optional[str]) -> str:
     return f"bus {esc(bus_id)}" if bus_id else "bus not known"
 
 
-def nic_traits(nic) -> str:
+def nic_traits(nic, place=None) -> str:
     """Escaped "infiniband, up, 200 Gb/s, NUMA 1" of what is known about a NIC
-    (an unknown kind or state is left out; an unknown NUMA node is said)."""
+    (an unknown kind or state is left out; an unknown NUMA node is said).
+    ``place`` is the NIC's :class:`ncclnb.model.derive.NicNuma` (its NUMA node
+    as recorded or read off the topo -m links); None: the recorded node alone."""
     bits = [esc(x) for x in (nic.kind, nic.state) if x]
     if nic.speed_mbps:
         bits.append(f"{nic.speed_mbps // 1000} Gb/s")
-    bits.append(numa_text(nic.numa_node))
+    node = place.node if place is not None else nic.numa_node
+    bits.append(numa_text(node) + (" read off nvidia-smi topo -m" if place is not None and place.source == "topo -m" else ""))
     return ", ".join(bits)
 
 

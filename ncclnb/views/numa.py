@@ -184,7 +184,7 @@ def cpu_lines(cpus: str, chars: int, most: int = HEAD_CPU_LINES) -> list[str]:
     return shown + [f"… {how_many(left, 'more range')}"]
 
 
-def _head(nid, node, snapshot: NodeSnapshot, unknown_gpus: bool, unknown_nics: bool, chars: int) -> tuple[list[str], str]:
+def _head(nid, node, unknown_gpus: bool, unknown_nics: bool, chars: int) -> tuple[list[str], str]:
     """(escaped header lines of one NUMA box, its hover)."""
     if nid is None:
         what = " and ".join(w for w, on in (("GPUs", unknown_gpus), ("NICs", unknown_nics)) if on) or "devices"
@@ -276,7 +276,6 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = (), finding
         nid: _head(
             nid,
             nodes.get(nid),
-            snapshot,
             any(g.numa_node is None for g in snapshot.gpus),
             any(n.node is None for n in nic_nodes),
             chars,

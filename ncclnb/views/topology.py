@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Iterable, Optional
 
 from ..model import NodeSnapshot, nvlink_count
-from ..model.derive import LINK_CLASSES, link_class
+from ..model.derive import LINK_CLASSES, link_class, nic_numa
 from ..model.words import how_many
 from ._common import (
     LINK_COLOURS,
@@ -305,7 +305,8 @@ def _cell_figure(snapshot: NodeSnapshot, in_use, rows: tuple[int, int], cols: tu
         f"{numa_text(snapshot.gpus[p].numa_node)}"
         for p in needed
     }
-    nic_desc = [_nic_hover(snapshot, nic_names[k], k) for k in range(len(nic_names))]
+    places = _nic_places(snapshot)
+    nic_desc = [_nic_hover(snapshot, nic_names[k], k, places) for k in range(len(nic_names))]
     z, text, hover = [], [], []
     bad_p2p: list = []
     for i in range(r0, r1):
@@ -779,12 +780,19 @@ def block_details(
     return "<br>".join(parts)
 
 
-def _nic_hover(snapshot: NodeSnapshot, name: str, k: int) -> str:
+def _nic_hover(snapshot: NodeSnapshot, name: str, k: int, places: Optional[dict] = None) -> str:
+    """``places``: NIC -> its NicNuma (model.derive.nic_numa), read once per figure."""
     nic = nic_info(snapshot, name)
     text = f"<b>NIC{k}</b> {esc(name)}"
     if nic is not None:
-        text += f" ({nic_traits(nic)})"
+        if places is None:
+            places = _nic_places(snapshot)
+        text += f" ({nic_traits(nic, places.get(id(nic)))})"
     return text
+
+
+def _nic_places(snapshot: NodeSnapshot) -> dict:
+    return {id(nic): place for nic, place in zip(snapshot.nics, nic_numa(snapshot))}
 
 
 def topology_details(snapshot: NodeSnapshot, row: int, column: int) -> str:

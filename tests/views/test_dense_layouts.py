@@ -300,3 +300,19 @@ def test_large_machines_keep_their_labels_clear_of_the_title(gpus):
         assert (lay.xaxis.tickfont.size or 12) * 1.1 <= column * stride
     row_px = (lay.height - lay.margin.t - lay.margin.b) / len(fig.data[0].y)
     assert 12 * 1.1 <= row_px * -(-len(fig.data[0].y) // len(lay.yaxis.tickvals))
+
+
+def test_topology_hover_gives_a_nic_the_numa_node_the_numa_view_gives_it():
+    from ncclnb.model.derive import nic_numa
+    from ncclnb.views.topology import topology_details, topology_figure
+
+    snap = ncclnb.load("dgx-a100")
+    fig = topology_figure(snap)
+    n = len(snap.gpus)
+    for k, place in enumerate(nic_numa(snap)):
+        hover = fig.data[0].hovertext[0][n + k]
+        if place.node is None:
+            assert "NUMA node not known" in hover
+        else:
+            assert f"NUMA {place.node} read off nvidia-smi topo -m" in hover
+            assert f"NUMA {place.node} read off" in topology_details(snap, 0, n + k)
