@@ -74,6 +74,13 @@ LINK_NAMES = {"NV#": "NV# (NVLink)", "X": "self", "?": "not known"}
 LINK_ORDER = LINK_CLASSES + ("X", "?")  # the palette's order: the classes best first, then self and unknown
 
 
+# The narrowest figure a view is laid out for, in px (a notebook beside its
+# side bar): the topology and NUMA views size their labels, margins and
+# marker rows so that nothing overlaps at this width; a wider figure (they set
+# no width: each takes its container's) only adds room.
+NARROW = 700
+
+
 def step_colorscale(colours: Iterable[str]) -> list:
     """A plotly colorscale giving each of n categories its own flat band, for
     a heatmap of category indices 0..n-1 drawn with zmin=-0.5, zmax=n-0.5."""

@@ -11,6 +11,7 @@ from ..model.cpulist import format_cpulist, parse_cpulist
 from ..model.derive import NicNuma, RankGpus, nic_numa
 from ..model.words import how_many
 from ._common import (
+    NARROW,
     bus_text,
     esc,
     esc_attr,
@@ -45,11 +46,9 @@ AFFINITY_MEANING = {
     "unknown": "CPU affinity or the GPU's NUMA node is not known",
 }
 PER_ROW = 8  # markers per line inside one NUMA column, at most (fewer where the column is narrow)
-# The layout is sized for the narrowest figure it is drawn in: FIT_WIDTH px
-# (a notebook beside its side bar); a wider one only adds room. Header text
-# is wrapped, and markers put fewer to a line, so that nothing runs into the
-# next NUMA box at that width.
-FIT_WIDTH = 700
+# The layout is sized for the narrowest figure it is drawn in (_common.NARROW
+# px); a wider one only adds room. Header text is wrapped, and markers put
+# fewer to a line, so that nothing runs into the next NUMA box at that width.
 MARGIN = dict(l=60, r=20, t=50, b=20)
 HEAD_FONT = 11  # px, the NUMA boxes' header text
 LABEL_FONT = 9  # px, marker labels
@@ -150,8 +149,8 @@ def _columns(snapshot: NodeSnapshot, nic_nodes: tuple[NicNuma, ...]) -> list[Opt
 
 
 def _column_px(ncols: int) -> float:
-    """px of one NUMA box in a figure FIT_WIDTH wide (the x axis spans ncols + 0.25 units)."""
-    return (FIT_WIDTH - MARGIN["l"] - MARGIN["r"]) / (ncols + 0.25) * BOX
+    """px of one NUMA box in a figure NARROW wide (the x axis spans ncols + 0.25 units)."""
+    return (NARROW - MARGIN["l"] - MARGIN["r"]) / (ncols + 0.25) * BOX
 
 
 def _chars(px: float, font: float) -> int:

@@ -15,6 +15,7 @@ from ._common import (
     LINK_MEANING,
     LINK_NAMES,
     LINK_ORDER,
+    NARROW,
     bus_text,
     esc,
     gpu_hover,
@@ -36,10 +37,8 @@ P2P_MARK = dict(symbol="x", size=9, color="#000000", line=dict(color="#ffffff", 
 P2P_NAME = "✗ P2P not OK"
 
 # The frame (margins, tick label angle, legend place, cell text size) is sized
-# from the labels for the narrowest figure it is drawn in, NARROW px wide (a
-# notebook beside its side bar): nothing overlaps there, and a wider figure
-# (the layout sets no width: it takes its container's) only adds room.
-NARROW = 700
+# from the labels for the narrowest figure it is drawn in, _common.NARROW px
+# wide: nothing overlaps there, and a wider figure only adds room.
 TICK_FONT = 12  # px, plotly's default tick font
 GLYPH = 0.62  # an average glyph's width / font size, a little generous (digits and capitals of a sans-serif)
 LINE = 1.3  # line height / font size
