@@ -319,6 +319,12 @@ def numa_figure(snapshot: NodeSnapshot, ranks: Iterable[RankEntry] = (), finding
     bands = (("GPUs", gpu_top), ("NICs", nic_top)) + ((("ranks", rank_top),) if places else ())
     for label, y in bands:
         annotations.append(dict(x=-0.5, y=y, text=label, showarrow=False, xanchor="right", font=dict(size=11, color="#636363")))
+    if not snapshot.nics:  # an empty band said in words, in every box (wrapped to it)
+        note = "<br>".join(esc(line) for line in wrap("the snapshot lists no NIC", chars))
+        for nid in cols:
+            annotations.append(
+                dict(x=x_of[nid], y=nic_top, text=f"<i>{note}</i>", showarrow=False, font=dict(size=HEAD_FONT, color="#636363"))
+            )
 
     def scatter(name, xs, ys, texts, hovers, colours, symbol, size, inside=True):
         return go.Scatter(

@@ -316,3 +316,16 @@ def test_topology_hover_gives_a_nic_the_numa_node_the_numa_view_gives_it():
         else:
             assert f"NUMA {place.node} read off nvidia-smi topo -m" in hover
             assert f"NUMA {place.node} read off" in topology_details(snap, 0, n + k)
+
+
+@pytest.mark.parametrize("name", ["hgx-h100", "aws-p5", "dgx-a100"])
+def test_numa_nic_band_says_when_the_snapshot_lists_no_nic(name):
+    from ncclnb.views.numa import numa_figure
+
+    snap, ranks = _node(name)
+    fig = numa_figure(snap, ranks)
+    notes = [a for a in fig.layout.annotations if "lists no NIC" in " ".join(_plain_lines(a.text))]
+    boxes = [s for s in fig.layout.shapes if s.type == "rect"]
+    assert len(notes) == (0 if snap.nics else len(boxes))
+    for note, box in zip(notes, boxes):  # each inside its box
+        assert box.x0 < note.x < box.x1
