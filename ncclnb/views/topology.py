@@ -205,10 +205,10 @@ def frame_layout(title: str, col_labels: list[list[str]], row_labels: list[str],
     y_stride = max(1, math.ceil(TICK_FONT * LINE / row_px))
     if flat:
         ticks = ["<br>".join(lines) for lines in col_labels]
-        label_px = max(len(lines) for lines in col_labels) * tick_size * LINE + 6
+        label_px = max((len(lines) for lines in col_labels), default=1) * tick_size * LINE + 6
     else:
         ticks = [" ".join(lines) for lines in col_labels]
-        label_px = max(text_px(t, tick_size) for t in ticks) + 10
+        label_px = max((text_px(t, tick_size) for t in ticks), default=0) + 10
     title_px = TITLE_PX + 12 * LINE * title.count("<br>")
     top = round(TITLE_TOP + title_px + 8 + label_px)
     bottom = 20 + (0 if legend_right else LEGEND_BELOW_PX)

@@ -329,3 +329,18 @@ def test_numa_nic_band_says_when_the_snapshot_lists_no_nic(name):
     assert len(notes) == (0 if snap.nics else len(boxes))
     for note, box in zip(notes, boxes):  # each inside its box
         assert box.x0 < note.x < box.x1
+
+
+@pytest.mark.parametrize("keep", ["nothing", "nics only", "gpus only"])
+def test_a_node_without_gpus_or_nics_draws_every_view(keep):
+    """A CPU-only machine, as the survey records a VM (0 GPUs): the topology
+    frame is sized from no labels at all, and the figures, their static
+    copies and the dashboard are still made."""
+    from ncclnb.views import dashboard, numa_figure, topology_figure
+    from ncclnb.views.static import figure_svg
+
+    snap = ncclnb.load("l40s-2socket")
+    snap = dataclasses.replace(snap, gpus=snap.gpus if keep == "gpus only" else (), nics=snap.nics if keep == "nics only" else ())
+    for fig in (topology_figure(snap), numa_figure(snap)):
+        assert "<svg" in figure_svg(fig)
+    assert len(dashboard(snap).parts) >= 3
