@@ -21,10 +21,12 @@ bytes. Two filters implement it and give the same lines:
 
 When the caller says which messages it has read and found inert (``skip``:
 :class:`ncclnb.doctor.collapse.InertRests`), regions of a log take the bulk
-path (:class:`BulkSkip`): lines are split at their first ``"]"``, and
-whether a line is a candidate, and whether the caller needs it at all, is
-decided once per distinct head and rest, in C-level maps and numpy, so that
-the lines repeated by every rank cost no Python of their own.
+path (:class:`BulkSkip`): the lines the gram table flags (the only ones
+that can hold a trigger; the others are never cut out) are split at their
+first ``"]"``, and whether a line is a candidate, and whether the caller
+needs it at all, is decided once per distinct head and rest, in C-level maps
+and numpy, so that the lines repeated by every rank cost no Python of their
+own.
 
 Large regular files are scanned in parallel by :class:`ParallelScan`:
 newline-aligned byte ranges go to a small process pool; each worker returns
@@ -208,17 +210,35 @@ class _QuadTable:
     def _hash1(self, gram: bytes) -> int:
         return ((int.from_bytes(gram, "little") * self.MULT) & 0xFFFFFFFF) >> (32 - self.BITS)
 
-    def filter(self, data: bytes, start: int, end: int, max_line: int) -> tuple[list, int]:
-        np = self.np
-        size = end - start
-        if self._room < size:  # scratch arrays, reused: fresh ones per chunk cost page faults
+    def _scratch(self, size: int) -> None:
+        """Scratch arrays for a region of ``size`` bytes, reused: fresh ones per chunk cost page faults."""
+        if self._room < size:
+            np = self.np
             self._room = max(size, 1 << 20)
             self._nl = np.empty(self._room, dtype=bool)
             self._h32 = np.empty(self._room // 4 + 1, dtype=np.uint32)
             self._hix = np.empty(self._room // 4 + 1, dtype=np.intp)
             self._hit = np.empty(self._room // 4 + 1, dtype=bool)
+
+    def newlines(self, data: bytes, start: int, end: int):
+        """The offsets in ``data`` of the newlines in data[start:end], ascending."""
+        np = self.np
+        size = end - start
+        self._scratch(size)
         is_nl = np.equal(np.frombuffer(data, np.uint8, count=size, offset=start), 10, out=self._nl[:size])
-        total = int(np.count_nonzero(is_nl))
+        return np.flatnonzero(is_nl) + start
+
+    def flagged(self, data: bytes, start: int, end: int):
+        """The offsets of the flagged windows of data[start:end] (unsorted; some may lie just
+        before ``start``): every line of the region that holds a trigger holds one of them."""
+        np = self.np
+        self._scratch(end - start)
+        found = self._windows(data, start, end)
+        return np.concatenate(found) if found else np.zeros(0, dtype=np.intp)
+
+    def _windows(self, data: bytes, start: int, end: int) -> list:
+        """The flagged window offsets, as one array per alignment that has any."""
+        np = self.np
         s0 = start & ~1  # even offsets of data; a window that starts before start is harmless
         found = []
         for off in (0, 2):
@@ -233,6 +253,15 @@ class _QuadTable:
                 hits = np.flatnonzero(hit)
                 if hits.size:
                     found.append(hits * 4 + (s0 + off))
+        return found
+
+    def filter(self, data: bytes, start: int, end: int, max_line: int) -> tuple[list, int]:
+        np = self.np
+        size = end - start
+        self._scratch(size)
+        is_nl = np.equal(np.frombuffer(data, np.uint8, count=size, offset=start), 10, out=self._nl[:size])
+        total = int(np.count_nonzero(is_nl))
+        found = self._windows(data, start, end)
         if not found:
             return [], total
         pos = np.unique(np.concatenate(found)) if len(found) > 1 else found[0]
@@ -272,19 +301,26 @@ _TABLE: Optional[_QuadTable] = None
 _NUMPY_FAILED = False
 
 
-def _filter(data: bytes, start: int, end: int, max_line: int, numpy_min: Optional[int] = None) -> tuple[list, int]:
+def _gram_table(data: bytes, start: int) -> Optional[_QuadTable]:
+    """The gram table, built from the first data seen (data[start:] here when none is built yet);
+    None without numpy."""
     global _TABLE, _NUMPY_FAILED
-    if end - start >= (NUMPY_MIN if numpy_min is None else numpy_min) and not _NUMPY_FAILED:
-        if _TABLE is None:
-            try:
-                import numpy
+    if _TABLE is None and not _NUMPY_FAILED:
+        try:
+            import numpy
 
-                _TABLE = _QuadTable(numpy, data[start : start + (4 << 20)])
-            except Exception as exc:  # no numpy (or a broken one): the find sweeps give the same lines
-                tolerate(exc, (ImportError, OSError))
-                _NUMPY_FAILED = True
-        if _TABLE is not None:
-            return _TABLE.filter(data, start, end, max_line)
+            _TABLE = _QuadTable(numpy, data[start : start + (4 << 20)])
+        except Exception as exc:  # no numpy (or a broken one): the find sweeps give the same lines
+            tolerate(exc, (ImportError, OSError))
+            _NUMPY_FAILED = True
+    return _TABLE
+
+
+def _filter(data: bytes, start: int, end: int, max_line: int, numpy_min: Optional[int] = None) -> tuple[list, int]:
+    if end - start >= (NUMPY_MIN if numpy_min is None else numpy_min):
+        table = _gram_table(data, start)
+        if table is not None:
+            return table.filter(data, start, end, max_line)
     return _py_filter(data, start, end, max_line)
 
 
@@ -351,7 +387,8 @@ class BulkSkip:
     :func:`~ncclnb.doctor.collapse.skip_inert` does after :func:`_filter`,
     line for line, but decided per distinct message.
 
-    Every line is split at its first ``"]"`` (no trigger holds one, so a line
+    Every line with a window the gram table flags (a line with none holds no
+    trigger) is split at its first ``"]"`` (no trigger holds one, so a line
     holds a trigger when its head or its rest does); heads and rests are read
     once each (whether they hold a trigger; whether the head is NCCL's
     ``host:pid:tid [dev`` and whose host). A candidate line is skipped when
@@ -381,11 +418,21 @@ class BulkSkip:
         if self.off:
             return None
         np = self.np
-        lines = data[start:end].split(b"\n")
-        lines.pop()  # the region ends with a newline
-        n = len(lines)
-        if not n or max(map(len, lines)) > max_line:
+        table = _gram_table(data, start)
+        if table is None:
             return None
+        newlines = table.newlines(data, start, end)
+        n = int(newlines.size)  # the region ends with a newline
+        if not n:
+            return None
+        bounds = np.concatenate(([start - 1], newlines))  # line i runs from bounds[i] + 1 to bounds[i + 1]
+        if int(np.diff(bounds).max()) - 1 > max_line:
+            return None
+        # only a line with a flagged window can hold a trigger: the others (most of a log) are never cut out.
+        # ``lines`` are the flagged lines, ``line_at`` their indices in the region; indices below are into ``lines``
+        line_at = np.unique(np.searchsorted(newlines, table.flagged(data, start, end)))
+        lines = list(map(data.__getitem__, map(slice, (bounds[line_at] + 1).tolist(), bounds[line_at + 1].tolist())))
+        flagged = len(lines)
         parts = list(map(bytes.partition, lines, _repeat(b"]")))
         heads = list(map(_FIRST, parts))
         rests = list(map(_THIRD, parts))
@@ -394,7 +441,7 @@ class BulkSkip:
         if len(distinct_rests) > MAX_KEYS or len(distinct_heads) > MAX_KEYS:
             return None
         new_rests = distinct_rests.difference(_rest_code)
-        if len(new_rests) > n * BULK_MAX_NEW and n >= 1024:
+        if len(new_rests) > flagged * BULK_MAX_NEW and flagged >= 1024:
             self.off = True
             return None
         if len(_rest_code) + len(new_rests) > MAX_KEYS:  # the table starts again
@@ -414,8 +461,8 @@ class BulkSkip:
             _code_heads(new_heads)
         if self.epoch != _EPOCH[0]:
             self.epoch, self.seen = _EPOCH[0], np.zeros(0, dtype=bool)
-        rc = np.fromiter(map(_rest_code.__getitem__, rests), np.int64, n)
-        hc = np.fromiter(map(_head_code.__getitem__, heads), np.int64, n)
+        rc = np.fromiter(map(_rest_code.__getitem__, rests), np.int64, flagged)
+        hc = np.fromiter(map(_head_code.__getitem__, heads), np.int64, flagged)
         cand = ((rc | hc) & 1).astype(bool)
         gen = self.inert.generation
         host = (hc >> 1) - 1
@@ -459,16 +506,16 @@ class BulkSkip:
             if kept.size and carried is not None:
                 out.append(carried)
         b1 = base + 1
-        out.extend(zip((order + b1).tolist(), map(lines.__getitem__, order.tolist())))
+        out.extend(zip((line_at[order] + b1).tolist(), map(lines.__getitem__, order.tolist())))
         if skipped.size and (not kept.size or skipped[-1] > kept[-1]):
-            after = (int(skipped[-1]) + b1, lines[int(skipped[-1])])
+            after = (int(line_at[skipped[-1]]) + b1, lines[int(skipped[-1])])
         else:
             after = carried if not kept.size else None
 
         def rest_from(line_no: int) -> list:
             """Every candidate of the region after ``line_no``."""
-            idx = cand_at[cand_at + b1 > line_no]
-            return list(zip((idx + b1).tolist(), map(lines.__getitem__, idx.tolist())))
+            idx = cand_at[line_at[cand_at] + b1 > line_no]
+            return list(zip((line_at[idx] + b1).tolist(), map(lines.__getitem__, idx.tolist())))
 
         return _Region(out, rest_from, n, gen, after, carried, int(cand_at.size))
 

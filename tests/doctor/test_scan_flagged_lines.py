@@ -1,0 +1,47 @@
+"""The gram table's line-level answers, which the bulk path cuts its lines from: every line that holds a
+trigger has a flagged window, on the repository's real NCCL captures and on lines built around each trigger."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ncclnb.doctor import scan
+from ncclnb.doctor.kb import TRIGGERS
+
+np = pytest.importorskip("numpy")
+
+REPO = Path(__file__).resolve().parents[2]
+CAPTURES = sorted((REPO / "ncclnb" / "recorded" / "links").glob("nccl_info__*"))
+
+
+def _flagged_lines(table, data: bytes) -> set:
+    newlines = table.newlines(data, 0, len(data))
+    assert newlines.tolist() == [i for i, b in enumerate(data) if b == 10]
+    return set(np.searchsorted(newlines, table.flagged(data, 0, len(data))).tolist())
+
+
+def _trigger_lines(data: bytes) -> set:
+    return {i for i, line in enumerate(data.split(b"\n")[:-1]) if scan._has_trigger(line)}
+
+
+@pytest.mark.parametrize("path", CAPTURES[:4], ids=lambda p: p.name[:60])
+def test_every_line_with_a_trigger_is_flagged_in_real_captures(path):
+    data = path.read_bytes()
+    data = data if data.endswith(b"\n") else data + b"\n"
+    table = scan._QuadTable(np, data)
+    want = _trigger_lines(data)
+    assert want  # the captures hold candidate lines (versions, comm lines, plugin errors)
+    assert want <= _flagged_lines(table, data)
+
+
+@pytest.mark.parametrize("shift", range(4))
+def test_every_trigger_is_flagged_at_every_alignment(shift):
+    # each trigger once per line, at each offset mod 4 of the buffer, between lines that hold none
+    lines = [b"x" * shift + b"gpu-node-001:20001:20001 [1] NCCL INFO " + lit.encode() + b" tail" for lit in TRIGGERS]
+    data = b"".join(line + b"\nplain line\n" for line in lines)
+    table = scan._QuadTable(np, data)
+    want = {2 * i for i in range(len(lines))}
+    assert _trigger_lines(data) == want
+    assert want <= _flagged_lines(table, data)
