@@ -109,6 +109,9 @@ class Matcher:
         self.cut = scrub_cut if redact else (lambda text, limit: text[:limit])
         # flat (signature, literal, regex) list: the per-line loop is the hot path for candidate lines
         self._matchers = [(sig, lit, rx) for sig in sigs for lit, rx in sig.compiled]
+        self._shortlists: dict = {}  # message shape (digits masked) -> the matchers worth trying on it, bounded
+        # the matchers whose literal a message's shape cannot rule out: none, or one with a digit (or the mask)
+        self._always = {id(entry) for entry in self._matchers if entry[1] is None or _masked(entry[1])}
         self._match_cache: dict = {}  # message -> [(signature, match)], bounded
         self._normalize = Normalizer(enabled=collapse)  # raw line -> (Line, template); see collapse.py
         self._inert = InertRests()  # rests of inert messages still in the match cache (collapse.skip_inert)
@@ -257,7 +260,7 @@ class Matcher:
             # what matches depends on the message alone, and big logs repeat messages
             self.context.observe(msg)
             hits, matched = [], set()
-            for sig, lit, rx in self._matchers:
+            for sig, lit, rx in self.shortlist(msg):
                 if lit is not None and lit not in msg:
                     continue
                 if sig.id in matched:
@@ -271,6 +274,22 @@ class Matcher:
                 self._inert.clear()  # skip_inert may skip only lines whose message is in the cache
             self._match_cache[msg] = hits
         return hits
+
+    def shortlist(self, msg: str) -> list:
+        """The matchers, in order, less those whose literal ``msg`` cannot hold. A 1024-rank log holds
+        thousands of messages that differ only in their numbers (a rank, a comm address), each new to the
+        match cache; they share a shape (ASCII digits masked), and a literal with no digit (nor the mask)
+        is in a message exactly when it is in its shape, so the literal tests are made once per shape.
+        Literals with a digit stay on the list, to be tested on the message itself (as are all kept)."""
+        shape = msg.translate(_MASK_DIGITS)
+        got = self._shortlists.get(shape)
+        if got is None:
+            always = self._always
+            got = [entry for entry in self._matchers if id(entry) in always or entry[1] in shape]
+            if len(self._shortlists) >= MATCH_CACHE:
+                self._shortlists.clear()
+            self._shortlists[shape] = got
+        return got
 
     def _unrecognised_warn(self, where, msg, rank, host, pid, ev, order) -> None:
         """An NCCL WARN no signature knows: kept as evidence, leaning to the category of the file that printed it."""
@@ -362,6 +381,14 @@ class Matcher:
                 self.rows.fill(row, host, pid, source)
                 if sig.severity == "error" and row.first_error is None:
                     row.first_error, row.first_error_at, row.first_rule = self.cut(msg, 200), order, sig.id
+
+
+_MASK_DIGITS = str.maketrans("0123456789", "\0" * 10)  # a message's shape: its ASCII digits masked
+
+
+def _masked(lit: str) -> bool:
+    """Does the shape of a message change ``lit``'s presence (it holds a digit or the mask)?"""
+    return lit != lit.translate(_MASK_DIGITS) or "\0" in lit
 
 
 def _parse_rank_list(text: str) -> list:
