@@ -15,7 +15,9 @@ from .jobmap import show_job_map
 from .links import show_links
 from .ranks import show_ranks
 from .versions import show_versions
-from .widgets import View, run_checks, show_numa, show_topology, with_text_form
+from .numa import show_numa
+from .topology import show_topology
+from .widgets import View, run_checks, with_text_form
 
 
 def dashboard(snapshot_or_report, diagnosis: Optional[Diagnosis] = None) -> View:

@@ -6,7 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
-from ..model import Finding, NodeSnapshot, RankEntry
+import ipywidgets as w
+import traitlets
+
+from ..model import ClusterReport, Finding, NodeSnapshot, RankEntry
 from ..model.cpulist import format_cpulist, parse_cpulist
 from ..model.derive import NicNuma, RankGpus, nic_numa
 from ..model.words import how_many
@@ -18,8 +21,15 @@ from ._common import (
     gpu_hover,
     index_span,
     numa_text,
+    pick_snapshot,
+    ranks_of,
+    resolve,
     shorten,
+    snapshots_of,
 )
+from .widgets import View, detail_pane, host_picker, hover_on_click, snapshot_of, with_text_form
+
+NUMA_HINT = "<i>Click a GPU, NIC or rank for details.</i>"
 
 AFFINITY_COLOURS = {
     "local": "#1a9850",  # pinned to the GPU's own NUMA node
@@ -558,3 +568,69 @@ def _ranks_cell(places: list) -> str:
     odd = [pl for pl in places if pl.status != "local"]
     shown = ", ".join(_rank_span(pl) for pl in odd[:16])
     return f"{len(places)} ranks: {counts}" + (f"; not local: {shown}" + (" …" if len(odd) > 16 else "") if odd else "")
+
+
+# --- the live widget ---------------------------------------------------------------------------
+
+
+class NumaWidget(w.VBox):
+    """The NUMA placement of one host, live: ``host`` (a picker sets it
+    where the target has several nodes); a click on a GPU, NIC or rank shows
+    its details. The affinity check runs once for the job: every host's
+    figure reads its verdicts."""
+
+    host = traitlets.Unicode()
+
+    def __init__(self, target, snapshot: NodeSnapshot, findings, figure):
+        from .live import LiveFigure
+
+        self.target, self.ranks, self.findings, self.snapshot = target, ranks_of(target), findings, snapshot
+        self.detail = detail_pane()
+        self.detail.value = NUMA_HINT
+        self.live = LiveFigure(figure, hover_on_click(self.detail))
+        children = [self.live, self.detail]
+        snaps = snapshots_of(target)
+        if len(snaps) > 1:
+            picker = host_picker(snaps, snapshot.hostname)
+            picker.observe(lambda change: self._pick(change["new"]), names="value")
+            children.insert(0, picker)
+        super().__init__(children)
+        self.add_class("ncclnb-numa")
+
+    @traitlets.default("host")
+    def _first_host(self) -> str:
+        return self.snapshot.hostname
+
+    def _pick(self, host: str) -> None:
+        if snapshot_of(self.target, host) is not None:  # a typed name that is no host of the report changes nothing
+            self.host = host
+
+    @traitlets.validate("host")
+    def _a_host_of_the_target(self, proposal) -> str:
+        if snapshot_of(self.target, proposal["value"]) is None:
+            raise traitlets.TraitError(f"{proposal['value']!r} is not a host of this view")
+        return proposal["value"]
+
+    @traitlets.observe("host")
+    def _redraw(self, change) -> None:
+        self.snapshot = snapshot_of(self.target, change["new"])
+        self.live.replace(numa_figure(self.snapshot, self.ranks, self.findings))
+        self.detail.value = NUMA_HINT  # the previous host's details are not this host's
+
+
+def show_numa(target, host: Optional[str] = None):
+    """NUMA placement of one host (CPUs, GPUs, NICs, ranks' CPU affinity),
+    as a live widget; click a GPU, NIC or rank for its details."""
+    target = resolve(target)
+    snaps, ranks = snapshots_of(target), ranks_of(target)
+    snap = pick_snapshot(target, host)
+    job = target if isinstance(target, ClusterReport) else ClusterReport(snapshots=snaps, ranks=ranks)
+    findings = affinity_findings(job)
+    fig = numa_figure(snap, ranks, findings)
+    view = View(
+        NumaWidget(target, snap, findings, fig),
+        fig,
+        f"<h4>NUMA placement on {esc(snap.hostname)}</h4>" + numa_summary(snap, ranks, findings),
+        f"ncclnb NUMA view: {snap.hostname}",
+    )
+    return with_text_form(view, "show_numa", target, host=snap.hostname)

@@ -7,6 +7,9 @@ from bisect import bisect_right
 from collections import Counter
 from typing import Iterable, Optional
 
+import ipywidgets as w
+import traitlets
+
 from ..model import NodeSnapshot, nvlink_count
 from ..model.derive import LINK_CLASSES, link_class, nic_numa
 from ..model.words import how_many
@@ -23,9 +26,14 @@ from ._common import (
     nic_info,
     nic_traits,
     numa_text,
+    pick_snapshot,
+    ranks_of,
+    resolve,
     shorten,
+    snapshots_of,
     step_colorscale,
 )
+from .widgets import DETAIL_HINT, View, clicked, detail_pane, host_picker, snapshot_of, with_text_form
 
 # Past this many columns cell text is unreadable: colour, a mark over each
 # cell whose P2P status is not OK, and hover carry it.
@@ -820,3 +828,169 @@ def topology_details(snapshot: NodeSnapshot, row: int, column: int) -> str:
         parts.append(_nic_hover(snapshot, nic_names[column - n], column - n))
     parts.append("<small>check by hand: <code>nvidia-smi topo -m</code></small>")
     return "<br>".join(parts)
+
+
+# --- the live widget ---------------------------------------------------------------------------
+
+
+def parse_gpu_list(text: str, snap: NodeSnapshot) -> tuple[Optional[list[int]], list[str]]:
+    """The GPU positions a "GPUs in use" entry names (None: empty, all GPUs),
+    and the tokens it names that are not GPU indices of ``snap``."""
+    tokens = [t.strip() for t in text.replace(" ", ",").split(",") if t.strip()]
+    if not tokens:
+        return None, []
+    by_index = {g.index: p for p, g in enumerate(snap.gpus)}
+    known = [t for t in tokens if t.isascii() and t.isdigit() and int(t) in by_index]
+    return sorted({by_index[int(t)] for t in known}), [t for t in tokens if t not in known]
+
+
+class TopologyWidget(w.VBox):
+    """The link matrix of one host, live. Its state: ``host`` (a picker sets
+    it where the target has several nodes), ``highlight`` (GPU positions in
+    use; None: the rank table's or CUDA_VISIBLE_DEVICES'; a text box sets it
+    by NVML index) and ``zoom`` (the block a click on a block view zoomed
+    into: ``[r0, r1, c0, c1]``, empty for the whole node). A click on a cell
+    shows the pair's details."""
+
+    host = traitlets.Unicode()
+    highlight = traitlets.List(allow_none=True, default_value=None)
+    zoom = traitlets.List()
+
+    def __init__(self, target, snapshot: NodeSnapshot, highlight, figure):
+        from .live import LiveFigure
+
+        self.target, self.ranks = target, ranks_of(target)
+        self.snapshot, self.first_highlight = snapshot, highlight
+        self.meta = dict(figure.layout.meta or {})
+        self.detail = detail_pane()
+        self.live = LiveFigure(figure, self._show_cell)
+        self.back = w.Button(
+            description="whole node",
+            tooltip="back to the blocks of the whole node",
+            layout=w.Layout(width="110px", display="none"),
+        )
+        self.back.add_class("ncclnb-topology-back")
+        self.back.on_click(lambda _button: setattr(self, "zoom", []))
+        self.gpus = w.Text(
+            value="",
+            description="GPUs in use",
+            placeholder="e.g. 0,1 (empty: all)",
+            continuous_update=False,
+            style={"description_width": "initial"},
+        )
+        self.gpus.add_class("ncclnb-gpus")
+        self.gpus_note = w.HTML("")
+        self.gpus_note.add_class("ncclnb-gpus-note")
+        controls = [self.gpus, self.back, self.gpus_note]
+        snaps = snapshots_of(target)
+        if len(snaps) > 1:
+            picker = host_picker(snaps, snapshot.hostname)
+            picker.observe(lambda change: self._pick(change["new"]), names="value")
+            controls.insert(0, picker)
+        super().__init__([w.HBox(controls), self.live, self.detail])
+        self.add_class("ncclnb-topology")
+        self.gpus.value = self._in_use_text()
+        self.gpus.observe(self._typed, names="value")
+
+    @traitlets.default("host")
+    def _first_host(self) -> str:
+        return self.snapshot.hostname
+
+    @traitlets.default("highlight")
+    def _first_highlight(self):
+        return self.first_highlight
+
+    def _in_use_text(self) -> str:
+        used = self.highlight if self.highlight is not None else gpus_in_use(self.snapshot, self.ranks)
+        return "" if used is None else ",".join(str(self.snapshot.gpus[p].index) for p in used)
+
+    def _pick(self, host: str) -> None:
+        if snapshot_of(self.target, host) is not None:  # a name typed into a large report's picker that is no host of it
+            self.host = host
+
+    @traitlets.validate("host")
+    def _a_host_of_the_target(self, proposal) -> str:
+        if snapshot_of(self.target, proposal["value"]) is None:
+            raise traitlets.TraitError(f"{proposal['value']!r} is not a host of this view")
+        return proposal["value"]
+
+    def _show_in_use(self) -> None:
+        self.gpus.unobserve(self._typed, names="value")
+        self.gpus.value = self._in_use_text()
+        self.gpus.observe(self._typed, names="value")
+        self.gpus_note.value = ""
+
+    def _typed(self, change) -> None:
+        positions, unknown = parse_gpu_list(change["new"], self.snapshot)
+        indices = ", ".join(str(g.index) for g in self.snapshot.gpus)
+        self.gpus_note.value = (
+            f"<i>ignored {esc(', '.join(unknown))}: not a GPU index of {esc(self.snapshot.hostname)} ({esc(indices)})</i>"
+            if unknown
+            else ""
+        )
+        self.highlight = positions
+
+    @traitlets.observe("host", "highlight", "zoom")
+    def _redraw(self, change) -> None:
+        if change["name"] == "host":
+            self.snapshot = snapshot_of(self.target, change["new"])
+            with self.hold_trait_notifications():  # another host's GPU set and zoom do not apply here
+                self.set_trait("highlight", None)
+                self.zoom = []
+            self._show_in_use()
+        rows, cols = (tuple(self.zoom[:2]), tuple(self.zoom[2:])) if self.zoom else (None, None)
+        figure = topology_figure(self.snapshot, self.highlight, self.ranks, rows=rows, cols=cols)
+        self.meta = dict(figure.layout.meta or {})
+        self.live.replace(figure)
+        self.back.layout.display = "none" if not self.zoom else None
+        if change["name"] != "zoom" or not self.zoom:
+            self.detail.value = DETAIL_HINT
+
+    def _show_cell(self, trace, points, _state) -> None:
+        hit = clicked(points)
+        if hit is None:
+            return
+        x, y, _ = hit
+        snap, meta = self.snapshot, self.meta
+        xs, ys = list(trace.x), list(trace.y)
+        if x not in xs or y not in ys:
+            return
+        xi, yi = xs.index(x), ys.index(y)
+        if meta.get("mode") == "blocks":
+            rows = tuple(meta["row_blocks"][yi])
+            col_blocks = meta["col_blocks"]
+            if xi < len(col_blocks):
+                cols = tuple(col_blocks[xi])
+                self.detail.value = block_details(snap, rows, cols=cols)
+            else:
+                cols = (0, 0)  # the NIC columns only
+                self.detail.value = block_details(snap, rows, nics=tuple(meta["nic_blocks"][xi - len(col_blocks)]))
+            self.zoom = [*rows, *cols]
+            return
+        r0, _ = meta.get("rows", [0, len(snap.gpus)])
+        c0, c1 = meta.get("cols", [0, len(snap.gpus)])
+        column = c0 + xi if xi < c1 - c0 else len(snap.gpus) + (xi - (c1 - c0))
+        self.detail.value = topology_details(snap, r0 + yi, column)
+
+
+def show_topology(target, host: Optional[str] = None, highlight: Optional[Iterable[int]] = None):
+    """GPU x GPU / GPU x NIC link matrix of one host, as a live widget.
+
+    ``target`` is a NodeSnapshot, ClusterReport, bundled machine name or
+    path; ``host`` picks a node of a report; ``highlight`` lists GPU
+    positions in use (default: rank table, else CUDA_VISIBLE_DEVICES).
+    Click a cell for its details; type GPU indices to change the set (an
+    entry that is no GPU of the node says so). A node too large to draw
+    pair by pair shows blocks of GPUs: click a block to zoom into it (its
+    pairs, or smaller blocks), "whole node" to go back."""
+    target = resolve(target)
+    snap = pick_snapshot(target, host)
+    highlight = None if highlight is None else list(highlight)
+    fig = topology_figure(snap, highlight, ranks_of(target))
+    view = View(
+        TopologyWidget(target, snap, highlight, fig),
+        fig,
+        f"<h4>Topology of {esc(snap.hostname)}</h4>",
+        f"ncclnb topology view: {snap.hostname}, {len(snap.gpus)} GPUs",
+    )
+    return with_text_form(view, "show_topology", target, host=snap.hostname)
