@@ -853,8 +853,8 @@ class TopologyWidget(w.VBox):
     shows the pair's details."""
 
     host = traitlets.Unicode()
-    highlight = traitlets.List(allow_none=True, default_value=None)
-    zoom = traitlets.List()
+    highlight: traitlets.List[int] = traitlets.List(allow_none=True, default_value=None)
+    zoom: traitlets.List[int] = traitlets.List()
 
     def __init__(self, target, snapshot: NodeSnapshot, highlight, figure):
         from .live import LiveFigure
@@ -928,7 +928,7 @@ class TopologyWidget(w.VBox):
             if unknown
             else ""
         )
-        self.highlight = positions
+        self.set_trait("highlight", positions)
 
     @traitlets.observe("host", "highlight", "zoom")
     def _redraw(self, change) -> None:
