@@ -33,7 +33,10 @@ newline-aligned byte ranges go to a small process pool; each worker returns
 only its candidate lines (range-relative line numbers) and its line count,
 and the caller adds the counts up to number lines globally, in file order.
 Given the caller's inert rests (``skip``), workers also leave out the lines
-the caller needs no more (:func:`ncclnb.doctor.collapse.skip_inert`).
+the caller needs no more (:func:`ncclnb.doctor.collapse.skip_inert`); the
+file's first quarter-range is then read in the caller's process before any
+task is handed out, so that the tasks' snapshots already hold what it found
+inert.
 Workers read the file the caller opened (through ``/proc/<pid>/fd/<n>``,
 checked by device and inode), never whatever the path names by then, and die
 with the caller (``PR_SET_PDEATHSIG``).
@@ -960,24 +963,37 @@ class ParallelScan:
         with open(self.path, "rb") as fh:
             yield from self._scan(fh.fileno())
 
-    def _here(self, fd: int, start: int, stop: int) -> LineScanner:
-        """A scanner of bytes [start, stop) of the caller's file, in this process."""
-        return LineScanner(_Pread(fd, start, stop), chunk=self.chunk, max_line=self.max_line)
+    def _here(self, fd: int, start: int, stop: int, skip=None) -> LineScanner:
+        """A scanner of bytes [start, stop) of the caller's file, in this process (``skip``: as LineScanner's)."""
+        return LineScanner(_Pread(fd, start, stop), chunk=self.chunk, max_line=self.max_line, skip=skip)
 
     def _scan(self, fd: int) -> Iterator[tuple[int, bytes]]:
         st = os.fstat(fd)
         size = st.st_size
         ranges = split_ranges(_Pread(fd), size, self.step)
         base = 0
+        if self.skip is not None and ranges:
+            # the file's first lines are read here, with the caller's skip, before any task is submitted: the
+            # caller then knows which messages are inert, and the tasks' snapshots leave out most of their
+            # lines (empty, they would ship every candidate of the first ranges, for the caller to drop)
+            head = split_ranges(_Pread(fd), ranges[0][1], max(self.step // 4, 1))[0]  # a quarter of a task
+            ranges[0:1] = [(head[1], ranges[0][1])] if head[1] < ranges[0][1] else []
+            scanner = self._here(fd, 0, head[1], skip=self.skip)
+            yield from scanner
+            base = scanner.lines_read
+            if scanner.truncated or not ranges:
+                self.lines_read, self.truncated = base, scanner.truncated
+                return
         try:
             pool = _pool(self.workers)
         except Exception as exc:  # no process pool here (no semaphores, no fork): scan in this process
             tolerate(exc, (ImportError, OSError, NotImplementedError))
             pool = None
         if pool is None:
-            scanner = self._here(fd, 0, size)
-            yield from scanner
-            self.lines_read, self.truncated = scanner.lines_read, scanner.truncated
+            scanner = self._here(fd, ranges[0][0], size)
+            for no, line in scanner:
+                yield base + no, line
+            self.lines_read, self.truncated = base + scanner.lines_read, scanner.truncated
             return
         where, identity = _fd_path(fd, self.path), (st.st_dev, st.st_ino)
         skip = self.skip
