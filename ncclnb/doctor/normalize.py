@@ -93,6 +93,40 @@ _PREFIXES = (
     ("pdsh", re.compile(r"(?P<host>\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][\w-]*\d[\w.-]*): (?=\S)", re.ASCII)),
     ("space", re.compile(r"[ \t]+", re.ASCII)),
 )
+# What each prefix's match can begin with (a superset; None: anything), so that ``normalize`` tries on a text
+# only the prefixes its first character allows, in the same order. tests/doctor/test_normalize_first_chars.py
+# checks every prefix against these, on every character.
+_DIGITS, _UPPER, _LOWER = "0123456789", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz"
+_CAN_START = {
+    "syslog_iso": _DIGITS,
+    "ts": "[" + _DIGITS,
+    "syslog": _UPPER,
+    "dmesg": "<[",
+    "rank": "[",
+    "local": "[",
+    "tag": "[",
+    "ray": "(",
+    "pylog": "DIWEC",
+    "glog2": "IWEF",
+    "quote": ">",
+    "mpi": "[",
+    "glog": "[",
+    "nccl": None,
+    "nccl_bare": "[./-_" + _DIGITS + _UPPER + _LOWER,
+    "slurm": _DIGITS,
+    "stream": None,
+    "pdsh": _DIGITS + _UPPER + _LOWER,
+    "space": " \t",
+}
+
+
+def _may_start(kind: str, ch: str) -> bool:
+    allowed = _CAN_START[kind]
+    return allowed is None or ch in allowed
+
+
+# first ASCII character -> the prefixes worth trying, in order; any other first character tries them all
+_PREFIXES_BY_FIRST = {chr(c): tuple((kind, rx) for kind, rx in _PREFIXES if _may_start(kind, chr(c))) for c in range(128)}
 _MSG_RANK = re.compile(r"\[(?:PG ID \d+ PG GUID [^\]]{0,80}? )?Rank (?P<rank>\d+)\]", re.ASCII)
 
 
@@ -141,7 +175,7 @@ def normalize(raw: str) -> Optional[Line]:
         return None
     out = Line(text="")
     for _ in range(12):  # prefixes nest a few deep at most
-        for kind, rx in _PREFIXES:
+        for kind, rx in _PREFIXES_BY_FIRST.get(text[:1], _PREFIXES):
             m = rx.match(text)
             if not m or m.end() == 0:
                 continue
