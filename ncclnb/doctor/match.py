@@ -165,7 +165,12 @@ class Matcher:
                     self.rows.fill(row, host, ln.pid, ctx.name)
         if "nRanks" in msg:
             m = COMM.search(msg)
-            r, n, lr, nodes = (num(m.group(k)) for k in ("rank", "nranks", "lrank", "nnodes")) if m else (None,) * 4
+            # four calls, not a generator over the names: this runs for every comm line of every rank
+            r, n, lr, nodes = (
+                (num(m.group("rank")), num(m.group("nranks")), num(m.group("lrank")), num(m.group("nnodes")))
+                if m
+                else (None,) * 4
+            )
             if r is not None and n is not None and lr is not None and nodes is not None:
                 self.state.add_comm(CommRecord(host, r, n, nodes, ev))
                 self.world_size = max(self.world_size or 0, n)
