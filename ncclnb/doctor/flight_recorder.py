@@ -1187,13 +1187,39 @@ def _p2p_verdict(blamed: tuple, certain: bool, edges: list, ahead: frozenset) ->
     return " Blamed: " + "; ".join(parts) + "."
 
 
+def unmatched_finding(rule: str, lines: list, first_kind: str, src: int, dst: int, edges: list, ahead) -> Finding:
+    """The one finding for sends and receives that no peer paired, recorded
+    (``fr.p2p_unmatched``) or planned (``plan.p2p_unmatched``): ``lines`` one
+    evidence line an op, ``first_kind`` ("send" or "recv") and ``src`` ->
+    ``dst`` the first op's, ``edges`` each op's (poster, peer), ``ahead`` the
+    ranks that went on past the others. It blames :func:`p2p_culprits`."""
+    blamed, certain = p2p_culprits(edges, ahead)
+    return Finding(
+        rule=rule,
+        category="p2p_pairing",
+        severity="error",
+        confidence=0.85,
+        evidence=tuple(lines[:_MAX_EVIDENCE]),
+        **prose(
+            rule,
+            count=len(edges),
+            ops="ops" if len(edges) > 1 else "op",
+            what="send" if first_kind == "send" else "receive",
+            src=src,
+            dst=dst,
+            uncertain="" if certain else " (nothing tells which end is wrong)",
+            verdict=_p2p_verdict(blamed, certain, edges, ahead),
+        ),
+        ranks=blamed,
+    )
+
+
 def _p2p_findings(dumps: dict, members: dict, desc: dict, matched: Optional[tuple] = None) -> list:
     _, _, _, unmatched, mismatched = matched if matched is not None else _p2p_match(dumps, members, desc)
     findings = []
     if unmatched:
         edges = [(src, dst) if e.op == "send" else (dst, src) for e, src, dst, _ in unmatched]
         ahead = _ahead(dumps)
-        blamed, certain = p2p_culprits(edges, ahead)
         lines = []
         for e, src, dst, pg in unmatched:
             if e.op == "send":
@@ -1204,27 +1230,7 @@ def _p2p_findings(dumps: dict, members: dict, desc: dict, matched: Optional[tupl
                 text += f" [{_pg_text(pg, desc.get(pg, ''))}]"
             lines.append(Evidence(source=e.source, line=None, text=text))
         first = unmatched[0]
-        what = "send" if first[0].op == "send" else "receive"
-        findings.append(
-            Finding(
-                rule="fr.p2p_unmatched",
-                category="p2p_pairing",
-                severity="error",
-                confidence=0.85,
-                evidence=tuple(lines[:_MAX_EVIDENCE]),
-                **prose(
-                    "fr.p2p_unmatched",
-                    count=len(unmatched),
-                    ops="ops" if len(unmatched) > 1 else "op",
-                    what=what,
-                    src=first[1],
-                    dst=first[2],
-                    uncertain="" if certain else " (nothing tells which end is wrong)",
-                    verdict=_p2p_verdict(blamed, certain, edges, ahead),
-                ),
-                ranks=blamed,
-            )
-        )
+        findings.append(unmatched_finding("fr.p2p_unmatched", lines, first[0].op, first[1], first[2], edges, ahead))
     for kind, items in mismatched.items():
         if not items:
             continue

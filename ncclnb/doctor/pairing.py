@@ -252,29 +252,8 @@ def plan_pairing(plans: Iterable[P2PPlan], ahead: Iterable = ()) -> Pairing:
             )
             lines.append(Evidence(op.source, op.line, f"{op.text}: {other}"))
         first = unmatched[0]
-        what = "send" if first[0].kind == "send" else "receive"
         edges = [(src, dst) if op.kind == "send" else (dst, src) for op, src, dst, _ in unmatched]
-        blamed, certain = fr.p2p_culprits(edges, ahead)
-        findings.append(
-            Finding(
-                rule="plan.p2p_unmatched",
-                category="p2p_pairing",
-                severity="error",
-                confidence=0.85,
-                evidence=tuple(lines[:_MAX_EVIDENCE]),
-                **prose(
-                    "plan.p2p_unmatched",
-                    count=len(unmatched),
-                    ops="ops" if len(unmatched) > 1 else "op",
-                    what=what,
-                    src=first[1],
-                    dst=first[2],
-                    uncertain="" if certain else " (nothing tells which end is wrong)",
-                    verdict=fr._p2p_verdict(blamed, certain, edges, ahead),
-                ),
-                ranks=blamed,
-            )
-        )
+        findings.append(fr.unmatched_finding("plan.p2p_unmatched", lines, first[0].kind, first[1], first[2], edges, ahead))
     for kind, items in mismatched.items():
         if not items:
             continue
