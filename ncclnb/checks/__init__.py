@@ -60,17 +60,13 @@ def as_report(target: Target) -> ClusterReport:
 
 
 def _crashed(info: CheckInfo, exc: BaseException, where: str) -> Finding:
-    text = card(CRASHED).text(check=info.id, where=where)
     return Finding(
         rule=info.id,
         category="unknown",
         severity="info",
         confidence=0.0,
-        title=text["title"],
         evidence=(Evidence(source=where, line=None, text=f"{type(exc).__name__}: {exc}"[:300]),),
-        cause=text["cause"],
-        fix=text["fix"],
-        docs=text["docs"],
+        **card(CRASHED).text(check=info.id, where=where),
     )
 
 

@@ -100,17 +100,13 @@ def make(
     named as ``topo -m`` names them ("GPU0", "NIC1"): what a view marks."""
     check_id = card_id.split(".")[0]
     info = REGISTRY[check_id]
-    text = card(card_id).text(**values)
     return Finding(
         rule=check_id,
         category=info.category,
         severity=severity,
         confidence=confidence,
-        title=text["title"],
         evidence=tuple(evidence),
-        cause=text["cause"],
-        fix=text["fix"],
-        docs=text["docs"],
+        **card(card_id).text(**values),
         ranks=tuple(sorted(set(int(r) for r in ranks))),
         hosts=tuple(dict.fromkeys(h for h in hosts if h)),
         gpus=tuple(dict.fromkeys(g if isinstance(g, GpuRef) else GpuRef(*g) for g in gpus)),

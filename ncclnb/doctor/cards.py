@@ -12,9 +12,9 @@ each, named after the family; their category's page is their docs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional, TypedDict
+from typing import Any, Optional
 
-from ..model.cards import Card, load_cards
+from ..model.cards import Card, CardText, load_cards
 
 CARDS_DIR = str(Path(__file__).with_name("cards"))
 # parametric rule ids ``<family>.<...>``: every member says what it found through the family's card
@@ -38,18 +38,11 @@ def card(rule: str) -> Card:
     raise KeyError(f"no card for rule {rule!r} in {CARDS_DIR}")
 
 
-class Prose(TypedDict):
-    """What a finding says, filled in: keyword arguments for a Finding."""
-
-    title: str
-    cause: str
-    fix: str
-    docs: str
-
-
-def prose(rule: str, /, docs: Optional[str] = None, **values: Any) -> Prose:
+def prose(rule: str, /, docs: Optional[str] = None, **values: Any) -> CardText:
     """The title, cause, fix and docs of code rule ``rule``: its card filled
     with ``values`` (:meth:`~ncclnb.model.cards.Card.text`). ``docs``: the
     page, for a family whose card leaves it to the finding's category."""
     text = card(rule).text(**values)
-    return Prose(title=text["title"], cause=text["cause"], fix=text["fix"], docs=text["docs"] if docs is None else docs)
+    if docs is not None:
+        text["docs"] = docs
+    return text

@@ -21,10 +21,19 @@ import string
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 CARD_FIELDS = ("id", "category", "title", "cause", "fix", "docs", "detects")
 PROSE = ("title", "cause", "fix")
+
+
+class CardText(TypedDict):
+    """A card filled in: keyword arguments for a Finding."""
+
+    title: str
+    cause: str
+    fix: str
+    docs: str
 
 
 @dataclass(frozen=True)
@@ -48,14 +57,17 @@ class Card:
             names.update(name for _, name, _, _ in string.Formatter().parse(template) if name)
         return frozenset(names)
 
-    def text(self, **values: Any) -> dict[str, str]:
+    def text(self, **values: Any) -> CardText:
         """``title``, ``cause`` and ``fix`` with their fields filled from
         ``values``, plus ``docs``: keyword arguments for a Finding. A field a
         template names and ``values`` lack is a bug of the calling code
         (KeyError), not bad input."""
-        filled = {name: getattr(self, name).format_map(values) for name in PROSE}
-        filled["docs"] = self.docs
-        return filled
+        return CardText(
+            title=self.title.format_map(values),
+            cause=self.cause.format_map(values),
+            fix=self.fix.format_map(values),
+            docs=self.docs,
+        )
 
 
 def card_from_json(data: dict, where: str) -> Card:
