@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
-import ipywidgets as w
 import traitlets
 
 from ..model import ClusterReport, Finding, NodeSnapshot, RankEntry
@@ -27,7 +26,7 @@ from ._common import (
     shorten,
     snapshots_of,
 )
-from .widgets import View, detail_pane, host_picker, hover_on_click, snapshot_of, with_text_form
+from .widgets import OneHostView, View, detail_pane, hover_on_click, snapshot_of, with_text_form
 
 NUMA_HINT = "<i>Click a GPU, NIC or rank for details.</i>"
 
@@ -573,13 +572,11 @@ def _ranks_cell(places: list) -> str:
 # --- the live widget ---------------------------------------------------------------------------
 
 
-class NumaWidget(w.VBox):
+class NumaWidget(OneHostView):
     """The NUMA placement of one host, live: ``host`` (a picker sets it
     where the target has several nodes); a click on a GPU, NIC or rank shows
     its details. The affinity check runs once for the job: every host's
     figure reads its verdicts."""
-
-    host = traitlets.Unicode()
 
     def __init__(self, target, snapshot: NodeSnapshot, findings, figure):
         from .live import LiveFigure
@@ -589,27 +586,11 @@ class NumaWidget(w.VBox):
         self.detail.value = NUMA_HINT
         self.live = LiveFigure(figure, hover_on_click(self.detail))
         children = [self.live, self.detail]
-        snaps = snapshots_of(target)
-        if len(snaps) > 1:
-            picker = host_picker(snaps, snapshot.hostname)
-            picker.observe(lambda change: self._pick(change["new"]), names="value")
+        picker = self.picker()
+        if picker is not None:
             children.insert(0, picker)
         super().__init__(children)
         self.add_class("ncclnb-numa")
-
-    @traitlets.default("host")
-    def _first_host(self) -> str:
-        return self.snapshot.hostname
-
-    def _pick(self, host: str) -> None:
-        if snapshot_of(self.target, host) is not None:  # a typed name that is no host of the report changes nothing
-            self.host = host
-
-    @traitlets.validate("host")
-    def _a_host_of_the_target(self, proposal) -> str:
-        if snapshot_of(self.target, proposal["value"]) is None:
-            raise traitlets.TraitError(f"{proposal['value']!r} is not a host of this view")
-        return proposal["value"]
 
     @traitlets.observe("host")
     def _redraw(self, change) -> None:

@@ -30,10 +30,9 @@ from ._common import (
     ranks_of,
     resolve,
     shorten,
-    snapshots_of,
     step_colorscale,
 )
-from .widgets import DETAIL_HINT, View, clicked, detail_pane, host_picker, snapshot_of, with_text_form
+from .widgets import DETAIL_HINT, OneHostView, View, clicked, detail_pane, snapshot_of, with_text_form
 
 # Past this many columns cell text is unreadable: colour, a mark over each
 # cell whose P2P status is not OK, and hover carry it.
@@ -844,7 +843,7 @@ def parse_gpu_list(text: str, snap: NodeSnapshot) -> tuple[Optional[list[int]], 
     return sorted({by_index[int(t)] for t in known}), [t for t in tokens if t not in known]
 
 
-class TopologyWidget(w.VBox):
+class TopologyWidget(OneHostView):
     """The link matrix of one host, live. Its state: ``host`` (a picker sets
     it where the target has several nodes), ``highlight`` (GPU positions in
     use; None: the rank table's or CUDA_VISIBLE_DEVICES'; a text box sets it
@@ -852,7 +851,6 @@ class TopologyWidget(w.VBox):
     into: ``[r0, r1, c0, c1]``, empty for the whole node). A click on a cell
     shows the pair's details."""
 
-    host = traitlets.Unicode()
     highlight: traitlets.List[int] = traitlets.List(allow_none=True, default_value=None)
     zoom: traitlets.List[int] = traitlets.List()
 
@@ -882,19 +880,13 @@ class TopologyWidget(w.VBox):
         self.gpus_note = w.HTML("")
         self.gpus_note.add_class("ncclnb-gpus-note")
         controls = [self.gpus, self.back, self.gpus_note]
-        snaps = snapshots_of(target)
-        if len(snaps) > 1:
-            picker = host_picker(snaps, snapshot.hostname)
-            picker.observe(lambda change: self._pick(change["new"]), names="value")
+        picker = self.picker()
+        if picker is not None:
             controls.insert(0, picker)
         super().__init__([w.HBox(controls), self.live, self.detail])
         self.add_class("ncclnb-topology")
         self.gpus.value = self._in_use_text()
         self.gpus.observe(self._typed, names="value")
-
-    @traitlets.default("host")
-    def _first_host(self) -> str:
-        return self.snapshot.hostname
 
     @traitlets.default("highlight")
     def _first_highlight(self):
@@ -903,16 +895,6 @@ class TopologyWidget(w.VBox):
     def _in_use_text(self) -> str:
         used = self.highlight if self.highlight is not None else gpus_in_use(self.snapshot, self.ranks)
         return "" if used is None else ",".join(str(self.snapshot.gpus[p].index) for p in used)
-
-    def _pick(self, host: str) -> None:
-        if snapshot_of(self.target, host) is not None:  # a name typed into a large report's picker that is no host of it
-            self.host = host
-
-    @traitlets.validate("host")
-    def _a_host_of_the_target(self, proposal) -> str:
-        if snapshot_of(self.target, proposal["value"]) is None:
-            raise traitlets.TraitError(f"{proposal['value']!r} is not a host of this view")
-        return proposal["value"]
 
     def _show_in_use(self) -> None:
         self.gpus.unobserve(self._typed, names="value")

@@ -11,13 +11,13 @@ any reader without a kernel see the view, whatever order cells ran in."""
 from __future__ import annotations
 
 import uuid
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import ipywidgets as w
 import traitlets
 
 from ..model import ClusterReport, Finding, NodeSnapshot
-from ._common import pick_snapshot
+from ._common import pick_snapshot, snapshots_of
 
 DETAIL_HINT = "<i>Click a cell for details.</i>"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -283,6 +283,43 @@ def snapshot_of(target, host):
         return pick_snapshot(target, host)
     except ValueError:
         return None
+
+
+class OneHostView(w.VBox):
+    """What a view of one host of its target shares: ``host``, a hostname of
+    the target (any other name is refused: TraitError), ``snapshot`` its
+    snapshot, and :meth:`picker` where the target has several hosts. A
+    subclass sets ``target`` and ``snapshot`` before building its children,
+    and redraws in its ``@traitlets.observe("host")`` method."""
+
+    host = traitlets.Unicode()
+    target: Any
+    snapshot: NodeSnapshot
+
+    @traitlets.default("host")
+    def _first_host(self) -> str:
+        return self.snapshot.hostname
+
+    @traitlets.validate("host")
+    def _a_host_of_the_target(self, proposal) -> str:
+        if snapshot_of(self.target, proposal["value"]) is None:
+            raise traitlets.TraitError(f"{proposal['value']!r} is not a host of this view")
+        return proposal["value"]
+
+    def picker(self):
+        """The host picker where the target has several hosts, else None."""
+        snaps = snapshots_of(self.target)
+        if len(snaps) < 2:
+            return None
+        picker = host_picker(snaps, self.snapshot.hostname)
+        picker.observe(self._pick, names="value")
+        return picker
+
+    def _pick(self, change) -> None:
+        try:
+            self.host = change["new"]
+        except traitlets.TraitError:  # a name typed into a large report's picker that is no host of it changes nothing
+            pass
 
 
 def run_checks(target) -> tuple[list[Finding], Optional[str]]:
