@@ -290,6 +290,30 @@ def topology_figure(
     return _cell_figure(snapshot, in_use, _span(rows, n), _span(cols, n))
 
 
+def _matrix_shapes(dim_rows: list[int], dim_cols: list[int], width: int, height: int, nic_column: Optional[int]) -> list[dict]:
+    """The shapes over a ``height`` x ``width`` link matrix: white over the
+    rows and columns ``dim_rows``/``dim_cols`` (what the job does not use, so
+    the GPUs in use stand out), and a black line before column
+    ``nic_column``, where the NIC columns start (None: no NIC column)."""
+    veil = dict(type="rect", xref="x", yref="y", fillcolor="white", opacity=0.6, line_width=0, layer="above")
+    shapes = [dict(veil, x0=-0.5, x1=width - 0.5, y0=y - 0.5, y1=y + 0.5) for y in dim_rows]
+    shapes += [dict(veil, x0=x - 0.5, x1=x + 0.5, y0=-0.5, y1=height - 0.5) for x in dim_cols]
+    if nic_column is not None:
+        shapes.append(
+            dict(
+                type="line",
+                xref="x",
+                yref="y",
+                x0=nic_column - 0.5,
+                x1=nic_column - 0.5,
+                y0=-0.5,
+                y1=height - 0.5,
+                line=dict(color="black", width=2),
+            )
+        )
+    return shapes
+
+
 def _cell_figure(snapshot: NodeSnapshot, in_use, rows: tuple[int, int], cols: tuple[int, int]):
     import plotly.graph_objects as go
 
@@ -371,58 +395,13 @@ def _cell_figure(snapshot: NodeSnapshot, in_use, rows: tuple[int, int], cols: tu
     col_lines = [[tick(p)] for p in range(c0, c1)] + [
         [c] + ([esc(shorten(nic_names[k2], 10))] if nic_names[k2] != c else []) for k2, c in enumerate(columns[ncols_gpu:])
     ]
-    shapes = []
-    if in_use is not None:
-        # dim what the job does not use, so the GPUs in use stand out
-        for p in range(r0, r1):
-            if p not in in_use_set:
-                y = p - r0
-                shapes.append(
-                    dict(
-                        type="rect",
-                        xref="x",
-                        yref="y",
-                        x0=-0.5,
-                        x1=len(columns) - 0.5,
-                        y0=y - 0.5,
-                        y1=y + 0.5,
-                        fillcolor="white",
-                        opacity=0.6,
-                        line_width=0,
-                        layer="above",
-                    )
-                )
-        for p in range(c0, c1):
-            if p not in in_use_set:
-                x = p - c0
-                shapes.append(
-                    dict(
-                        type="rect",
-                        xref="x",
-                        yref="y",
-                        x0=x - 0.5,
-                        x1=x + 0.5,
-                        y0=-0.5,
-                        y1=(r1 - r0) - 0.5,
-                        fillcolor="white",
-                        opacity=0.6,
-                        line_width=0,
-                        layer="above",
-                    )
-                )
-    if nic_names:
-        shapes.append(
-            dict(
-                type="line",
-                xref="x",
-                yref="y",
-                x0=ncols_gpu - 0.5,
-                x1=ncols_gpu - 0.5,
-                y0=-0.5,
-                y1=(r1 - r0) - 0.5,
-                line=dict(color="black", width=2),
-            )
-        )
+    shapes = _matrix_shapes(
+        [p - r0 for p in range(r0, r1) if p not in in_use_set] if in_use is not None else [],
+        [p - c0 for p in range(c0, c1) if p not in in_use_set] if in_use is not None else [],
+        len(columns),
+        r1 - r0,
+        ncols_gpu if nic_names else None,
+    )
     where = (
         ""
         if whole
@@ -642,55 +621,13 @@ def _block_figure(snapshot: NodeSnapshot, in_use, rows: tuple[int, int], cols: t
 
     row_ticks = [tick(bl, nm) for bl, nm in zip(row_blocks, y_names)]
     col_lines = [[tick(bl, nm)] for bl, nm in zip(col_blocks, x_names)] + [[esc(nm)] for nm in x_names[len(col_blocks) :]]
-    shapes = []
-    if in_use is not None:
-        for y, bl in enumerate(row_blocks):
-            if not used_per_block.get(bl):
-                shapes.append(
-                    dict(
-                        type="rect",
-                        xref="x",
-                        yref="y",
-                        x0=-0.5,
-                        x1=len(x_names) - 0.5,
-                        y0=y - 0.5,
-                        y1=y + 0.5,
-                        fillcolor="white",
-                        opacity=0.6,
-                        line_width=0,
-                        layer="above",
-                    )
-                )
-        for x, bl in enumerate(col_blocks):
-            if not used_per_block.get(bl):
-                shapes.append(
-                    dict(
-                        type="rect",
-                        xref="x",
-                        yref="y",
-                        x0=x - 0.5,
-                        x1=x + 0.5,
-                        y0=-0.5,
-                        y1=len(y_names) - 0.5,
-                        fillcolor="white",
-                        opacity=0.6,
-                        line_width=0,
-                        layer="above",
-                    )
-                )
-    if nic_blocks:
-        shapes.append(
-            dict(
-                type="line",
-                xref="x",
-                yref="y",
-                x0=len(col_blocks) - 0.5,
-                x1=len(col_blocks) - 0.5,
-                y0=-0.5,
-                y1=len(y_names) - 0.5,
-                line=dict(color="black", width=2),
-            )
-        )
+    shapes = _matrix_shapes(
+        [y for y, bl in enumerate(row_blocks) if not used_per_block.get(bl)] if in_use is not None else [],
+        [x for x, bl in enumerate(col_blocks) if not used_per_block.get(bl)] if in_use is not None else [],
+        len(x_names),
+        len(y_names),
+        len(col_blocks) if nic_blocks else None,
+    )
     whole = rows == (0, n) and cols == (0, n)
     size = row_blocks[0][1] - row_blocks[0][0] if row_blocks else 0
     where = "" if whole else (f" · zoomed: {esc(name(*rows))} ↔ " + (esc(name(*cols)) if cols[1] > cols[0] else "NICs"))
