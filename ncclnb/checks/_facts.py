@@ -15,6 +15,7 @@ from ..model import Gpu, NodeSnapshot, RankEntry
 from ..model.derive import RankGpus, VisibleDevices, cuda_device
 from ..model.derive import link_distance  # noqa: F401  (survey.rankfacts and recorded.build_reports import it from here)
 from ..model.words import how_many  # noqa: F401  (the checks import it from here)
+from ..model.words import span_parts
 
 
 def env_flag(env: dict, name: str) -> bool:
@@ -179,16 +180,8 @@ def index_list(gs: Iterable[Gpu], limit: int = 32) -> str:
     indices = [g.index for g in gs]
     if len(indices) <= limit:
         return ",".join(str(i) for i in indices)
-    nums = sorted(set(i for i in indices if isinstance(i, int)))
-    parts, i = [], 0
-    while i < len(nums) and len(parts) < limit:
-        j = i
-        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
-            j += 1
-        parts.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
-        i = j + 1
-    more = " …" if i < len(nums) else ""
-    return f"{','.join(parts)}{more} ({len(indices)} GPUs)"
+    parts, _, cut = span_parts((i for i in indices if isinstance(i, int)), limit)
+    return f"{','.join(parts)}{' …' if cut else ''} ({len(indices)} GPUs)"
 
 
 _RDMA_NAME = re.compile(r"[a-z]+\d*_\d+")  # mlx5_0, efa_0, bnxt_re0 is not matched but has no netdev use

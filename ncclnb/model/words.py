@@ -13,9 +13,11 @@ def how_many(n: int, noun: str, plural: Optional[str] = None) -> str:
     return f"{n} {noun if n == 1 else (plural or noun + 's')}"
 
 
-def span(numbers: Iterable[int], limit: Optional[int] = None) -> str:
-    """[0,1,2,3,7] -> "0-3,7". With ``limit``, at most that many ranges, then
-    " ... (N ranks)": a title must stay short when 25,000 ranks are odd."""
+def span_parts(numbers: Iterable[int], limit: Optional[int] = None) -> tuple[list[str], int, bool]:
+    """[0,1,2,3,7] -> (["0-3", "7"], 5, False): the runs of the distinct
+    numbers as ranges, how many distinct numbers there are, and whether
+    ``limit`` (at most that many ranges) cut the list short. What every
+    "0-3,7" of ncclnb is written from; each caller says the cut its own way."""
     nums = sorted(set(numbers))
     parts: list[str] = []
     i = 0
@@ -25,6 +27,11 @@ def span(numbers: Iterable[int], limit: Optional[int] = None) -> str:
             j += 1
         parts.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
         i = j + 1
-    if i < len(nums):
-        return ",".join(parts) + f" ... ({len(nums)} ranks)"
-    return ",".join(parts)
+    return parts, len(nums), i < len(nums)
+
+
+def span(numbers: Iterable[int], limit: Optional[int] = None) -> str:
+    """[0,1,2,3,7] -> "0-3,7". With ``limit``, at most that many ranges, then
+    " ... (N ranks)": a title must stay short when 25,000 ranks are odd."""
+    parts, count, cut = span_parts(numbers, limit)
+    return ",".join(parts) + (f" ... ({count} ranks)" if cut else "")

@@ -16,6 +16,7 @@ from typing import Iterable, Optional, Union
 from ..errors import InputError
 from ..model import ClusterReport, NodeSnapshot, RankEntry, SchemaError
 from ..model.derive import LINK_CLASSES, RankGpus
+from ..model.words import span_parts
 
 Target = Union[NodeSnapshot, ClusterReport]
 
@@ -156,15 +157,8 @@ def gpus_in_use(
 
 def index_span(numbers: Iterable[int], limit: int = 24) -> str:
     """[0,1,2,3,7] -> "0-3,7"; at most ``limit`` ranges, then " … (N)"."""
-    nums = sorted(set(numbers))
-    parts, i = [], 0
-    while i < len(nums) and len(parts) < limit:
-        j = i
-        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
-            j += 1
-        parts.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
-        i = j + 1
-    return ",".join(parts) + (f" … ({len(nums)})" if i < len(nums) else "")
+    parts, count, cut = span_parts(numbers, limit)
+    return ",".join(parts) + (f" … ({count})" if cut else "")
 
 
 def gpu_label(snapshot: NodeSnapshot, pos: int) -> str:
