@@ -245,9 +245,14 @@ class PagedFigure(w.VBox):
 
     @traitlets.observe("page", "only_marked")
     def _redraw(self, _change) -> None:
-        self.pager.max = self.page_count()
-        self.pager.description = f"page (of {self.pager.max})"
-        self.page = min(self.page, self.pager.max - 1)
+        pages = self.page_count()
+        if self.page > pages - 1:
+            self.page = pages - 1  # past the last page (fewer pages of only the marked nodes): that change redraws
+            return
+        with self.pager.hold_trait_notifications():  # the controls follow the state, validated together
+            self.pager.max = pages
+            self.pager.value = self.page + 1
+        self.pager.description = f"page (of {pages})"
         self.live.replace(self.page_figure())
         self.detail.value = DETAIL_HINT
 

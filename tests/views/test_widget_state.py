@@ -83,8 +83,9 @@ def test_paged_maps_clamp_their_page_and_the_filter_redraws():
     assert widget.page_count() == 2 and widget.pager.max == 2
     widget.page = 1
     assert widget.live.figure == figure_json(rank_map_figure(report, 1, 1, rank_map=widget.rank_map))
+    assert widget.pager.value == 2  # the page box follows the state
     widget.only_marked = True  # one node has anomalies: one page, and page 1 is gone
-    assert widget.pager.max == 1 and widget.page == 0
+    assert widget.pager.max == 1 and widget.page == 0 and widget.pager.value == 1
     assert widget.live.figure == figure_json(rank_map_figure(report, 0, 1, True, rank_map=widget.rank_map))
 
 
