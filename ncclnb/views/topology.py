@@ -796,6 +796,7 @@ class TopologyWidget(OneHostView):
 
         self.target, self.ranks = target, ranks_of(target)
         self.snapshot, self.first_highlight = snapshot, highlight
+        self.switching_host = False
         self.meta = dict(figure.layout.meta or {})
         self.detail = detail_pane()
         self.live = LiveFigure(figure, self._show_cell)
@@ -851,11 +852,16 @@ class TopologyWidget(OneHostView):
 
     @traitlets.observe("host", "highlight", "zoom")
     def _redraw(self, change) -> None:
+        if self.switching_host:
+            return  # the host's change draws once, after its resets
         if change["name"] == "host":
             self.snapshot = snapshot_of(self.target, change["new"])
-            with self.hold_trait_notifications():  # another host's GPU set and zoom do not apply here
+            self.switching_host = True
+            try:  # another host's GPU set and zoom do not apply here
                 self.set_trait("highlight", None)
                 self.zoom = []
+            finally:
+                self.switching_host = False
             self._show_in_use()
         rows, cols = (tuple(self.zoom[:2]), tuple(self.zoom[2:])) if self.zoom else (None, None)
         figure = topology_figure(self.snapshot, self.highlight, self.ranks, rows=rows, cols=cols)
