@@ -32,7 +32,7 @@ import importlib
 # name -> the module of this package that defines it
 _PUBLIC = {
     "View": "widgets",
-    "run_checks": "widgets",
+    "run_checks": "_common",
     "topology_figure": "topology",
     "show_topology": "topology",
     "numa_figure": "numa",

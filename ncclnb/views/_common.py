@@ -14,7 +14,7 @@ import os
 from typing import Iterable, Optional, Union
 
 from ..errors import InputError
-from ..model import ClusterReport, NodeSnapshot, RankEntry, SchemaError
+from ..model import ClusterReport, Finding, NodeSnapshot, RankEntry, SchemaError
 from ..model.derive import LINK_CLASSES, RankGpus
 from ..model.words import span_parts
 
@@ -204,3 +204,23 @@ def nic_label(snapshot: NodeSnapshot, k: int) -> str:
 
 def nic_info(snapshot: NodeSnapshot, name: str):
     return next((n for n in snapshot.nics if n.name == name or n.ib_device == name), None)
+
+
+def run_checks(target) -> tuple[list[Finding], Optional[str]]:
+    """Findings of ``ncclnb.checks.check`` or, when the checks fail, no
+    findings and the reason."""
+    from ..checks import check
+
+    try:
+        return list(check(target)), None
+    except Exception as exc:  # a broken check must not take the dashboard down
+        return [], f"checks failed: {type(exc).__name__}: {exc}"
+
+
+def report_findings(report: ClusterReport) -> tuple[list[Finding], Optional[str]]:
+    """The findings a view of ``report`` marks: the report's own (what the
+    survey's checks said when it wrote it) when it carries any, else
+    :func:`run_checks` (then with its problem, if any)."""
+    if report.findings:
+        return list(report.findings), None
+    return run_checks(report)

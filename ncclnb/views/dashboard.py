@@ -9,7 +9,7 @@ from typing import Optional
 import ipywidgets as w
 
 from ..model import ClusterReport, Diagnosis, NodeSnapshot
-from ._common import esc, resolve, snapshots_of
+from ._common import esc, resolve, run_checks, snapshots_of
 from .diagnosis import diagnosis_html, findings_html
 from .jobmap import show_job_map
 from .links import show_links
@@ -17,7 +17,7 @@ from .ranks import show_ranks
 from .versions import show_versions
 from .numa import show_numa
 from .topology import show_topology
-from .widgets import View, run_checks, with_text_form
+from .widgets import View, with_text_form
 
 
 def dashboard(snapshot_or_report, diagnosis: Optional[Diagnosis] = None) -> View:

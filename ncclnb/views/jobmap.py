@@ -21,8 +21,8 @@ from typing import Iterable, Optional, Sequence
 
 from ..model import SEVERITIES, ClusterReport, Finding, NodeSnapshot, RankEntry
 from ..model.words import how_many
-from ._common import esc, gpu_hover, index_span, nic_info, numa_text, resolve, shorten, step_colorscale
-from .widgets import PagedFigure, View, report_findings, with_text_form
+from ._common import esc, gpu_hover, index_span, nic_info, numa_text, report_findings, resolve, shorten, step_colorscale
+from .widgets import PagedFigure, View, with_text_form
 
 PAGE_SIZE = 32  # nodes per page
 GPU_COLUMNS = 64  # GPU columns drawn one by one; a node's GPUs past that share one last column

@@ -22,8 +22,8 @@ from ..model import ClusterReport, Finding
 from ..model.bandwidth import size_text
 from ..model.cluster import LinkTest
 from ..model.words import how_many
-from ._common import esc, resolve, shorten
-from .widgets import View, detail_pane, hover_on_click, report_findings, with_text_form
+from ._common import esc, report_findings, resolve, shorten
+from .widgets import View, detail_pane, hover_on_click, with_text_form
 
 NO_LINK_TEST = "no link test in this report (ran with --no-link-test?)"
 COLLECTIVE_COLOURS = {"all_reduce": "#1f77b4", "all_gather": "#ff7f0e", "reduce_scatter": "#2ca02c", "all_to_all": "#9467bd"}

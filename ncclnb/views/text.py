@@ -114,7 +114,7 @@ def findings_text(findings, target=None) -> str:
 
 
 def _target_findings(target):
-    from .widgets import report_findings, run_checks
+    from ._common import report_findings, run_checks
 
     return report_findings(target) if isinstance(target, ClusterReport) else run_checks(target)
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, Sequence
 import ipywidgets as w
 import traitlets
 
-from ..model import ClusterReport, Finding, NodeSnapshot
+from ..model import NodeSnapshot
 from ._common import pick_snapshot, snapshots_of
 
 DETAIL_HINT = "<i>Click a cell for details.</i>"
@@ -325,23 +325,3 @@ class OneHostView(w.VBox):
             self.host = change["new"]
         except traitlets.TraitError:  # a name typed into a large report's picker that is no host of it changes nothing
             pass
-
-
-def run_checks(target) -> tuple[list[Finding], Optional[str]]:
-    """Findings of ``ncclnb.checks.check`` or, when the checks fail, no
-    findings and the reason."""
-    from ..checks import check
-
-    try:
-        return list(check(target)), None
-    except Exception as exc:  # a broken check must not take the dashboard down
-        return [], f"checks failed: {type(exc).__name__}: {exc}"
-
-
-def report_findings(report: ClusterReport) -> tuple[list[Finding], Optional[str]]:
-    """The findings a view of ``report`` marks: the report's own (what the
-    survey's checks said when it wrote it) when it carries any, else
-    :func:`run_checks` (then with its problem, if any)."""
-    if report.findings:
-        return list(report.findings), None
-    return run_checks(report)
