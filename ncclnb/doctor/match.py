@@ -70,6 +70,11 @@ _LINE_GATES = (
     "distributed_c10d.py",
 )
 
+# the gates whose reading of a line is not the same again when one process prints it again (comm lines that
+# pick the row by the largest comm seen so far, banners, watchdog and progress records, tracebacks, p2p plans):
+# such a line is never an echo (Matcher._echo)
+_ECHO_UNSAFE = ("nRanks", "GLOBAL_RANK", "WorkNCCL(", "NCCL work:", "enqueued work", "p2p plan", "distributed_c10d.py")
+
 
 @dataclass
 class Hits:
@@ -114,6 +119,7 @@ class Matcher:
         self._always = {id(entry) for entry in self._matchers if entry[1] is None or _masked(entry[1])}
         self._match_cache: dict = {}  # message -> [(signature, match)], bounded
         self._normalize = Normalizer(enabled=collapse)  # raw line -> (Line, template); see collapse.py
+        self._echoes: dict = {}  # what makes a line an echo (see _echo) -> (its matched text, its signature ids), bounded
         self._inert = InertRests()  # rests of inert messages still in the match cache (collapse.skip_inert)
         self.rows = rows
         self.hits: dict[str, Hits] = {}
@@ -136,8 +142,15 @@ class Matcher:
         if tpl is not None and tpl.inert:
             self._inert_line(ctx, line_no, ln, tpl)
             return
-        text = raw.decode("utf-8", "replace")
         msg = ln.text
+        echo_key = None
+        if ln.level != "WARN" and raw[:1] not in (b" ", b"\t"):
+            echo_key = (ctx.index, ln.host, ln.pid, ln.rank, ln.local_rank, ln.where, msg)
+            known = self._echoes.get(echo_key)
+            if known is not None:
+                self._echo(ctx, line_no, ln, known)
+                return
+        text = raw.decode("utf-8", "replace")
         if ln.host:
             ctx.host = ln.host
         rank = ln.rank if ln.rank is not None else ctx.rank_hint
@@ -247,6 +260,30 @@ class Matcher:
                 self.state.add_wait(rank, ctx.c10d_calls.pop(rank, None), ev)
         if ln.level == "WARN" and not hits:
             self._unrecognised_warn(ln.where, msg, rank, host, ln.pid, ev, order)
+        elif echo_key is not None and (hits or any(g in msg for g in _LINE_GATES)) and not any(g in msg for g in _ECHO_UNSAFE):
+            # (an inert line is not remembered: the collapsed path never shows it here twice, the plain one does)
+            if not any(sig.id in INCIDENT_RULES or sig.id in P2P_WAIT_RULES for sig, _ in hits):
+                if len(self._echoes) >= MATCH_CACHE:
+                    self._echoes.clear()
+                self._echoes[echo_key] = (text_, ids)
+
+    def _echo(self, ctx: SourceContext, line_no: int, ln, known: tuple) -> None:
+        """What :meth:`line` does with an echo: a message its process (this source, host, pid and rank)
+        printed before, read in full then (``known``: its matched text and signature ids). It counts again
+        for the signatures it hits and is the line a hard-wrapped next one joins; its evidence, and the
+        versions, rows and blame it names, are those of the first time (each of them keeps its first)."""
+        text_, ids = known
+        if ln.host:
+            ctx.host = ln.host
+            self.context.observe_host(ln.host)
+        hits = self.matches(text_)  # the cached hits (a message the bounded cache dropped feeds the context again)
+        in_incident = line_no - ctx.last_watchdog <= _INCIDENT_SPAN
+        for sig, _ in hits:
+            h = self.hits[sig.id]
+            h.count += 1
+            if in_incident:
+                h.in_incident += 1
+        ctx.prev_no, ctx.prev_text, ctx.prev_ids = line_no, text_[:2000], ids
 
     def _inert_line(self, ctx: SourceContext, line_no: int, ln, tpl) -> None:
         """What :meth:`line` does with a line whose message no gate, signature or
