@@ -29,7 +29,10 @@ class UsageError(InputError):
     """A bad argument that the user can fix: printed as one line, exit 2."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(verbs: tuple = VERBS) -> argparse.ArgumentParser:
+    """The ``ncclnb`` parser with the sub-parsers of ``verbs`` (all by default;
+    :func:`main` builds only the verb it runs: importing every verb's module
+    costs more than many a run)."""
     from .. import __version__
 
     parser = argparse.ArgumentParser(
@@ -41,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"ncclnb {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
-    for name in VERBS:
+    for name in verbs:
         module = importlib.import_module(f"{__name__}.{name}_verb")
         p = module.add_parser(sub)
         p.set_defaults(_run=module.run)
@@ -62,7 +65,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = build_parser()
+    args_given = sys.argv[1:] if argv is None else argv
+    # ``ncclnb VERB ...``: that verb's parser alone reads the arguments, and reads them as the whole one does
+    # (its usage, help and errors are its own; the top level's usage names no verb)
+    parser = build_parser((args_given[0],) if args_given and args_given[0] in VERBS else VERBS)
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()

@@ -546,6 +546,14 @@ class BulkSkip:
             yield item
 
 
+def _bulk_skip(skip) -> Optional[BulkSkip]:
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return BulkSkip(numpy, skip)
+
+
 # ---- streaming --------------------------------------------------------------
 class LineScanner:
     """Iterate ``(line_number, raw_bytes)`` for candidate lines of ``stream``.
@@ -577,14 +585,8 @@ class LineScanner:
         skip=None,
     ):
         self.stream = stream
-        self._bulk: Optional[BulkSkip] = None
-        if skip is not None and _SPLIT:
-            try:
-                import numpy
-
-                self._bulk = BulkSkip(numpy, skip)
-            except ImportError:
-                pass
+        self._bulk: Optional[BulkSkip] = None  # made at the first region large enough (numpy is imported then)
+        self._skip = skip if _SPLIT else None
         self.piece = piece
         self.chunk = chunk or CHUNK
         self.max_line = max_line or MAX_LINE
@@ -680,6 +682,10 @@ class LineScanner:
                 pos = nl + 1
             end = data.rfind(b"\n", pos) + 1
             if end > pos:
+                if bulk is None and self._skip is not None and end - pos >= BULK_MIN:
+                    bulk = self._bulk = _bulk_skip(self._skip)
+                    if bulk is None:  # no numpy: the ordinary way, as without skip
+                        self._skip = None
                 got = (
                     bulk.region(data, pos, end, max_line, base) if bulk is not None and dense and end - pos >= BULK_MIN else None
                 )

@@ -120,9 +120,12 @@ def sniff_pickle(fh, name: str):
     pickles by default; :mod:`ncclnb.doctor.unpickle` reads plain data only
     and runs nothing). A pickle that is not a plain-data dump raises
     DoctorInputError with one line saying why."""
+    head = _peek(fh, 2)
+    if head[:1] != b"\x80":  # no pickle opcode first: the pickle reader is not even imported
+        return fh
     from .unpickle import PickleRefused, looks_like_pickle, read_pickled_dump
 
-    if not looks_like_pickle(_peek(fh, 2)):
+    if not looks_like_pickle(head):
         return fh
     try:
         data = read_pickled_dump(fh)
