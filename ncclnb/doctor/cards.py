@@ -11,6 +11,8 @@ each, named after the family; their category's page is their docs.
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -41,8 +43,30 @@ def card(rule: str) -> Card:
 def prose(rule: str, /, docs: Optional[str] = None, **values: Any) -> CardText:
     """The title, cause, fix and docs of code rule ``rule``: its card filled
     with ``values`` (:meth:`~ncclnb.model.cards.Card.text`). ``docs``: the
-    page, for a family whose card leaves it to the finding's category."""
-    text = card(rule).text(**values)
+    page, for a family whose card leaves it to the finding's category.
+    "Rank {behind} is" becomes "Ranks 1, 2 are" when the code fills in more than one rank."""
+    found = card(rule)
+    found = replace(found, **{part: agree(getattr(found, part), values) for part in ("title", "cause", "fix")})
+    text = found.text(**values)
     if docs is not None:
         text["docs"] = docs
     return text
+
+
+# "rank {field}" in a card, and the verb after it
+_RANK_FIELD = re.compile(r"\b([Rr])ank \{(\w+)\}(?: (is|was|has|does)\b)?")
+_PLURAL_VERB = {"is": "are", "was": "were", "has": "have", "does": "do"}
+_MANY = re.compile(r"\d(?:, ?| and |-)\d")  # a filled-in value naming more than one rank: "1, 2", "0-3", "1 and 2"
+
+
+def agree(template: str, values: dict) -> str:
+    """``template`` with "rank {field}" made "ranks {field}", and the verb after it plural, where
+    ``values`` fills that field with more than one rank."""
+
+    def plural(m: re.Match) -> str:
+        if not _MANY.search(str(values.get(m.group(2), ""))):
+            return m.group(0)
+        verb = m.group(3)
+        return f"{m.group(1)}anks {{{m.group(2)}}}" + (f" {_PLURAL_VERB[verb]}" if verb else "")
+
+    return _RANK_FIELD.sub(plural, template)
