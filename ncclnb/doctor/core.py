@@ -15,8 +15,9 @@ import os
 import re
 import stat
 import zlib
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 from ..errors import tolerate
 from ..model import Diagnosis
@@ -26,14 +27,14 @@ from .kb import Signature, load_signatures
 from .match import Matcher, SourceContext
 from .rank_table import RankRows, cut_note
 from .ranking import rank_findings
-from .scan import MAX_NO_NEWLINE, LineScanner, ParallelScan, looks_binary, workers_for
+from .scan import MAX_NO_NEWLINE, FilesAhead, LineScanner, ParallelScan, looks_binary, workers_for
 from .sources import (
     EMPTY,
     NCCLNB_JSON,
     DoctorInputError,
     Source,
     changed_while_read,
-    expand,
+    expand_groups,
     nothing_readable,
     rank_from_name,
     regular_stat,
@@ -94,9 +95,14 @@ def diagnose(
     rows = RankRows()
     matcher = Matcher(signatures if signatures is not None else load_signatures(), rows, redact=redact, collapse=collapse)
     inputs, dumps, names = Inputs(), [], []
-    for index, src in enumerate(expand(sources)):
-        names.append(src.name)
-        read(src, index, inputs, matcher, dumps)
+    for group in expand_groups(sources):
+        workers = _directory_workers(group)
+        if workers:
+            _read_directory(group, len(names), inputs, matcher, dumps, workers)
+        else:
+            for index, src in enumerate(group, len(names)):
+                read(src, index, inputs, matcher, dumps)
+        names.extend(src.name for src in group)
     names = _names_read(sources, names, inputs, dumps)
     # the world the dumps' process-group configs name counts like NCCL's nRanks: ranks of it that
     # left no log and no dump are the ones a timeout's printers waited for
@@ -133,27 +139,59 @@ def _names_read(sources: tuple, names: list, inputs: Inputs, dumps: list) -> lis
 def read(src: Source, index: int, inputs: Inputs, matcher: Matcher, dumps: list) -> None:
     """Stage 1: the lines of ``src`` (the ``index``-th input) handed to ``matcher`` one by one, or the
     flight-recorder dump it holds appended to ``dumps``; what could not be read is noted in ``inputs``."""
-    if src.problem:  # a directory walk found it unreadable: say so, read the rest
-        inputs.skipped.append((index, src.name, src.problem))
-        return
+    _read_opened(_open(src), index, inputs, matcher, dumps)
+
+
+@dataclass
+class _Opened:
+    """An input opened and its first bytes read (:func:`_open`), not yet read on (:func:`_read_opened`)."""
+
+    src: Source
+    why: str = ""  # why a directory's entry cannot be read (nothing opened then)
+    stream: Any = None
+    before: Optional[os.stat_result] = None  # the file's stat when opened (None: a pipe, a device, text)
+    head: bytes = b""
+    head_error: str = ""  # reading the first bytes failed: why
+    ahead: Any = None  # the scanner of a worker that reads the file ahead (FilesAhead), or None
+
+    def close(self) -> None:
+        if self.stream is not None and self.src.name != "<stdin>":
+            try:
+                self.stream.close()
+            except Exception as exc:  # closing a half-read gzip can raise again
+                tolerate(exc, (OSError, EOFError, ValueError, zlib.error))
+
+
+def _open(src: Source) -> _Opened:
+    """``src`` opened and its first 64 KiB read; nothing noted in the inputs yet."""
+    if src.problem:  # a directory walk found it unreadable
+        return _Opened(src, why=src.problem)
     try:
         stream = src.open()
     except DoctorInputError as exc:
         if not src.walked:
             raise
-        inputs.skipped.append((index, src.name, exc.strerror or "cannot read"))
-        return
-    opened, before = stream, regular_stat(stream)  # to tell, at the end, whether the file changed
+        return _Opened(src, why=exc.strerror or "cannot read")
+    opened = _Opened(src, stream=stream, before=regular_stat(stream))  # to tell, at the end, whether the file changed
     try:
-        head = stream.read(65536) or b""
+        opened.head = stream.read(65536) or b""
     except (EOFError, OSError) as exc:
         if isinstance(exc, DoctorInputError):
             raise
-        inputs.truncated.append((src.name, f"{type(exc).__name__}: {exc}".splitlines()[0]))
-        head = b""
-    else:
-        if not src.text and len(head) < 65536 and not head.strip():  # a short read is the whole input
-            inputs.blank.append((index, src.name, EMPTY))
+        opened.head_error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return opened
+
+
+def _read_opened(opened: _Opened, index: int, inputs: Inputs, matcher: Matcher, dumps: list) -> None:
+    """:func:`read` of an input :func:`_open` opened."""
+    src, stream, before, head = opened.src, opened.stream, opened.before, opened.head
+    if opened.why:  # say so, read the rest
+        inputs.skipped.append((index, src.name, opened.why))
+        return
+    if opened.head_error:
+        inputs.truncated.append((src.name, opened.head_error))
+    elif not src.text and len(head) < 65536 and not head.strip():  # a short read is the whole input
+        inputs.blank.append((index, src.name, EMPTY))
     workers, binary = 0, False
     if _NCCLNB_JSON.match(head[:256]):
         # a snapshot, report, diagnosis or repro result ncclnb wrote: facts, not log lines
@@ -181,14 +219,16 @@ def read(src: Source, index: int, inputs: Inputs, matcher: Matcher, dumps: list)
             if why:
                 inputs.skipped_dumps.append((src.name, why))
             return
-        else:
+        elif opened.ahead is None:
             binary = not src.text and looks_binary(head)
             workers = _parallel_workers(stream) if src.path is not None and not binary else 0
             if not workers:
                 stream = _Chained(head, stream)
         ctx = SourceContext(src.name, index, rank_from_name(src.name))
         matcher.rows.add_source(src.name, ctx.rank_hint)
-        if workers:  # the workers read the file opened here, whatever the path names meanwhile
+        if opened.ahead is not None:  # a worker reads it (see _read_directory)
+            scanner = opened.ahead
+        elif workers:  # the workers read the file opened here, whatever the path names meanwhile
             scanner = ParallelScan(src.path, workers, fd=stream.fileno(), skip=matcher.inert)
         else:  # a pipe or a device may never end: a stretch with no line break stops it
             scanner = LineScanner(
@@ -210,15 +250,77 @@ def read(src: Source, index: int, inputs: Inputs, matcher: Matcher, dumps: list)
         inputs.lines_read += scanner.lines_read
         if scanner.truncated:
             inputs.truncated.append((src.name, scanner.truncated))
-        changed = changed_while_read(src, before, opened)
+        changed = changed_while_read(src, before, opened.stream)
         if changed:
             inputs.changed.append((src.name, changed))
     finally:
-        if src.name != "<stdin>":
-            try:
-                stream.close()
-            except Exception as exc:  # closing a half-read gzip can raise again
-                tolerate(exc, (OSError, EOFError, ValueError, zlib.error))
+        opened.close()
+
+
+def _read_ahead(opened: _Opened, files: FilesAhead) -> bool:
+    """Hand ``opened`` to ``files`` when :func:`_read_opened` would scan it in this process with a
+    LineScanner of the plain file (a log, not a dump, not binary, not ncclnb's JSON, a regular file
+    opened plainly and too small for a pool of its own) and there is more to it than its first bytes."""
+    head, stream = opened.head, opened.stream
+    if opened.why or opened.head_error or opened.before is None or opened.src.text or len(head) < 65536:
+        return False
+    if _NCCLNB_JSON.match(head[:256]) or (head[:1] in (b"{", b" ", b"\n", b"\t", b"\xef") and fr.looks_like_dump(head)):
+        return False
+    if looks_binary(head) or opened.src.path is None or not isinstance(stream, io.BufferedReader):
+        return False
+    if not isinstance(getattr(stream, "name", None), str) or _parallel_workers(stream):
+        return False
+    opened.ahead = files.add(stream.fileno(), opened.src.path, opened.before)
+    return True
+
+
+MAX_AHEAD = 256  # files of a directory open ahead of the one read (each holds a descriptor and its first 64 KiB)
+
+
+def _directory_workers(group: list) -> int:
+    """Worker processes for the files of a directory (``group``: its Sources), by their size in all
+    (:func:`~ncclnb.doctor.scan.workers_for`); 0 for a single input."""
+    if len(group) < 3 or not all(src.walked for src in group):
+        return 0
+    total = 0
+    for src in group:
+        try:
+            total += os.stat(src.path).st_size if src.path is not None and not src.problem else 0
+        except (OSError, ValueError):
+            continue  # read() says why
+    return workers_for(total)
+
+
+def _read_directory(group: list, start: int, inputs: Inputs, matcher: Matcher, dumps: list, workers: int) -> None:
+    """The files of a directory (``group``, the ``start``-th input first) read in order, each as
+    :func:`read` reads it, while ``workers`` processes scan the plain log files among them ahead
+    (:class:`~ncclnb.doctor.scan.FilesAhead`): the same lines reach the matcher in the same order.
+    The first file is read here before any task is sent, so the tasks' snapshots already hold the
+    messages it found inert. A file read here (a dump, a .gz, a short or binary one) stops the
+    opening ahead until it is read: a pickled dump is converted whole when it is opened."""
+    read(group[0], start, inputs, matcher, dumps)
+    files = FilesAhead(workers, skip=matcher.inert)
+    ahead: deque = deque()  # (index, _Opened), in order
+    todo = iter(range(1, len(group)))
+    try:
+        while True:
+            while files.waiting < 2 * workers and len(ahead) < MAX_AHEAD and (not ahead or ahead[-1][1].ahead is not None):
+                i = next(todo, None)
+                if i is None:
+                    files.submit()
+                    break
+                opened = _open(group[i])
+                ahead.append((start + i, opened))
+                if not _read_ahead(opened, files):
+                    files.submit()  # what waits goes now: the files before it are read first
+            if not ahead:
+                break
+            index, opened = ahead.popleft()
+            _read_opened(opened, index, inputs, matcher, dumps)
+    finally:
+        for _, opened in ahead:
+            opened.close()
+        files.close()
 
 
 def _parallel_workers(stream) -> int:

@@ -58,7 +58,7 @@ from collections import deque
 from itertools import repeat as _repeat
 from operator import itemgetter
 from contextlib import contextmanager
-from typing import BinaryIO, Callable, Iterator, NamedTuple, Optional
+from typing import BinaryIO, Callable, Iterator, NamedTuple, Optional, cast
 
 from ..errors import NcclnbError, tolerate
 from .kb import TRIGGERS
@@ -1077,3 +1077,201 @@ class ParallelScan:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         self.lines_read = base
+
+
+# ---- parallel scanning of the files of a directory --------------------------
+FILES_TASK = 4 << 20  # bytes of files per task: one worker reads them in a row, the caller gets them at once
+MAX_FILES_TASK = 16  # files per task (each stays open in the caller until it is read)
+
+
+def scan_files(
+    files: list,
+    chunk: Optional[int] = None,
+    max_line: Optional[int] = None,
+    max_candidates: Optional[int] = None,
+    skip: Optional[frozenset] = None,
+) -> list:
+    """The worker for whole files: :func:`scan_range` of each ``(path, size,
+    identity)`` of ``files`` from its first byte to ``size``, in order; one
+    result per file read, None for a file it could not read (the caller reads
+    that one itself). It stops after the file where the task reached
+    ``max_candidates`` candidates: the caller reads the files left over."""
+    out: list = []
+    left = max_candidates or MAX_TASK_CANDIDATES
+    for path, size, identity in files:
+        try:
+            got = scan_range(path, 0, size, chunk, max_line, left, identity, skip)
+        except OSError:  # NotTheFile too: the caller has the file it opened
+            out.append(None)
+            continue
+        out.append(got)
+        left -= len(got[0])
+        if got[3] is not None or left <= 0:
+            break
+    return out
+
+
+class _FilesTask:
+    """One task of :class:`FilesAhead`: its future (None: no pool took it) and the caller's generation
+    of inert rests when its snapshot was taken."""
+
+    def __init__(self, future, generation: int):
+        self.future, self.generation = future, generation
+        self._results: Optional[list] = None
+        self._done = False
+
+    def results(self) -> Optional[list]:
+        """The worker's results, or None when no worker read the files (each is then read in the caller)."""
+        if not self._done:
+            self._done = True
+            if self.future is not None:
+                try:
+                    self._results = self.future.result()
+                except Exception as exc:  # a worker died, or the pool broke: the caller reads these files
+                    from concurrent.futures import BrokenExecutor  # imported with the pool already
+
+                    tolerate(exc, (OSError, BrokenExecutor))
+            self.future = None
+        return self._results
+
+
+class AheadFile:
+    """A scanner of one whole file handed to :class:`FilesAhead`: iterate
+    ``(line_number, raw_bytes)`` for its candidate lines, the same lines and
+    numbers as :class:`ParallelScan` on that file alone (one range: the whole
+    file as it was when it was handed over). ``lines_read``, ``truncated`` and
+    ``not_a_log`` as there."""
+
+    not_a_log = ""
+
+    def __init__(self, owner: FilesAhead, fd: int, where: str, size: int, identity: tuple[int, int]):
+        self.owner, self.fd, self.where, self.size, self.identity = owner, fd, where, size, identity
+        self.task: Optional[_FilesTask] = None
+        self.slot = 0
+        self.lines_read = 0
+        self.truncated = ""
+
+    def _here(self, start: int) -> LineScanner:
+        """A scanner of the file from byte ``start`` in this process, every candidate (no skip)."""
+        stream = cast(BinaryIO, _Pread(self.fd, start, self.size))
+        return LineScanner(stream, chunk=self.owner.chunk, max_line=self.owner.max_line)
+
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        if self.task is None:  # the caller reached a file still waiting for its task: send what waits now
+            self.owner.submit()
+        task = self.task
+        results = task.results() if task is not None else None
+        got = None
+        if results is not None and self.slot < len(results):
+            got, results[self.slot] = results[self.slot], None  # read once: its lines need not stay in memory
+        self.task = None
+        stopped: Optional[int]
+        found, lines, truncated, stopped = got if got is not None else ([], 0, "", 0)
+        skip, gen = self.owner.skip, task.generation if task is not None else 0
+        last: Optional[int] = 0
+        for no, line in found:
+            if skip is not None and skip.generation != gen:
+                break
+            yield no, line
+            last = no
+        else:
+            last = None
+        if last is not None:
+            # the caller's match cache was emptied since the snapshot: the lines the worker dropped may
+            # matter again, so the rest of the file is read here, every candidate
+            again = self._here(0)
+            for no, line in again:
+                if no > last:
+                    yield no, line
+            lines, truncated, stopped = again.lines_read, again.truncated, None
+        if stopped is not None and stopped < self.size:
+            # not read by a worker, or too many candidates to ship at once: the rest is read here
+            rest = self._here(stopped)
+            for no, line in rest:
+                yield lines + no, line
+            lines, truncated = lines + rest.lines_read, rest.truncated
+        self.lines_read, self.truncated = lines, truncated
+
+
+class FilesAhead:
+    """Whole files (the many per-rank logs of a directory) scanned by
+    ``workers`` processes ahead of the caller, which reads them in its own
+    order. :meth:`add` hands over a regular file the caller has opened and
+    returns its :class:`AheadFile`; files are sent in tasks of about
+    FILES_TASK bytes (at most MAX_FILES_TASK files), each with a snapshot of
+    the caller's inert rests (``skip``, as :class:`ParallelScan`). Workers
+    read the file the caller opened (``/proc/<pid>/fd/<n>``, checked by device
+    and inode), so the caller keeps each open until it has read it; the
+    caller bounds the tasks in flight (:attr:`waiting`). :meth:`close` shuts
+    the pool down (tasks not started are cancelled)."""
+
+    def __init__(
+        self,
+        workers: int,
+        skip=None,
+        chunk: Optional[int] = None,
+        max_line: Optional[int] = None,
+        max_candidates: Optional[int] = None,
+    ):
+        self.workers, self.skip = workers, skip
+        self.chunk, self.max_line, self.max_candidates = chunk, max_line or MAX_LINE, max_candidates
+        self._pool = None
+        self._broken = False
+        self._queued: list = []
+        self._queued_bytes = 0
+        self._sent: deque = deque()  # tasks sent, oldest first, until their first file is read
+
+    @property
+    def waiting(self) -> int:
+        """Tasks sent whose files the caller has not started reading."""
+        while self._sent and self._sent[0].future is None:
+            self._sent.popleft()
+        return len(self._sent)
+
+    def add(self, fd: int, path: str, st: os.stat_result) -> AheadFile:
+        """Queue the open regular file ``fd`` (``path``, as fstat'd: ``st``); a full task is sent at once."""
+        f = AheadFile(self, fd, _fd_path(fd, path), st.st_size, (st.st_dev, st.st_ino))
+        self._queued.append(f)
+        self._queued_bytes += st.st_size
+        if self._queued_bytes >= FILES_TASK or len(self._queued) >= MAX_FILES_TASK:
+            self.submit()
+        return f
+
+    def submit(self) -> None:
+        """Send the files queued as one task."""
+        files, self._queued, self._queued_bytes = self._queued, [], 0
+        if not files:
+            return
+        skip = self.skip
+        fut = None
+        if self._pool is None and not self._broken:
+            try:
+                self._pool = _pool(self.workers)
+            except Exception as exc:  # no process pool here (no semaphores, no fork): the caller reads them
+                tolerate(exc, (ImportError, OSError, NotImplementedError))
+                self._broken = True
+        if self._pool is not None and not self._broken:
+            try:
+                with _signals_held():  # a submit may fork a worker
+                    fut = self._pool.submit(
+                        scan_files,
+                        [(f.where, f.size, f.identity) for f in files],
+                        self.chunk,
+                        self.max_line,
+                        self.max_candidates,
+                        frozenset(skip.rests) if skip is not None else None,
+                    )
+            except Exception as exc:  # a broken pool takes no more work: the caller reads the rest
+                tolerate(exc, (RuntimeError, OSError))
+                self._broken = True
+        task = _FilesTask(fut, skip.generation if skip is not None else 0)
+        for slot, f in enumerate(files):
+            f.task, f.slot = task, slot
+        if fut is not None:
+            self._sent.append(task)
+
+    def close(self) -> None:
+        self._queued = []
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None

@@ -248,26 +248,32 @@ def _walk(top: str) -> list[Source]:
 def expand(sources: tuple) -> Iterator[Source]:
     """Yield one Source per file / text. Raises DoctorInputError for a path
     that does not exist or cannot be listed; never reads file contents here."""
+    for group in expand_groups(sources):
+        yield from group
+
+
+def expand_groups(sources: tuple) -> Iterator[list[Source]]:
+    """:func:`expand`'s Sources, a list per input given: one Source, or the files of a directory."""
     text_count = 0
     for src in sources:
         if isinstance(src, os.PathLike):
             src = os.fspath(src)
         if isinstance(src, (bytes, bytearray, memoryview)):
             text_count += 1
-            yield _text_source(bytes(src), f"<text{text_count}>" if len(sources) > 1 else "<text>")
+            yield [_text_source(bytes(src), f"<text{text_count}>" if len(sources) > 1 else "<text>")]
             continue
         if not isinstance(src, str):
             raise DoctorInputError(errno.EINVAL, f"cannot read a {type(src).__name__}", "<input>")
         if src == "-":
-            yield Source("<stdin>", _stdin)
+            yield [Source("<stdin>", _stdin)]
             continue
         if "\n" not in src and os.path.isdir(src):
-            yield from _walk(src)
+            yield _walk(src)
             continue
         if "\n" not in src and os.path.exists(src):
             if not os.access(src, os.R_OK):
                 raise DoctorInputError(errno.EACCES, "Permission denied", src)
-            yield _file_source(src)
+            yield [_file_source(src)]
             continue
         if "\n" not in src and len(src) < 4096 and os.path.lexists(src):  # a link to nothing
             problem = _link_problem(src)
@@ -275,7 +281,7 @@ def expand(sources: tuple) -> Iterator[Source]:
         if looks_like_path(src):
             raise DoctorInputError(errno.ENOENT, "No such file or directory", src)
         text_count += 1
-        yield _text_source(src.encode("utf-8", "surrogateescape"), f"<text{text_count}>" if len(sources) > 1 else "<text>")
+        yield [_text_source(src.encode("utf-8", "surrogateescape"), f"<text{text_count}>" if len(sources) > 1 else "<text>")]
 
 
 def nothing_readable(sources: tuple, skipped: list) -> DoctorInputError:
