@@ -49,6 +49,10 @@ _INCIDENT_CARDS = (
     "watchdog_seq_differs",
     "watchdog_rank_missing",
     "watchdog_all_waiting",
+    "watchdog_alltoall_unpaired",
+    "watchdog_p2p_cycle",
+    "watchdog_p2p_batch",
+    "watchdog_p2p_beside_collective",
     "traceback_rank_missing",
 )
 # cross-rank findings from where the ranks' tracebacks say they waited (reason.wait_findings)

@@ -296,6 +296,49 @@ def _behind(recs: dict) -> list[Finding]:
     ]
 
 
+# torch's OpType names (ProcessGroupNCCL's WorkNCCL) of point-to-point work: a send, a receive, or a
+# batch of them (dist.batch_isend_irecv is reported as one COALESCED work), and of all-to-all, whose
+# per-rank sizes differ by design (uneven splits)
+P2P_OPS = frozenset({"SEND", "RECV", "RECVANYSOURCE", "COALESCED"})
+ALLTOALL_OPS = frozenset({"ALLTOALL", "ALLTOALL_BASE"})
+
+
+def _p2p_timeouts(recs: dict) -> list[Finding]:
+    """Ranks that timed out in point-to-point work: waiting for a peer whose half of the
+    exchange never came. Beside ranks stuck in a collective, the point-to-point ranks are
+    the ones out of step (their peers went on); on their own, every rank waits in a send or
+    every rank in a receive (a cycle), or in a batch whose halves do not pair."""
+    p2p = {r.rank for r in recs.values() if r.op in P2P_OPS}
+    ops = Counter(r.op for r in recs.values() if r.rank in p2p)
+    seqs = ", ".join(str(s) for s in sorted({r.seq for r in recs.values() if r.rank in p2p}))
+    others = set(recs) - p2p
+    order = tuple(r.evidence for r in sorted(recs.values(), key=lambda r: (r.rank not in p2p, r.rank))[:8])
+    if others:
+        rule = "watchdog_p2p_beside_collective"
+        values = dict(
+            p2p=_ranks_text(p2p),
+            p2p_ops=" / ".join(ops),
+            others=_ranks_text(others),
+            collective=" / ".join(Counter(r.op for r in recs.values() if r.rank in others)),
+        )
+        confidence = 0.8
+    elif set(ops) in ({"SEND"}, {"RECV"}, {"RECVANYSOURCE"}, {"RECV", "RECVANYSOURCE"}):
+        rule, values, confidence = "watchdog_p2p_cycle", dict(ranks=_ranks_text(p2p), op=" / ".join(ops), seqs=seqs), 0.75
+    else:
+        rule, values, confidence = "watchdog_p2p_batch", dict(ranks=_ranks_text(p2p), ops=" / ".join(ops), seqs=seqs), 0.7
+    return [
+        Finding(
+            rule=rule,
+            category="p2p_pairing",
+            severity="error",
+            confidence=confidence,
+            evidence=order,
+            **prose(rule, **values),
+            ranks=tuple(sorted(p2p)),
+        )
+    ]
+
+
 def watchdog_findings(state: ReasonState, world_size: Optional[int], present=frozenset()) -> list[Finding]:
     """Tell a desync from a slow rank using every rank's last timed-out work
     and how far each rank got. ``present`` are the ranks that left any trace
@@ -305,7 +348,10 @@ def watchdog_findings(state: ReasonState, world_size: Optional[int], present=fro
     if not recs:
         return progress_findings(state)
     ops = Counter(r.op for r in recs.values())
-    by_shape = Counter((r.op, r.numel) for r in recs.values() if r.numel is not None)
+    if set(ops) & P2P_OPS:
+        return _p2p_timeouts(recs)
+    # an all-to-all's sizes differ from rank to rank by design: only the other collectives' are compared
+    by_shape = Counter((r.op, r.numel) for r in recs.values() if r.numel is not None and r.op not in ALLTOALL_OPS)
     seqs = Counter(r.seq for r in recs.values())
     evidence = tuple(r.evidence for r in sorted(recs.values(), key=lambda r: r.rank)[:8])
     timed_out = set(recs)
@@ -379,7 +425,7 @@ def watchdog_findings(state: ReasonState, world_size: Optional[int], present=fro
         return [
             Finding(
                 rule="watchdog_seq_differs",
-                category="slow_rank_timeout",
+                category="collective_desync",
                 severity="error",
                 confidence=0.7,
                 evidence=evidence,
@@ -409,6 +455,24 @@ def watchdog_findings(state: ReasonState, world_size: Optional[int], present=fro
                     seq=seqs.most_common(1)[0][0],
                 ),
                 ranks=tuple(sorted(missing)),
+            )
+        ]
+    if len(recs) >= 2 and set(ops) <= ALLTOALL_OPS:
+        # every rank reached the all-to-all, and it still hangs: the split sizes do not pair
+        return [
+            Finding(
+                rule="watchdog_alltoall_unpaired",
+                category="p2p_pairing",
+                severity="error",
+                confidence=0.65,
+                evidence=evidence,
+                **prose(
+                    "watchdog_alltoall_unpaired",
+                    ranks=_ranks_text(timed_out),
+                    op=ops.most_common(1)[0][0],
+                    seq=seqs.most_common(1)[0][0],
+                ),
+                ranks=(),
             )
         ]
     if len(recs) >= 2:

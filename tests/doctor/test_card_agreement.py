@@ -13,9 +13,10 @@ def test_one_rank_and_many_ranks_read_as_a_person_writes_them():
 
 
 def test_the_verb_after_a_list_of_ranks_is_plural():
-    got = prose("watchdog_seq_differs", behind="1, 2", op="ALLREDUCE", their_seqs="4", common=5)
-    assert got["title"].startswith("Ranks 1, 2 are at another sequence number")
-    assert prose("watchdog_seq_differs", behind="1", op="A", their_seqs="4", common=5)["title"].startswith("Rank 1 is at")
+    card = "rank_claimed_twice"
+    many = prose(card, ranks="1, 2", size=4, how="", claims="", first="", fix_for="")
+    assert many["title"].startswith("Ranks 1, 2 were claimed by more than one process")
+    assert prose(card, ranks="1", size=4, how="", claims="", first="", fix_for="")["title"].startswith("Rank 1 was claimed")
 
 
 def test_a_count_beside_a_rank_is_not_a_list_of_ranks():
