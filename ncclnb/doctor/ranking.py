@@ -55,6 +55,17 @@ _INCIDENT_CARDS = (
     "watchdog_p2p_beside_collective",
     "traceback_rank_missing",
 )
+# cross-rank findings that name what diverged or did not pair (not only who waited): a suspect does not outrank them
+_NAMES_THE_DIVERGENCE = (
+    "watchdog_desync",
+    "watchdog_seq_differs",
+    "watchdog_rank_behind",
+    "watchdog_alltoall_unpaired",
+    "watchdog_p2p_cycle",
+    "watchdog_p2p_batch",
+    "watchdog_p2p_beside_collective",
+)
+EARLY_SEQ = 8  # a timeout at this sequence number or below is in the job's first collectives
 # cross-rank findings from where the ranks' tracebacks say they waited (reason.wait_findings)
 _TRACEBACK_CARDS = ("p2p_wait_beside_collective", "traceback_desync", "traceback_rank_missing")
 # ranking tiers, most likely root cause first (a rank's own error that came first leads all)
@@ -251,6 +262,7 @@ class _Ranker:
                 if g.rule == card and not g.alternative_of:
                     findings[i] = (tier, conf, first, self._fold(g, folded))
                     break
+        self._suspects_of_an_early_hang(findings)
         self._first_failure(findings)
         for f, first in self._warn_findings():
             findings.append((_TIER_ROOT_WARNING, f.confidence, first, f))
@@ -264,6 +276,34 @@ class _Ranker:
             for f, first in self._candidates(facts):
                 findings.append((_TIER_ALTERNATIVE, f.confidence, first, f))
         return findings
+
+    def _suspects_of_an_early_hang(self, findings: list) -> None:
+        """A job that hung in its first collectives (every watchdog timeout at a sequence number up to
+        EARLY_SEQ) beside a suspect the log shows (PCIe ACS or the IOMMU on, an unroutable interface, a
+        topology file from the environment, a tiny /dev/shm): the suspect explains a hang of the first
+        transfers, which a rank busy elsewhere or one that never arrived (read from the timeouts alone)
+        does not show. It ranks above those readings and the bare timeout lines; not above a cross-rank
+        finding that names what diverged. In place."""
+        recs = self.state.watchdog
+        if not recs or max(r.seq for r in recs.values()) > EARLY_SEQ:
+            return
+        suspects = [
+            i
+            for i, (_, _, _, f) in enumerate(findings)
+            if not f.alternative_of and f.rule in self.hits and self.hits[f.rule].sig.suspect
+        ]
+        roots = [(c, f) for t, c, _, f in findings if t in (_TIER_FIRST_FAILURE, _TIER_ROOT_ERROR) and not f.alternative_of]
+        if not suspects or any(f.category not in _WAITING or f.rule in _NAMES_THE_DIVERGENCE for _, f in roots):
+            return
+        above = min(0.9, max((c for c, _ in roots), default=0.5) + 0.05)
+        for i in suspects:
+            _, _, first, f = findings[i]
+            findings[i] = (
+                _TIER_ROOT_ERROR,
+                above,
+                first,
+                replace(f, severity="error", confidence=above, title=f.title + " (and the job hung in its first collectives)"),
+            )
 
     def _notes(self) -> list:
         """Info findings on the inputs: dumps not read, files cut short, inputs skipped or changed."""

@@ -356,8 +356,13 @@ def watchdog_findings(state: ReasonState, world_size: Optional[int], present=fro
     evidence = tuple(r.evidence for r in sorted(recs.values(), key=lambda r: r.rank)[:8])
     timed_out = set(recs)
     known = set(range(world_size)) if world_size and world_size > len(timed_out) and world_size <= 1 << 20 else set()
+    traced = {r for r in present if isinstance(r, int)}
     missing = known - timed_out
-    silent = {r for r in present if isinstance(r, int)} - timed_out - missing
+    if len(missing - traced) > len(timed_out):
+        # most of the world left no trace at all (a paste of a few lines, the logs of some ranks): that says
+        # their lines are not here, not that they never arrived
+        missing &= traced
+    silent = traced - timed_out - missing
     if len(missing | silent) <= len(timed_out):
         # a rank whose log is here but shows no timeout is late for those that waited: said when it is
         # among the fewer (when most logs show no timeout, they were cut before it, or the waiting rank is odd)

@@ -1,0 +1,37 @@
+"""A hang in the job's first collectives beside a suspect the log shows (PCIe ACS on, ...) is read as
+that suspect; a few pasted timeout lines say nothing of the ranks they do not show."""
+
+from ncclnb.doctor import diagnose
+
+INIT = (
+    "srv:5521:5633 [0] NCCL INFO comm 0x5612b8a3e0f0 rank 0 nRanks 8 nNodes 1 localRanks 8 localRank 0 MNNVL 0\n"
+    "srv:5521:5633 [0] NCCL INFO comm 0x5612b8a3e0f0 rank 0 nranks 8 cudaDev 0 busId 1a000 - Init COMPLETE\n"
+)
+ACS = "                ACSCtl: SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-\n"
+
+
+def _wd(rank: int, seq: int, op: str = "ALLREDUCE", numel: str = "NumelIn=262144, NumelOut=262144, ") -> str:
+    return (
+        f"[rank{rank}]:[E ProcessGroupNCCL.cpp:828] [Rank {rank}] Watchdog caught collective operation timeout: "
+        f"WorkNCCL(SeqNum={seq}, OpType={op}, {numel}Timeout(ms)=1800000) ran for 1800316 milliseconds before timing out.\n"
+    )
+
+
+def test_a_pasted_timeout_does_not_blame_the_ranks_the_paste_does_not_show():
+    # one rank's timeout from a world of 8: the other seven left no line at all
+    top = diagnose(INIT.replace("rank 0 n", "rank 3 n").replace("localRank 0", "localRank 3") + _wd(3, 212)).findings[0]
+    assert top.rule != "watchdog_rank_missing"
+    assert not {1, 2, 4, 5, 6, 7} & set(top.ranks)
+
+
+def test_a_suspect_leads_when_the_job_hung_in_its_first_collectives():
+    top = diagnose(INIT + _wd(3, 1) + ACS).findings[0]
+    assert (top.rule, top.category, top.severity) == ("pcie_acs_enabled", "p2p_topology", "error")
+    # the same suspect in a job that ran for a while is no reason for that hang
+    late = diagnose(INIT + _wd(3, 4000) + ACS).findings[0]
+    assert late.rule != "pcie_acs_enabled"
+
+
+def test_a_suspect_does_not_outrank_a_reading_of_what_diverged():
+    log = _wd(0, 2) + _wd(1, 2, "ALLGATHER") + ACS
+    assert diagnose(log).findings[0].category == "collective_desync"
