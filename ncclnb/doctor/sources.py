@@ -6,7 +6,6 @@ flight-recorder dump is handed on as its JSON text."""
 from __future__ import annotations
 
 import errno
-import gzip
 import io
 import os
 import re
@@ -95,6 +94,8 @@ def sniff_gzip(fh):
     else:
         fh = _Prefixed(head, fh)
     if head == _GZIP_MAGIC:
+        import gzip  # only for input that is gzip
+
         return gzip.GzipFile(fileobj=fh, mode="rb")
     return fh
 

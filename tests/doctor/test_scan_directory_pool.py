@@ -10,6 +10,7 @@ import gzip
 import json
 import multiprocessing
 import os
+import signal
 import subprocess
 import sys
 
@@ -209,3 +210,93 @@ def test_closing_midway_leaves_no_workers(tmp_path):
         for fh in handles:
             fh.close()
     assert not multiprocessing.active_children()
+
+
+# ---- signals: the doctor stopped mid-directory leaves no worker behind ---------------------------
+needs_proc = pytest.mark.skipif(not sys.platform.startswith("linux") or not os.path.isdir("/proc/self"), reason="needs /proc")
+
+CLI = """
+import sys
+import ncclnb.doctor.scan as scan
+scan.PARALLEL_MIN = 1 << 20
+from ncclnb.cli import main
+sys.exit(main(["doctor", "--json", sys.argv[1]]))
+"""
+
+
+def _stat_fields(pid) -> list | None:
+    """Fields of /proc/PID/stat after the command name: [state, ppid, pgrp, session, ...]."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    return data[data.rindex(")") + 2 :].split()
+
+
+def _processes(where) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            fields = _stat_fields(name)
+            if fields and fields[0] != "Z" and where(fields):
+                found.append(int(name))
+    return found
+
+
+def _wait_for(what, deadline_s: float = 60):
+    import time
+
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        got = what()
+        if got:
+            return got
+        time.sleep(0.005)
+    return what()
+
+
+@pytest.fixture(scope="module")
+def many_ranks(tmp_path_factory):
+    """64 ranks' logs of 1 MB each: seconds of work for the doctor."""
+    d = tmp_path_factory.mktemp("many")
+    for r in range(64):
+        (d / f"rank{r}.log").write_text("\n".join(_rank_lines(r, 10_000)) + "\n")
+    return d
+
+
+@needs_proc
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGKILL"])
+def test_a_signal_mid_directory_leaves_no_worker(many_ranks, tmp_path, signame):
+    sig = getattr(signal, signame)
+    err = tmp_path / "stderr"
+    with open(tmp_path / "stdout", "wb") as out, open(err, "wb") as errfh:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", CLI, str(many_ranks)],
+            stdout=out,
+            stderr=errfh,
+            stdin=subprocess.DEVNULL,
+            cwd=REPO,
+            env=dict(os.environ, NCCLNB_DOCTOR_WORKERS="2"),
+            start_new_session=True,
+        )
+    try:
+        workers = _wait_for(lambda: proc.poll() is None and _processes(lambda f: int(f[1]) == proc.pid))
+        assert workers, "no worker process appeared while the doctor ran"
+        os.kill(proc.pid, sig)  # the doctor alone, as `timeout` does
+        rc = proc.wait(timeout=DEADLINE_S)
+        _wait_for(lambda: not _processes(lambda f: int(f[3]) == proc.pid), 20)
+        left = _processes(lambda f: int(f[3]) == proc.pid)
+        assert left == [], f"processes of the doctor's session still alive after {signame}: {left}"
+        if sig != signal.SIGKILL:
+            assert rc == 128 + sig, (rc, err.read_text()[-2000:])
+            assert err.read_text().strip().splitlines() == [f"ncclnb doctor: interrupted (signal {int(sig)})"]
+    finally:
+        for pid in _processes(lambda f: int(f[3]) == proc.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=DEADLINE_S)
