@@ -21,7 +21,7 @@ from ..model.redact import scrub_cut
 from .collapse import InertRests, Normalizer
 from .kb import Signature
 from .normalize import MAX_DIGITS, clean, num
-from .priors import LogContext, warn_prior
+from .priors import NAMED_VAR, TUNING_VARS, LogContext, warn_prior
 from .rank_table import MAX_BLAMED, MAX_CUT_COUNTED, MAX_RANKS, RankRows, log_stem
 from .reason import (
     BANNER,
@@ -36,6 +36,7 @@ from .reason import (
     CommRecord,
     ProgressRecord,
     ReasonState,
+    P2P_CALLS,
     WatchdogRecord,
     value_kind,
 )
@@ -58,7 +59,7 @@ COMM_DONE = re.compile(r"comm 0x[0-9a-f]+ rank (?P<rank>[0-9]+) nranks (?P<nrank
 # the substrings on which line() reads a message beyond its signatures (versions, comm lines, banners, watchdog
 # and progress lines, p2p plans): a message holding none of them, with no signature hit and not a WARN, is inert
 # (collapse.Template.inert) and later lines with it take the short way (_inert_line). A new gate goes here too.
-_LINE_GATES = (
+_LINE_GATES: tuple[str, ...] = (
     "NCCL version",
     "nRanks",
     " nranks ",
@@ -68,12 +69,57 @@ _LINE_GATES = (
     "enqueued work",
     "p2p plan",
     "distributed_c10d.py",
+    "can_device_access_peer",
 )
+
+# ---- stack dumps of living processes: where each rank waits ----------------
+# py-spy dump ("Process 31207: python train.py", 'Thread 31207 (idle): "MainThread"', frames "fn (file.py:410)") and
+# faulthandler ("Thread 0x00007f... (most recent call first):", frames 'File "file.py", line 410 in fn') list the
+# innermost frame first: the first call of torch.distributed or of a pipeline's send/recv wrapper is where the rank waits
+STACK_PROCESS = re.compile(r"^Process (?P<pid>[0-9]{1,9}): (?P<cmd>.*)$", re.ASCII)
+STACK_THREAD = re.compile(
+    r"^(?:Thread (?:0x[0-9a-fA-F]+|[0-9]+) \((?:idle|active)[^)]{0,20}\): "
+    r"|(?:Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):)",
+    re.ASCII,
+)
+STACK_FRAME = re.compile(
+    r"^\s*(?:(?P<fn>[A-Za-z_][A-Za-z0-9_]{0,63}) \((?P<file>[^()\s]+):[0-9]+\)"
+    r"|File \"(?P<file2>[^\"]+)\", line [0-9]+ in (?P<fn2>[A-Za-z_][A-Za-z0-9_]{0,63}))\s*$",
+    re.ASCII,
+)
+_CMD_RANK = re.compile(r"\((?:global )?rank (?P<r>[0-9]{1,7})\)|(?<![A-Za-z_])(?:--)?rank[= ](?P<r2>[0-9]{1,7})\b", re.ASCII)
+# a pipeline's point-to-point wrappers (Megatron, DeepSpeed, torchtitan) by the direction they wait in, named by the
+# torch.distributed call they post (reason.P2P_CALLS), so that a rank stuck in one reads as a point-to-point wait
+STACK_P2P = {
+    "recv_forward": "irecv",
+    "recv_backward": "irecv",
+    "send_forward": "isend",
+    "send_backward": "isend",
+    "send_forward_recv_backward": "batch_isend_irecv",
+    "send_backward_recv_forward": "batch_isend_irecv",
+    "send_forward_recv_forward": "batch_isend_irecv",
+    "send_backward_recv_backward": "batch_isend_irecv",
+    "send_forward_backward_recv_forward_backward": "batch_isend_irecv",
+}
+# the calls under those wrappers that name no direction: the wrapper a frame further out names it
+_STACK_P2P_GENERIC = {"_communicate": "batch_isend_irecv", "batch_isend_irecv": "batch_isend_irecv", "P2POp": "batch_isend_irecv"}
+_STACK_SPAN = 64  # lines between a stack's header and its frames (or between its frames) at most
+_STACK_GATES = ("Process ", "(idle)", "(active", "most recent call first", *STACK_P2P, *_STACK_P2P_GENERIC, "isend", "irecv")
 
 # the gates whose reading of a line is not the same again when one process prints it again (comm lines that
 # pick the row by the largest comm seen so far, banners, watchdog and progress records, tracebacks, p2p plans):
 # such a line is never an echo (Matcher._echo)
-_ECHO_UNSAFE = ("nRanks", "GLOBAL_RANK", "WorkNCCL(", "NCCL work:", "enqueued work", "p2p plan", "distributed_c10d.py")
+_ECHO_UNSAFE = (
+    "nRanks",
+    "GLOBAL_RANK",
+    "WorkNCCL(",
+    "NCCL work:",
+    "enqueued work",
+    "p2p plan",
+    "distributed_c10d.py",
+    *_STACK_GATES,
+)
+_LINE_GATES += _STACK_GATES
 
 
 @dataclass
@@ -104,6 +150,8 @@ class SourceContext:
     prev_ids: frozenset = frozenset()
     last_watchdog: int = -(1 << 30)  # number of the last line of a watchdog timeout in this source
     c10d_calls: dict = field(default_factory=dict)  # rank -> torch.distributed call of its traceback's last frame
+    stack_rank: Optional[int] = None  # the rank of the process whose stack dump is being read (py-spy, faulthandler)
+    stack: Optional[list] = None  # [rank, line of its last frame or header, call it waits in or None, final]
 
 
 class Matcher:
@@ -126,8 +174,100 @@ class Matcher:
         self.state = ReasonState()
         self.world_size: Optional[int] = None  # the largest nRanks an NCCL comm line gave
         self.context = LogContext()  # facts of the run that decide between causes
-        self.warns: dict = {}  # category -> [count, evidence, first, also, hosts, printers, where] of unrecognised WARNs
+        # (category, NCCL tuning variable the message names or None) -> [count, evidence, first, also, hosts,
+        # printers, where, said set] of unrecognised WARNs; read as ``warns`` once the whole log is known
+        self._warns: dict = {}
         self._warn_seen: set = set()
+        self._superseded: dict = {}  # signature id -> messages a source-keyed signature explained (see _by_source)
+
+    @property
+    def warns(self) -> dict:
+        """category -> [count, evidence, first, also, hosts, printers, where] of the NCCL WARN lines no signature
+        knows, each leaning to the category of the file that printed it; a WARN that names an NCCL tuning
+        variable (priors.TUNING_VARS) this run set, wherever in the log it was set, is that setting's failure
+        (nccl_env_override), the file's category its alternative."""
+        out: dict = {}
+        for (cat, var), (count, evidence, first, also, hosts, printers, where, said) in self._warns.items():
+            if var is not None and (said or var in self.context.env):
+                also = tuple(dict.fromkeys(c for c in (cat, *also) if c != "nccl_env_override"))
+                cat = "nccl_env_override"
+            entry = out.get(cat)
+            if entry is None:
+                out[cat] = [count, list(evidence), first, also, set(hosts), set(printers), where]
+                continue
+            entry[0] += count
+            entry[1] = (entry[1] + [e for e in evidence if e not in entry[1]])[:MAX_EVIDENCE]
+            if first < entry[2]:
+                entry[2], entry[6] = first, where
+            entry[3] = tuple(dict.fromkeys((*entry[3], *also)))
+            entry[4] |= hosts
+            entry[5] |= printers
+        return out
+
+    def _by_source(self, hits: list, where_len: int, msg: str) -> list:
+        """``hits`` of one NCCL WARN line (matched as "<where> NCCL WARN <msg>") when a signature keyed on the
+        source file that printed it (transport/nvls.cc: NVLS) is among them: that one says what failed, the
+        wording another signature reads in the message ("Cuda failure 'out of memory'") is only how it failed,
+        so only the source-keyed ones count, here and on the lines that repeat the message (torch's "Last
+        error:")."""
+        keyed = [(sig, m) for sig, m in hits if m.start() < where_len]
+        if not keyed or len(keyed) == len(hits):
+            return hits
+        keyed_ids = {sig.id for sig, _ in keyed}
+        for sig, _ in hits:
+            if sig.id not in keyed_ids:
+                said = self._superseded.setdefault(sig.id, set())
+                if len(said) < MAX_WARN_KEPT:
+                    said.add(msg)
+        return keyed
+
+    def _stack_line(self, ctx: SourceContext, line_no: int, text: str, rank, host, pid, ev) -> None:
+        """A line of a stack dump (py-spy, faulthandler): a process header names the rank, a thread header opens
+        a stack, and its first frame in torch.distributed or in a pipeline's send/recv wrapper is where that rank
+        waits (ReasonState.add_wait, as a traceback's last torch.distributed frame is): reason.wait_findings reads them."""
+        m = STACK_PROCESS.match(text)
+        if m:
+            r = _CMD_RANK.search(m.group("cmd"))
+            got = num(r.group("r") or r.group("r2")) if r else None
+            if got is None:
+                known = self.rows.pid_rank.get((host, num(m.group("pid"))))
+                got = known[1] if known is not None else rank
+            ctx.stack_rank, ctx.stack = got, None
+            return
+        if STACK_THREAD.match(text):
+            ctx.stack = [ctx.stack_rank if ctx.stack_rank is not None else rank, line_no, None, False]
+            return
+        st = ctx.stack
+        if st is None or st[3] or line_no - st[1] > _STACK_SPAN:
+            return
+        f = STACK_FRAME.match(text)
+        if not f:
+            return
+        st[1] = line_no
+        fn, path = (f.group("fn"), f.group("file")) if f.group("fn") else (f.group("fn2"), f.group("file2"))
+        if fn in STACK_P2P:
+            call, final = STACK_P2P[fn], True
+        elif fn in _STACK_P2P_GENERIC:
+            call, final = _STACK_P2P_GENERIC[fn], False
+        elif "distributed_c10d" in path and not fn.startswith("_") and fn not in ("wait", "wrapper"):
+            call, final = fn, True
+            if st[2] is not None and call not in P2P_CALLS:
+                st[3] = True  # a collective further out than a send/recv: the rank waits in the send/recv
+                return
+        else:
+            return
+        r = st[0]
+        if r is None:
+            st[2], st[3] = call, final
+            return
+        if st[2] is None:
+            if r in self.state.waits:
+                st[3] = True  # a dump or traceback read before already says where this rank waits
+                return
+            self.state.add_wait(r, call, ev)
+        elif r in self.state.waits:
+            self.state.waits[r] = (call, ev)  # the wrapper further out names the direction of the exchange
+        st[2], st[3] = call, final
 
     @property
     def inert(self) -> Optional[InertRests]:
@@ -139,6 +279,8 @@ class Matcher:
         ln, tpl = self._normalize(raw)  # collapse.Normalizer: a rest after NCCL's prefix is read once
         if ln is None:
             return
+        if ctx.prev_no == line_no - 1 and "can_device_access_peer" in ctx.prev_text:
+            self.context.observe_pair(ctx.prev_text, ln.text)
         if tpl is not None and tpl.inert:
             self._inert_line(ctx, line_no, ln, tpl)
             return
@@ -226,6 +368,8 @@ class Matcher:
             m = C10D_FRAME.search(msg)
             if m and (rank in ctx.c10d_calls or len(ctx.c10d_calls) < MAX_RANKS):
                 ctx.c10d_calls[rank] = m.group("fn")
+        if any(g in msg for g in _STACK_GATES) or (ctx.stack is not None and "distributed_c10d.py" in msg):
+            self._stack_line(ctx, line_no, msg.strip(), rank, host, ln.pid, ev)
         if "p2p plan" in msg and PLAN.search(msg):
             from .pairing import parse_plan_line
 
@@ -239,6 +383,12 @@ class Matcher:
         # that printed it ("transport/nvls.cc:244 NCCL WARN ..."), with or without NCCL's prefix
         text_ = (f"{ln.where} NCCL WARN {msg}" if ln.where else f"NCCL WARN {msg}") if ln.level == "WARN" else msg
         hits = self.matches(text_)
+        if hits and self._superseded and not (ln.level == "WARN" and ln.where):
+            # a line that repeats a message a source-keyed signature explained (torch's "Last error:"); a WARN
+            # printed by another file is read on its own
+            hits = [(sig, m) for sig, m in hits if msg.strip() not in self._superseded.get(sig.id, ())]
+        if len(hits) > 1 and ln.level == "WARN" and ln.where:
+            hits = self._by_source(hits, len(ln.where), msg.strip())
         if tpl is not None and tpl.inert is None:
             tpl.inert = not hits and ln.level != "WARN" and not any(g in msg for g in _LINE_GATES)
         ids = frozenset(sig.id for sig, _ in hits)
@@ -279,6 +429,8 @@ class Matcher:
         hits = self.matches(text_)  # the cached hits (a message the bounded cache dropped feeds the context again)
         in_incident = line_no - ctx.last_watchdog <= _INCIDENT_SPAN
         for sig, _ in hits:
+            if sig.id not in ids:
+                continue  # left out at its first reading (_by_source)
             h = self.hits[sig.id]
             h.count += 1
             if in_incident:
@@ -336,12 +488,15 @@ class Matcher:
     def _unrecognised_warn(self, where, msg, rank, host, pid, ev, order) -> None:
         """An NCCL WARN no signature knows: kept as evidence, leaning to the category of the file that printed it."""
         prior = warn_prior(where, msg)
-        if prior is None:
+        # an NCCL tuning variable the message names (the run may set it later in the paste: decided in ``warns``)
+        named = next((v for v in NAMED_VAR.findall(msg) if v in TUNING_VARS), None) if "NCCL_" in msg else None
+        if prior is None and named is None:
             return
-        cat, also = prior
-        entry = self.warns.get(cat)
+        cat, also = prior if prior is not None else ("nccl_env_override", ())
+        entry = self._warns.get((cat, named))
         if entry is None:
-            entry = self.warns[cat] = [0, [], order, also, set(), set(), where]
+            entry = self._warns[(cat, named)] = [0, [], order, also, set(), set(), where, False]
+        entry[7] = entry[7] or (named is not None and self.context.tuning_var_named(msg) is not None)
         entry[0] += 1
         if len(entry[1]) < MAX_EVIDENCE and msg not in self._warn_seen:
             entry[1].append(ev)

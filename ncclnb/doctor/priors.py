@@ -35,8 +35,63 @@ _NEW_GPU = re.compile(
     r"\b(?:[GH]100|H200|H800|H20\b|GH200|[GB]200|B100|GB300|NVSwitch|NVLS|NVLink SHARP|[Ff]abric ?[Mm]anager|MNNVL [1-9])",
     re.ASCII,
 )
+_HCA = re.compile(r"\bmlx[45]_[0-9a-z]+|\bibp[0-9]+s[0-9]+", re.ASCII)
 _CONSUMER_GPU = re.compile(r"GeForce|\bRTX ?[0-9]{4}\b|TITAN|PCIE", re.ASCII)
-_ENV_SET = re.compile(r"(?P<var>NCCL_[A-Z0-9_]+) set by environment to (?P<val>\S*)", re.ASCII)
+# NCCL's own line for a variable it read ("NCCL_ALGO set by environment to Tree"; old releases and a few
+# variables: "NCCL_IB_HCA set to mlx5_0"), and a whole line of a shell or config file that sets one
+# ("export NCCL_PROTO=LL128", "NCCL_TOPO_FILE=/opt/x.xml" in /etc/nccl.conf): never a variable named in prose
+_ENV_SET = re.compile(r"(?P<var>NCCL_[A-Z0-9_]+) set (?:by environment )?to (?P<val>\S*)", re.ASCII)
+_ENV_LINE = re.compile(r"^(?:\$ )?(?:export )?(?P<var>NCCL_[A-Z0-9_]+)=(?P<val>\S*)$", re.ASCII)
+# the NCCL variables that override NCCL's own tuning choices (algorithm, protocol, channels, buffers,
+# transports' levels, memory APIs): a failing WARN that names one the environment set is that setting's failure
+TUNING_VARS = frozenset(
+    {
+        "NCCL_ALGO",
+        "NCCL_PROTO",
+        "NCCL_MIN_NCHANNELS",
+        "NCCL_MAX_NCHANNELS",
+        "NCCL_MIN_NRINGS",
+        "NCCL_MAX_NRINGS",
+        "NCCL_MIN_CTAS",
+        "NCCL_MAX_CTAS",
+        "NCCL_NTHREADS",
+        "NCCL_BUFFSIZE",
+        "NCCL_LL_BUFFSIZE",
+        "NCCL_LL128_BUFFSIZE",
+        "NCCL_NET_GDR_LEVEL",
+        "NCCL_NET_GDR_READ",
+        "NCCL_P2P_LEVEL",
+        "NCCL_P2P_NET_CHUNKSIZE",
+        "NCCL_NCHANNELS_PER_NET_PEER",
+        "NCCL_CUMEM_ENABLE",
+        "NCCL_NVLS_ENABLE",
+        "NCCL_COLLNET_ENABLE",
+        "NCCL_CROSS_NIC",
+        "NCCL_GRAPH_REGISTER",
+        "NCCL_LOCAL_REGISTER",
+    }
+)
+NAMED_VAR = re.compile(r"NCCL_[A-Z0-9_]+", re.ASCII)
+# torch / the CUDA samples saying two GPUs have no peer access: can_device_access_peer(...) answered False
+# (same line, or the REPL's next line), p2pBandwidthLatencyTest's "Device=0 CANNOT Access Peer Device=1",
+# simpleP2P's "Peer access from GPU0 -> GPU1 : No"
+_P2P_DENIED = re.compile(
+    r"can_device_access_peer\([^)]*\)\)?[ :=>-]*False|CANNOT Access Peer|Peer access from .* : No\b", re.ASCII
+)
+# df's line for a /dev/shm smaller than 1 GB (df -h sizes in K or M; df's 1K blocks, at most six digits)
+_SMALL_SHM = re.compile(r"^\S+ +(?:[0-9.]+[KM]i?|[0-9]{1,6}) +\S+ +\S+ +[0-9]+% +/dev/shm", re.ASCII)
+# the run got on after NCCL's set-up: a training step, a loss, a rate, a bandwidth figure
+_PROGRESS = re.compile(
+    r"['\"]loss['\"]: ?-?[0-9]|\bloss[ :=]+-?[0-9]|[0-9] ?(?:it/s|s/it)\b|\bbusbw\b[^0-9\n]{0,8}[0-9]|"
+    r"\b(?:[Ss]tep|[Ii]teration) +[0-9]+ *(?:/|\||,|:)",
+    re.ASCII,
+)
+# someone says it stopped: a hang, a stuck rank, an interrupt, a stack dump of the living process (py-spy, faulthandler)
+_STOPPED = re.compile(
+    r"\b(?:[Hh]angs?|[Hh]anging|[Hh]ung|HANG|[Ss]tuck|[Ff]roze|[Ff]reezes|never (?:returns|finishes|completes))\b|"
+    r"KeyboardInterrupt|py-spy|\(most recent call first\)|^Thread (?:0x[0-9a-f]+|[0-9]+) \((?:idle|active)",
+    re.ASCII,
+)
 _OLD_WORDING = re.compile(r"NCCL Error [0-9]+:|compiled with NCCL 1\.|NCCL 1\.[0-9]", re.ASCII)
 _NCCL_VERSION = re.compile(r"NCCL version:? ?(?P<ver>[0-9]{1,2}\.[0-9]{1,3}\.[0-9]{1,3})", re.ASCII)
 _HOSTS_ARG = re.compile(r"(?:--host|-H) (?P<list>[\w.-]+(?:,[\w.-]+)+)", re.ASCII)
@@ -54,7 +109,18 @@ _FINISHED = ("fit` stopped", "raining completed")
 # a log that ends after these did not hang
 _COMPLETED = ("Out of bounds values", "Avg bus bandwidth", "Destroy COMPLETE")
 # the job got past NCCL's init (a stop after these is a hang, not a failure to start)
-_INIT_DONE = ("Setting affinity", "Launch mode", "out-of-place", "Using devices", "nGpus", "Trees [", "localRanks")
+_INIT_DONE = (
+    "Setting affinity",
+    "Launch mode",
+    "out-of-place",
+    "Using devices",
+    "nGpus",
+    "Trees [",
+    "localRanks",
+    "Init COMPLETE",
+    "Connected all rings",
+    "Connected all trees",
+)
 
 
 @dataclass
@@ -80,6 +146,11 @@ class LogContext:
     finished: bool = False
     completed: bool = False
     init_seen: bool = False
+    progress: bool = False  # a step, loss, rate or bandwidth line: the job ran after its set-up
+    stopped: bool = False  # someone says it hung or stopped it (a hang, ^C, a py-spy / faulthandler dump)
+    p2p_denied: bool = False  # torch or the CUDA samples say two GPUs have no peer access
+    ib_wanted: bool = False  # NCCL_IB_HCA set, or an HCA (mlx5_*, an ibp* interface) named: IB was meant to be used
+    shm_small: bool = False  # df shows a /dev/shm under 1 GB
     single_process: bool = False  # one process drives every GPU (nccl-tests -g N): one host
 
     MAX_HOSTS = 64
@@ -93,14 +164,16 @@ class LogContext:
     def observe(self, msg: str) -> None:
         """Read the facts ``msg`` carries (called once per distinct message: the lines that
         carry them hold one of kb.TRIGGERS' context literals, so the scanner hands them over)."""
-        if "set by environment" in msg:
-            m = _ENV_SET.search(msg)
+        if " to " in msg or "=" in msg:
+            m = _ENV_SET.search(msg) if " to " in msg else _ENV_LINE.search(msg.strip())
             if m and len(self.env) < 256:
                 self.env[m.group("var")] = m.group("val")
                 if m.group("var") in ("NCCL_TOPO_FILE", "NCCL_GRAPH_FILE"):
                     self.topo_env = True
                 if m.group("var") == "NCCL_SOCKET_IFNAME":
                     self.ifname_set = True
+                if m.group("var") == "NCCL_IB_HCA":
+                    self.ib_wanted = True
         if "NCCL_SOCKET_IFNAME" in msg or "GLOO_SOCKET_IFNAME" in msg:
             self.ifname_set = True
         if "nccl.conf" in msg or "NCCL_TOPO_FILE" in msg or "NCCL_GRAPH_FILE" in msg or "Loading topology file" in msg:
@@ -110,6 +183,8 @@ class LogContext:
                 self.socket_only = True
             else:
                 self.ib = True
+        if ("mlx5_" in msg or "ibp" in msg) and "No device found" not in msg and _HCA.search(msg):
+            self.ib_wanted = True  # an HCA or IPoIB interface exists on the node
         if "Using network Socket" in msg:
             self.socket_only = True
         if "NET/OFI" in msg or "aws-ofi" in msg:
@@ -157,6 +232,29 @@ class LogContext:
             self.completed = True
         if any(w in msg for w in _INIT_DONE):
             self.init_seen = True
+        if not self.progress and (
+            "loss" in msg or "/it" in msg or "it/" in msg or "busbw" in msg or "tep " in msg or "teration " in msg
+        ):
+            self.progress = bool(_PROGRESS.search(msg))
+        if not self.stopped and _STOPPED.search(msg):
+            self.stopped = True
+        if not self.p2p_denied and ("ccess" in msg) and _P2P_DENIED.search(msg):
+            self.p2p_denied = True
+        if not self.shm_small and "/dev/shm" in msg and _SMALL_SHM.search(msg.strip()):
+            self.shm_small = True
+
+    def observe_pair(self, prev: str, msg: str) -> None:
+        """Facts only two consecutive lines carry: the REPL's answer under the call (``>>> ...can_device_access_peer(0, 1)``
+        then ``False``)."""
+        if msg.strip() == "False" and "can_device_access_peer" in prev:
+            self.p2p_denied = True
+
+    def tuning_var_named(self, msg: str) -> Optional[str]:
+        """The NCCL tuning variable (TUNING_VARS) ``msg`` names that this run set, or that ``msg`` says was set; None."""
+        for var in NAMED_VAR.findall(msg):
+            if var in TUNING_VARS and (var in self.env or f"{var} was set" in msg or f"{var} set by" in msg):
+                return var
+        return None
 
     @property
     def several_hosts(self) -> bool:
@@ -193,12 +291,21 @@ class LogContext:
                 "finished",
                 "completed",
                 "init_seen",
+                "p2p_denied",
+                "ib_wanted",
+                "shm_small",
                 "several_hosts",
                 "one_host",
                 "many_ranks",
             )
             if getattr(self, name)
         }
+        if self.progress and not self.stopped:
+            # the job got on after its set-up and nobody says it stopped: a log that simply ends here did not
+            # hang (the hang candidates need a stop, or no sign of progress)
+            out.add("completed")
+        if any(var in TUNING_VARS for var in self.env):
+            out.add("tuning_env")
         if self.env.get("NCCL_SHM_DISABLE") == "1":
             out.add("shm_disabled")
         if self.env.get("NCCL_P2P_DISABLE") == "1" or self.env.get("NCCL_P2P_LEVEL") in ("LOC", "0"):
@@ -274,7 +381,7 @@ _SHM = Candidate(
     "(Docker gives 64 MB by default; Kubernetes a tiny /dev/shm unless an emptyDir with medium Memory)",
     "df -h /dev/shm inside the container; run with --ipc=host or --shm-size=16g; NCCL_SHM_DISABLE=1 "
     "makes the error go away if this is it",
-    up=("container", "one_host"),
+    up=("container", "one_host", "shm_small"),
     down=("shm_disabled", "several_hosts"),
 )
 _IFNAME = Candidate(
@@ -362,7 +469,7 @@ CANDIDATES = {
             0.14,
             "NCCL could not build paths between the GPUs (P2P not possible, virtualised PCIe topology)",
             "nvidia-smi topo -m; NCCL_P2P_DISABLE=1",
-            up=("p2p_disabled", "consumer_gpu", "one_host"),
+            up=("p2p_disabled", "consumer_gpu", "one_host", "p2p_denied"),
             down=(),
         ),
         _IB,
@@ -421,7 +528,7 @@ CANDIDATES = {
             0.12,
             "enabling peer access or IPC between GPUs failed",
             "nvidia-smi topo -p2p r; NCCL_P2P_DISABLE=1",
-            up=("consumer_gpu", "p2p_disabled"),
+            up=("consumer_gpu", "p2p_disabled", "p2p_denied"),
             down=(),
         ),
     ),
@@ -489,7 +596,7 @@ CANDIDATES = {
             "(VT-d/AMD-Vi) reroutes or blocks P2P, or P2P across CPU sockets does not work",
             "NCCL_P2P_DISABLE=1 (the hang goes away if this is it); lspci -vvv | grep ACSCtl; "
             "dmesg | grep -i -e DMAR -e IOMMU; nvidia-smi topo -m",
-            up=("one_host", "consumer_gpu", "old_gpu"),
+            up=("one_host", "consumer_gpu", "old_gpu", "p2p_denied"),
             down=("p2p_disabled", "several_hosts"),
         ),
         Candidate(
@@ -513,7 +620,7 @@ CANDIDATES = {
             0.12,
             "shared-memory transport between the local ranks stalled",
             "NCCL_SHM_DISABLE=1; df -h /dev/shm",
-            up=("container",),
+            up=("container", "shm_small"),
             down=("shm_disabled",),
         ),
     ),
@@ -563,6 +670,9 @@ PREFER = (
     (("store_barrier_timeout",), "over_joined", "rank_world_size_mismatch"),
     (("socket_init_family_0",), "ifname_set", "socket_ifname"),
     (("gloo_op_timeout",), "p2p_ops", "p2p_pairing"),
+    # "NET/IB : No device found" is harmless only where nobody meant to use IB: with NCCL_IB_HCA set or an HCA
+    # on the node, NCCL did not find the HCAs it was told to use
+    (("ib_no_device_found", "libibverbs_missing"), "ib_wanted", "ib_misconfig"),
 )
 
 

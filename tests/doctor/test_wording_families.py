@@ -1,0 +1,309 @@
+"""Wording families and log context the doctor reads beyond one line's signature: the NCCL >= 2.19 plugin
+fallback, SIGBUS from a full /dev/shm, tuning variables the environment set and a WARN then names, the
+source file that printed a WARN deciding between two signatures of its line, "No device found" where IB
+was wanted, a log with no error (set-up, progress, a stop) and stack dumps (py-spy, faulthandler)
+saying where each rank waits. Logs are written as the tools print them, with the lines around them."""
+
+from __future__ import annotations
+
+import pytest
+
+from ncclnb.doctor import diagnose
+from ncclnb.doctor.match import Matcher, SourceContext
+from ncclnb.doctor.priors import LogContext
+from ncclnb.doctor.rank_table import RankRows
+from ncclnb.doctor.kb import load_signatures
+
+
+def _rules(diag) -> list:
+    return [(f.category, f.rule) for f in diag.findings]
+
+
+def _first(log: str):
+    findings = diagnose(log).findings
+    assert findings, log
+    return findings[0]
+
+
+def _facts(log: str) -> set:
+    ctx = LogContext()
+    for line in log.splitlines():
+        ctx.observe(line)
+    return ctx.facts()
+
+
+# ---- NCCL >= 2.19 plugin wording; a healthy run is not a hang ---------------------------------------------
+HEALTHY_219 = """\
+gpu-a:3921:3921 [0] NCCL INFO Bootstrap : Using ens1:10.1.0.11<0>
+gpu-a:3921:3921 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.
+gpu-a:3921:3921 [0] NCCL INFO TUNER/Plugin: Could not find: libnccl-tuner.so libnccl-net.so. Using internal tuner plugin.
+NCCL version 2.19.3+cuda12.3
+gpu-a:3921:4009 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB ens1:10.1.0.11<0>
+gpu-a:3921:4009 [0] NCCL INFO Using network IB
+gpu-a:3921:4009 [0] NCCL INFO Setting affinity for GPU 0 to ffff,ffffffff
+gpu-a:3921:4009 [0] NCCL INFO Connected all rings
+gpu-a:3921:4009 [0] NCCL INFO comm 0x9c80a90 rank 0 nranks 16 cudaDev 0 nvmlDev 0 busId 7000 commId 0x2a4b - Init COMPLETE
+"""
+PROGRESS = (
+    "{'loss': 2.3311, 'learning_rate': 4.9e-05, 'epoch': 0.02}\n{'loss': 2.0413, 'learning_rate': 4.8e-05, 'epoch': 0.04}\n"
+)
+
+
+def test_the_219_plugin_fallback_is_the_benign_plugin_reading_and_progress_rules_out_a_hang():
+    diag = diagnose(HEALTHY_219 + PROGRESS)
+    assert _rules(diag)[0] == ("net_plugin_missing", "net_plugin_not_found")
+    assert not [f for f in diag.findings if f.rule.startswith("candidate.hang")]
+
+
+def test_a_stop_after_set_up_still_raises_the_hang_candidates_even_after_progress():
+    diag = diagnose(HEALTHY_219 + PROGRESS + "^C\nKeyboardInterrupt\n")
+    assert any(f.rule.startswith("candidate.hang") for f in diag.findings)
+    # Init COMPLETE / Connected all rings are set-up done: without progress a stopped log is a hang candidate too
+    no_affinity = "".join(line + "\n" for line in HEALTHY_219.splitlines() if "Setting affinity" not in line)
+    assert any(f.rule.startswith("candidate.hang") for f in diagnose(no_affinity).findings)
+
+
+def test_progress_stop_and_set_up_facts():
+    assert {"completed", "init_seen"} <= _facts(HEALTHY_219 + "[rank0]: step 10 | loss 9.8712 | tokens/s 412034\n")
+    assert "completed" in _facts("  5%|▌         | 512/10000 [03:11<58:49,  2.69it/s, loss=2.31]\n")
+    assert "completed" not in _facts("Epoch 1:   0%|          | 0/2500 [00:00<?, ?it/s]\n")  # no step done yet
+    assert "completed" not in _facts(HEALTHY_219 + PROGRESS + "the job hangs after the first eval\n")
+
+
+# ---- SIGBUS from a full /dev/shm -----------------------------------------------------------------------------
+SIGBUS = """\
+Filesystem      Size  Used Avail Use% Mounted on
+shm              64M     0   64M   0% /dev/shm
+Epoch 1:   0%|          | 0/2500 [00:00<?, ?it/s]
+Fatal Python error: Bus error
+
+Thread 0x00007f2a4d7fe700 (most recent call first):
+  File "/usr/lib/python3.10/threading.py", line 320 in wait
+[2024-05-19 06:41:18,008] torch.distributed.elastic.multiprocessing.api: [ERROR] \
+failed (exitcode: -7) local_rank: 3 (pid: 231) of binary: /usr/bin/python
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2024-05-19_06:41:18
+  host      : trainer-0
+  rank      : 3 (local_rank: 3)
+  exitcode  : -7 (pid: 231)
+  error_file: <N/A>
+  traceback : Signal 7 (SIGBUS) received by PID 231
+============================================================
+"""
+
+
+def test_sigbus_points_to_shm_above_torchruns_summary():
+    diag = diagnose(SIGBUS)
+    rules = [f.rule for f in diag.findings]
+    assert diag.findings[0].category == "shm_too_small" and rules[0] == "process_bus_error"
+    assert "dev_shm_small" in rules  # the df line, promoted beside an error
+    assert "torchrun_child_failed" not in rules[:2]
+
+
+def test_sigkill_is_still_the_oom_killer_not_shm():
+    killed = SIGBUS.replace("-7", "-9").replace("Signal 7 (SIGBUS)", "Signal 9 (SIGKILL)").replace("Bus error", "Killed")
+    assert _first(killed).rule == "process_killed"
+
+
+# ---- NCCL tuning variables the environment set --------------------------------------------------------------
+ALGO_PROTO = """\
+gpu-p2-011:551:551 [0] NCCL INFO NCCL_ALGO set by environment to Tree
+gpu-p2-011:551:551 [0] NCCL INFO NCCL_PROTO set by environment to LL128
+gpu-p2-011:551:551 [0] enqueue.cc:1556 NCCL WARN Error : no algorithm/protocol available for function AllGather \
+with datatype ncclInt8. \
+NCCL_ALGO was set to Tree. NCCL_PROTO was set to LL128.
+gpu-p2-011:551:551 [0] NCCL INFO enqueue.cc:1641 -> 3
+[rank0]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:3699, \
+internal error - please report this issue to the NCCL developers, NCCL version 2.21.5
+"""
+
+
+def test_no_algorithm_protocol_available_is_the_environments_override():
+    assert (_first(ALGO_PROTO).category, _first(ALGO_PROTO).rule) == ("nccl_env_override", "nccl_algo_proto_unavailable")
+
+
+# a WARN no signature knows, from a file that leans elsewhere (enqueue.cc: version mismatch), naming a variable
+TUNING_WARN = "node-a:4121:4188 [3] enqueue.cc:1204 NCCL WARN Invalid NCCL_MAX_NCHANNELS 1 for AllReduce with NVLS, need 16\n"
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        "node-a:4121:4121 [3] NCCL INFO NCCL_MAX_NCHANNELS set by environment to 1.\n",
+        "$ cat /etc/profile.d/nccl-tuning.sh\nexport NCCL_MAX_NCHANNELS=1\n",
+    ],
+)
+def test_a_warn_naming_a_tuning_variable_the_run_set_is_the_override_wherever_it_was_set(env):
+    for log in (env + TUNING_WARN, TUNING_WARN + env):  # the setting before the WARN, or pasted after it
+        first = _first(log)
+        assert (first.category, first.rule) == ("nccl_env_override", "nccl_warn.nccl_env_override"), log
+        assert ("version_mismatch", "nccl_warn.nccl_env_override") in _rules(diagnose(log))  # the file's lean, kept
+
+
+def test_a_warn_naming_a_variable_nobody_set_keeps_its_files_lean():
+    assert _first(TUNING_WARN).category == "version_mismatch"
+    # prose naming a variable is not a setting
+    assert _first("NCCL_MAX_NCHANNELS=1 did not help either\n" + TUNING_WARN).category == "version_mismatch"
+
+
+# ---- the source file that printed a WARN decides between two signatures of its line ------------------------
+NVLS_OOM = """\
+hgx-03:3328:3410 [0] NCCL INFO NVLS multicast support is available on dev 0
+hgx-03:3328:3410 [0] transport/nvls.cc:152 NCCL WARN Cuda failure 'out of memory'
+hgx-03:3328:3410 [0] NCCL INFO transport/nvls.cc:334 -> 1
+torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, \
+unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.19.3
+ncclUnhandledCudaError: Call to CUDA function failed.
+Last error:
+Cuda failure 'out of memory'
+"""
+
+
+def test_a_warn_from_nvls_cc_is_an_nvls_failure_not_an_out_of_memory():
+    diag = diagnose(NVLS_OOM)
+    assert (diag.findings[0].category, diag.findings[0].rule) == ("driver_or_hardware", "nvls_failure")
+    assert "cuda_oom_in_nccl" not in [f.rule for f in diag.findings]
+
+
+def test_the_same_wording_from_another_file_is_still_an_out_of_memory():
+    log = NVLS_OOM.replace("transport/nvls.cc:152", "transport/p2p.cc:210").replace("NVLS multicast", "P2P multicast")
+    assert _first(log).rule == "cuda_oom_in_nccl"
+
+
+# ---- "NET/IB : No device found" where IB was wanted --------------------------------------------------------
+NO_IB = """\
+node1:1880:1880 [0] NCCL INFO Bootstrap : Using enp75s0:10.0.0.1<0>
+node1:1880:1880 [0] NCCL INFO NET/IB : No device found.
+node1:1880:1880 [0] NCCL INFO NET/Socket : Using [0]enp75s0:10.0.0.1<0>
+node1:1880:1880 [0] NCCL INFO Using network Socket
+"""
+
+
+@pytest.mark.parametrize(
+    "wanted",
+    [
+        "node1:1880:1880 [0] NCCL INFO NCCL_IB_HCA set by environment to mlx5_0,mlx5_1\n",
+        "node1:1880:1880 [0] NCCL INFO NCCL_IB_HCA set to mlx5_0,mlx5_1\n",
+        "$ ibv_devices\n    device                 node GUID\n    mlx5_ib0            b8cef603005d1a20\n",
+    ],
+)
+def test_no_ib_device_is_an_hca_selection_problem_where_ib_was_wanted(wanted):
+    assert _first(wanted + NO_IB).category == "ib_misconfig"
+
+
+def test_no_ib_device_is_harmless_where_nothing_says_ib():
+    first = _first(NO_IB)
+    assert (first.category, first.rule) == ("net_plugin_missing", "ib_no_device_found")
+
+
+# ---- category conventions ----------------------------------------------------------------------------------
+def test_a_driver_too_old_for_the_cuda_runtime_is_a_version_mismatch():
+    log = (
+        "node3:1501:1501 [0] misc/cudawrap.cc:36 NCCL WARN "
+        "Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'\n"
+    )
+    assert _first(log).category == "version_mismatch"
+    assert "driver_or_hardware" in [f.category for f in diagnose(log).findings]
+
+
+# ---- GPUs without peer access -------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "answer",
+    [
+        ">>> torch.cuda.can_device_access_peer(0, 1)\nFalse\n",
+        "print(torch.cuda.can_device_access_peer(0, 1)) -> False\n",
+        "> Peer access from NVIDIA A100-PCIE-40GB (GPU0) -> NVIDIA A100-PCIE-40GB (GPU1) : No\n",
+        "Device=0 CANNOT Access Peer Device=1\n",
+    ],
+)
+def test_no_peer_access_is_a_fact_for_p2p_topology(answer):
+    log = "ws:81211:81290 [0] NCCL INFO Connected all rings\n" + answer + "and then it just hangs\n"
+    hang = [f for f in diagnose(log).findings if f.rule == "candidate.hang.p2p_topology"]
+    assert hang and "p2p_denied" in hang[0].title + hang[0].cause  # the fact that moved it, named
+    assert "p2p_denied" not in str(diagnose(log.replace(answer, "")).findings)
+
+
+def test_a_true_answer_is_no_fact():
+    assert "p2p_denied" not in _facts(">>> torch.cuda.can_device_access_peer(0, 1)\nTrue\n")
+
+
+# ---- stack dumps: where each rank waits --------------------------------------------------------------------
+def _waits(log: str) -> dict:
+    m = Matcher(load_signatures(), RankRows())
+    ctx = SourceContext(name="dump.txt", index=0, rank_hint=None)
+    for no, line in enumerate(log.splitlines(), 1):
+        m.line(ctx, no, line.encode())
+    return {r: call for r, (call, _) in m.state.waits.items()}
+
+
+PYSPY = """\
+Process 31207: python pretrain_gpt.py --rank 1
+Python v3.10.12 (/usr/bin/python3.10)
+
+Thread 31207 (idle): "MainThread"
+    synchronize (torch/cuda/__init__.py:792)
+    _communicate (megatron/core/pipeline_parallel/p2p_communication.py:327)
+    recv_backward (megatron/core/pipeline_parallel/p2p_communication.py:410)
+    forward_backward_pipelining_without_interleaving (megatron/core/pipeline_parallel/schedules.py:1204)
+Process 31206: python pretrain_gpt.py --rank 0
+Python v3.10.12 (/usr/bin/python3.10)
+
+Thread 31206 (active+gil): "MainThread"
+    all_reduce (torch/distributed/distributed_c10d.py:2050)
+    wrapper (torch/distributed/c10d_logger.py:75)
+    reduce_loss (megatron/training/utils.py:210)
+Process 31208: python pretrain_gpt.py --rank 2
+Thread 31208 (idle): "MainThread"
+    all_reduce (torch/distributed/distributed_c10d.py:2050)
+    wrapper (torch/distributed/c10d_logger.py:75)
+"""
+
+FAULTHANDLER = """\
+[rank1]:Thread 0x00007f5a2bfff700 (most recent call first):
+[rank1]:  File "/usr/lib/python3.10/threading.py", line 324 in wait
+[rank1]:
+[rank1]:Current thread 0x00007f5b9b2a4740 (most recent call first):
+[rank1]:  File "/usr/local/lib/python3.10/dist-packages/torch/distributed/distributed_c10d.py", line 1947 in recv
+[rank1]:  File "/workspace/train.py", line 88 in exchange
+[rank0]:Current thread 0x00007f5b9b2a4740 (most recent call first):
+[rank0]:  File "/usr/local/lib/python3.10/dist-packages/torch/distributed/distributed_c10d.py", line 2050 in all_reduce
+[rank0]:  File "/workspace/train.py", line 97 in step
+"""
+
+
+def test_py_spy_frames_say_where_each_rank_waits():
+    assert _waits(PYSPY) == {1: "irecv", 0: "all_reduce", 2: "all_reduce"}
+    assert _waits(PYSPY.replace("recv_backward", "send_forward")) == {1: "isend", 0: "all_reduce", 2: "all_reduce"}
+
+
+def test_faulthandler_frames_say_where_each_rank_waits():
+    assert _waits(FAULTHANDLER) == {1: "recv", 0: "all_reduce"}
+
+
+def test_frames_outside_a_dump_say_nothing():
+    # a traceback (outermost first, "line N, in fn") is read by the c10d frame rule on its error, not here
+    log = '  File "/workspace/torch/distributed/distributed_c10d.py", line 1947 in recv\n    recv_backward (a/p2p.py:410)\n'
+    assert _waits(log) == {}
+
+
+def test_a_rank_in_a_send_recv_beside_ranks_in_a_collective_is_a_pairing_problem():
+    first = _first(PYSPY)
+    assert (first.category, first.rule) == ("p2p_pairing", "p2p_wait_beside_collective")
+    assert first.ranks == (1,)
+
+
+def test_the_wording_from_another_file_after_an_nvls_one_is_read_on_its_own():
+    log = NVLS_OOM + "hgx-03:3328:3411 [1] transport/p2p.cc:210 NCCL WARN Cuda failure 'out of memory'\n"
+    assert "cuda_oom_in_nccl" in [f.rule for f in diagnose(log).findings]
+
+
+def test_a_repeated_last_error_line_of_one_process_is_counted_for_what_it_hit_first():
+    # a process printing the same message again takes the echo path (Matcher._echo): the rule left out stays out
+    log = NVLS_OOM + "Cuda failure 'out of memory'\n" * 3
+    rules = [f.rule for f in diagnose(log).findings]
+    assert rules[0] == "nvls_failure" and "cuda_oom_in_nccl" not in rules
