@@ -39,7 +39,9 @@ task is handed out, so that the tasks' snapshots already hold what it found
 inert.
 Workers read the file the caller opened (through ``/proc/<pid>/fd/<n>``,
 checked by device and inode), never whatever the path names by then, and die
-with the caller (``PR_SET_PDEATHSIG``).
+with the caller (``PR_SET_PDEATHSIG``). The many smaller files of a directory
+of per-rank logs go to the same kind of pool whole, a few per task
+(:class:`FilesAhead`), while the caller reads them in order.
 
 Input that is not a log ends the scan with ``not_a_log`` set rather than
 running on: bytes that are not text (a core file, ``/dev/zero``,
