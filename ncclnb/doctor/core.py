@@ -280,8 +280,8 @@ MAX_AHEAD = 256  # files of a directory open ahead of the one read (each holds a
 def _directory_workers(group: list) -> int:
     """Worker processes for the files of a directory (``group``: its Sources), by their size in all
     (:func:`~ncclnb.doctor.scan.workers_for`); 0 for a single input."""
-    if len(group) < 3 or not all(src.walked for src in group):
-        return 0
+    if len(group) < 3 or not all(src.walked for src in group) or not workers_for(1 << 62):
+        return 0  # one input, or no workers whatever the size (one CPU, NCCLNB_DOCTOR_WORKERS=0)
     total = 0
     for src in group:
         try:
