@@ -316,6 +316,9 @@ TRIGGERS = (
     "False",
     "CANNOT Access Peer",
     "Peer access from",
+    # a CUDA feature the driver or system lacks (cuMem shareable handles, IPC): the driver API's name, cuMem calls
+    "NOT_SUPPORTED",
+    "cuMem",
 )
 
 

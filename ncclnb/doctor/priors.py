@@ -35,6 +35,8 @@ _NEW_GPU = re.compile(
     r"\b(?:[GH]100|H200|H800|H20\b|GH200|[GB]200|B100|GB300|NVSwitch|NVLS|NVLink SHARP|[Ff]abric ?[Mm]anager|MNNVL [1-9])",
     re.ASCII,
 )
+# a cuMem driver call NCCL made, named with how it ended ("cuMemCreate failed", "cuMemMap returned 1")
+_CUMEM_CALL = re.compile(r"\bcuMem[A-Z][A-Za-z]+(?:\(\))? ?(?:failed|returned|error)", re.ASCII)
 _HCA = re.compile(r"\bmlx[45]_[0-9a-z]+|\bibp[0-9]+s[0-9]+", re.ASCII)
 _CONSUMER_GPU = re.compile(r"GeForce|\bRTX ?[0-9]{4}\b|TITAN|PCIE", re.ASCII)
 # NCCL's own line for a variable it read ("NCCL_ALGO set by environment to Tree"; old releases and a few
@@ -151,6 +153,7 @@ class LogContext:
     p2p_denied: bool = False  # torch or the CUDA samples say two GPUs have no peer access
     ib_wanted: bool = False  # NCCL_IB_HCA set, or an HCA (mlx5_*, an ibp* interface) named: IB was meant to be used
     shm_small: bool = False  # df shows a /dev/shm under 1 GB
+    cumem: bool = False  # NCCL's cuMem API in play (NCCL_CUMEM_ENABLE set, a cuMem call named)
     single_process: bool = False  # one process drives every GPU (nccl-tests -g N): one host
 
     MAX_HOSTS = 64
@@ -240,6 +243,8 @@ class LogContext:
             self.stopped = True
         if not self.p2p_denied and ("ccess" in msg) and _P2P_DENIED.search(msg):
             self.p2p_denied = True
+        if not self.cumem and "cuMem" in msg and _CUMEM_CALL.search(msg):
+            self.cumem = True
         if not self.shm_small and "/dev/shm" in msg and _SMALL_SHM.search(msg.strip()):
             self.shm_small = True
 
@@ -294,6 +299,7 @@ class LogContext:
                 "p2p_denied",
                 "ib_wanted",
                 "shm_small",
+                "cumem",
                 "several_hosts",
                 "one_host",
                 "many_ranks",
@@ -302,10 +308,15 @@ class LogContext:
         }
         if self.progress and not self.stopped:
             # the job got on after its set-up and nobody says it stopped: a log that simply ends here did not
-            # hang (the hang candidates need a stop, or no sign of progress)
+            # hang (the hang candidates need a stop, or no sign of progress). A harmless line alone does not
+            # say so: a run that stopped after its set-up prints the plugin fallback too
             out.add("completed")
+        if self.stopped:
+            out.add("stopped")
         if any(var in TUNING_VARS for var in self.env):
             out.add("tuning_env")
+        if self.env.get("NCCL_CUMEM_ENABLE", "0") != "0":
+            out.add("cumem")
         if self.env.get("NCCL_SHM_DISABLE") == "1":
             out.add("shm_disabled")
         if self.env.get("NCCL_P2P_DISABLE") == "1" or self.env.get("NCCL_P2P_LEVEL") in ("LOC", "0"):
@@ -401,7 +412,7 @@ _IB = Candidate(
     "HCA that is down or not the one wired to the peers, or a memlock limit too low to register memory",
     "ibv_devinfo (port state ACTIVE), show_gids (the RoCE v2 GID index of the routable address), "
     "ulimit -l (unlimited); NCCL_IB_DISABLE=1 makes it go away if this is it",
-    up=("ib", "several_hosts"),
+    up=("ib", "several_hosts", "ib_wanted"),
     down=("socket_only", "one_host"),
 )
 _VERSION = Candidate(
@@ -604,7 +615,7 @@ CANDIDATES = {
             0.22,
             "the InfiniBand/RoCE path between the nodes does not carry traffic (GID index, HCA choice, ACS in the GDR path)",
             "NCCL_IB_DISABLE=1 to see if it moves; ib_write_bw between the nodes",
-            up=("ib", "several_hosts"),
+            up=("ib", "several_hosts", "ib_wanted"),
             down=("one_host", "socket_only"),
         ),
         Candidate(
@@ -673,6 +684,8 @@ PREFER = (
     # "NET/IB : No device found" is harmless only where nobody meant to use IB: with NCCL_IB_HCA set or an HCA
     # on the node, NCCL did not find the HCAs it was told to use
     (("ib_no_device_found", "libibverbs_missing"), "ib_wanted", "ib_misconfig"),
+    # a feature refused while NCCL uses the cuMem API: the NCCL and driver do not agree on it
+    (("cuda_operation_not_supported",), "cumem", "version_mismatch"),
 )
 
 

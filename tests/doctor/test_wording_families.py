@@ -307,3 +307,42 @@ def test_a_repeated_last_error_line_of_one_process_is_counted_for_what_it_hit_fi
     log = NVLS_OOM + "Cuda failure 'out of memory'\n" * 3
     rules = [f.rule for f in diagnose(log).findings]
     assert rules[0] == "nvls_failure" and "cuda_oom_in_nccl" not in rules
+
+
+def test_a_stop_is_named_among_what_the_log_shows():
+    stopped = diagnose(HEALTHY_219 + "it hangs here, nothing after Init COMPLETE\n")
+    hang = [f for f in stopped.findings if f.rule.startswith("candidate.hang")]
+    assert hang and any("stopped" in f.cause for f in hang)
+
+
+def test_ib_wanted_raises_the_ib_candidate_that_a_socket_fallback_lowers():
+    from ncclnb.doctor.priors import rank_candidates
+
+    def ib(facts):
+        return next(score for c, score, _ in rank_candidates("system", facts) if c.category == "ib_misconfig")
+
+    assert ib({"socket_only", "ib_wanted"}) > ib({"socket_only"})
+
+
+# ---- a CUDA feature refused -------------------------------------------------------------------------------
+NOT_SUPPORTED = """\
+h100:661:772 [0] NCCL INFO NCCL version 2.18.1+cuda12.1
+h100:661:772 [0] transport/p2p.cc:274 NCCL WARN Cuda failure 'operation not supported'
+h100:661:772 [0] NCCL INFO transport/p2p.cc:327 -> 1
+RuntimeError: NCCL Error 1: unhandled cuda error (run with NCCL_DEBUG=INFO for details)
+"""
+
+
+def test_operation_not_supported_in_p2p_is_a_peer_sharing_problem_unless_nccl_uses_cumem():
+    first = _first(NOT_SUPPORTED)
+    assert (first.category, first.rule) == ("p2p_topology", "cuda_operation_not_supported")
+    assert "version_mismatch" in [f.category for f in diagnose(NOT_SUPPORTED).findings[:3]]
+    cumem = "h100:661:661 [0] NCCL INFO NCCL_CUMEM_ENABLE set by environment to 1.\n"
+    assert _first(cumem + NOT_SUPPORTED).category == "version_mismatch"
+    # prose naming the API is not the API in use
+    assert _first(NOT_SUPPORTED + "maybe the cuMem path is the issue?\n").category == "p2p_topology"
+
+
+def test_operation_not_supported_from_nvls_cc_is_an_nvls_failure():
+    first = _first(NOT_SUPPORTED.replace("transport/p2p.cc:274", "transport/nvls.cc:158"))
+    assert first.rule == "nvls_failure"
