@@ -676,6 +676,10 @@ PREFER = (
     (("nccl_unique_id_store_timeout",), "device_unknown", "device_mapping"),
     (("nccl_unique_id_store_timeout",), "busy", "slow_rank_timeout"),
     (("duplicate_gpu", "invalid_device_ordinal"), "device_unknown", "device_mapping"),
+    (("invalid_device_ordinal",), "rank0_bad_ordinal", "device_mapping"),
+    # several processes holding memory on the GPU that ran out: ranks placed on one GPU (torch.load without
+    # map_location, no set_device), not a model too large for its GPU
+    (("cuda_oom",), "processes_share_gpu", "device_mapping"),
     (("topology_xml_unreadable", "topology_path_not_found", "topology_node_not_found"), "topo_env", "nccl_env_override"),
     (("topology_xml_unreadable", "topology_path_not_found", "topology_node_not_found"), "net_plugin", "version_mismatch"),
     (("store_barrier_timeout",), "over_joined", "rank_world_size_mismatch"),

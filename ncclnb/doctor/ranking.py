@@ -65,6 +65,8 @@ _NAMES_THE_DIVERGENCE = (
     "watchdog_p2p_batch",
     "watchdog_p2p_beside_collective",
 )
+# "Process 55120 has 7.21 GiB memory in use" in torch's CUDA OOM message (2.1+)
+_OOM_PROCESS = re.compile(r"Process ([0-9]{1,9}) has [0-9.]{1,12} [KMGT]iB memory in use", re.ASCII)
 EARLY_SEQ = 8  # a timeout at this sequence number or below is in the job's first collectives
 # cross-rank findings from where the ranks' tracebacks say they waited (reason.wait_findings)
 _TRACEBACK_CARDS = ("p2p_wait_beside_collective", "traceback_desync", "traceback_rank_missing")
@@ -470,6 +472,15 @@ class _Ranker:
             facts.add("device_unknown")
         if any(h.sig.category == "p2p_pairing" and not h.sig.consequence for h in self.hits.values()):
             facts.add("p2p_ops")
+        ordinal = self.hits.get("invalid_device_ordinal")
+        if ordinal is not None and 0 in {self.table.resolve(k) for k in ordinal.printers}:
+            # GPU 0 always exists where any GPU is visible: a device index that fails on rank 0 is not
+            # LOCAL_RANK (more processes than GPUs fail on the highest local ranks only)
+            facts.add("rank0_bad_ordinal")
+        oom = self.hits.get("cuda_oom")
+        if oom is not None and any(len(set(_OOM_PROCESS.findall(e.text))) > 1 for e in oom.evidence):
+            # torch's OOM message lists the processes holding memory on the GPU that ran out
+            facts.add("processes_share_gpu")
         for h in self.hits.values():
             joined, expected = num(h.groups.get("joined")), num(h.groups.get("expected"))
             if joined is not None and expected is not None and joined > expected:
