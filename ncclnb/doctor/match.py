@@ -87,7 +87,11 @@ STACK_FRAME = re.compile(
     r"|File \"(?P<file2>[^\"]+)\", line [0-9]+ in (?P<fn2>[A-Za-z_][A-Za-z0-9_]{0,63}))\s*$",
     re.ASCII,
 )
-_CMD_RANK = re.compile(r"\((?:global )?rank (?P<r>[0-9]{1,7})\)|(?<![A-Za-z_])(?:--)?rank[= ](?P<r2>[0-9]{1,7})\b", re.ASCII)
+# the global rank a py-spy header's command line names: "(rank 1)" after it, "--rank 1", "rank=1", "RANK=1"; never
+# "--local_rank 1" / "--local-rank=1"
+_CMD_RANK = re.compile(
+    r"\((?:global )?rank (?P<r>[0-9]{1,7})\)|(?:(?<![A-Za-z_-])|(?<= --))(?:rank|RANK)[= ](?P<r2>[0-9]{1,7})\b", re.ASCII
+)
 # a pipeline's point-to-point wrappers (Megatron, DeepSpeed, torchtitan) by the direction they wait in, named by the
 # torch.distributed call they post (reason.P2P_CALLS), so that a rank stuck in one reads as a point-to-point wait
 STACK_P2P = {

@@ -346,3 +346,10 @@ def test_operation_not_supported_in_p2p_is_a_peer_sharing_problem_unless_nccl_us
 def test_operation_not_supported_from_nvls_cc_is_an_nvls_failure():
     first = _first(NOT_SUPPORTED.replace("transport/p2p.cc:274", "transport/nvls.cc:158"))
     assert first.rule == "nvls_failure"
+
+
+def test_a_local_rank_on_the_command_line_is_not_the_rank():
+    # py-spy's header shows the command line: --local-rank is the GPU index on the node, not the global rank
+    log = PYSPY.replace("--rank 1", "--local-rank 0 --rank 5")
+    assert _waits(log) == {5: "irecv", 0: "all_reduce", 2: "all_reduce"}
+    assert _waits(PYSPY.replace("--rank 1", "--local-rank 1")) == {0: "all_reduce", 2: "all_reduce"}  # rank unknown
