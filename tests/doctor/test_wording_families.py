@@ -353,3 +353,14 @@ def test_a_local_rank_on_the_command_line_is_not_the_rank():
     log = PYSPY.replace("--rank 1", "--local-rank 0 --rank 5")
     assert _waits(log) == {5: "irecv", 0: "all_reduce", 2: "all_reduce"}
     assert _waits(PYSPY.replace("--rank 1", "--local-rank 1")) == {0: "all_reduce", 2: "all_reduce"}  # rank unknown
+
+
+def test_a_missing_tuner_or_profiler_plugin_says_nothing_of_the_net_plugin():
+    log = (
+        "node-0:194:490 [0] NCCL INFO NET/Plugin: Loaded net plugin Libfabric (v10)\n"
+        "node-0:194:490 [0] NCCL INFO PROFILER/Plugin: Could not find: libnccl-profiler.so.\n"
+        "node-0:194:490 [0] NCCL INFO TUNER/Plugin: Could not find: libnccl-tuner.so libnccl-net.so. "
+        "Using internal tuner plugin.\n"
+    )
+    rules = [f.rule for f in diagnose(log).findings]
+    assert "tuner_plugin_not_found" in rules and "net_plugin_not_found" not in rules
