@@ -69,7 +69,7 @@ _NAMES_THE_DIVERGENCE = (
 _OOM_PROCESS = re.compile(r"Process ([0-9]{1,9}) has [0-9.]{1,12} [KMGT]iB memory in use", re.ASCII)
 EARLY_SEQ = 8  # a timeout at this sequence number or below is in the job's first collectives
 # cross-rank findings from where the ranks' tracebacks say they waited (reason.wait_findings)
-_TRACEBACK_CARDS = ("p2p_wait_beside_collective", "traceback_desync", "traceback_rank_missing")
+_TRACEBACK_CARDS = ("p2p_wait_beside_collective", "traceback_p2p_cycle", "traceback_desync", "traceback_rank_missing")
 # ranking tiers, most likely root cause first (a rank's own error that came first leads all)
 _TIER_FIRST_FAILURE = -1
 _TIER_ROOT_ERROR, _TIER_ROOT_WARNING, _TIER_ALTERNATIVE, _TIER_CONSEQUENCE, _TIER_INFO, _TIER_BENIGN = range(6)

@@ -635,7 +635,7 @@ def wait_findings(state: ReasonState, present=frozenset()) -> list[Finding]:
     collective = {r: call for r, (call, _) in state.waits.items() if call and call not in P2P_CALLS}
     p2p = {r: call for r, (call, _) in state.waits.items() if r not in collective}
     if not collective:
-        return []
+        return _p2p_only_waits(state)
     order = sorted(state.waits, key=lambda r: (r not in p2p, r))
     if not p2p:
         return _collective_waits(state, collective, {r for r in present if isinstance(r, int)} - set(state.waits))
@@ -659,6 +659,33 @@ def wait_findings(state: ReasonState, present=frozenset()) -> list[Finding]:
                 else "a wait() of its own, outside any torch.distributed collective (an isend/irecv request)",
             ),
             ranks=tuple(sorted(p2p)),
+        )
+    ]
+
+
+# the calls of P2P_CALLS by the direction a rank waits in (match.STACK_P2P names pipeline wrappers by these)
+_RECEIVES, _SENDS = frozenset({"recv", "irecv"}), frozenset({"send", "isend"})
+
+
+def _p2p_only_waits(state: ReasonState) -> list[Finding]:
+    """Every rank whose traceback or stack dump says where it waits is in a point-to-point call, and all of
+    them receive (or all send): nobody is on the other side of the exchange (``traceback_p2p_cycle``)."""
+    calls = {r: call for r, (call, _) in state.waits.items() if call}
+    if len(calls) < 2 or len(calls) != len(state.waits):
+        return []
+    kinds = set(calls.values())
+    direction = "receive" if kinds <= _RECEIVES else "send" if kinds <= _SENDS else None
+    if direction is None:
+        return []
+    return [
+        Finding(
+            rule="traceback_p2p_cycle",
+            category="p2p_pairing",
+            severity="error",
+            confidence=0.7,
+            evidence=tuple(state.waits[r][1] for r in sorted(calls)[:8]),
+            **prose("traceback_p2p_cycle", ranks=_ranks_text(calls), direction=direction, calls=", ".join(sorted(kinds))),
+            ranks=tuple(sorted(calls)),
         )
     ]
 

@@ -364,3 +364,17 @@ def test_a_missing_tuner_or_profiler_plugin_says_nothing_of_the_net_plugin():
     )
     rules = [f.rule for f in diagnose(log).findings]
     assert "tuner_plugin_not_found" in rules and "net_plugin_not_found" not in rules
+
+
+def test_every_stuck_rank_receiving_is_a_p2p_cycle():
+    both_receive = PYSPY.replace(
+        "all_reduce (torch/distributed/distributed_c10d.py:2050)",
+        "recv_forward (megatron/core/pipeline_parallel/p2p_communication.py:361)",
+    )
+    first = _first(both_receive)
+    assert (first.category, first.rule) == ("p2p_pairing", "traceback_p2p_cycle")
+    mixed = PYSPY.replace(
+        "all_reduce (torch/distributed/distributed_c10d.py:2050)",
+        "send_forward (megatron/core/pipeline_parallel/p2p_communication.py:380)",
+    )
+    assert "traceback_p2p_cycle" not in [f.rule for f in diagnose(mixed).findings]  # a send meets a receive
