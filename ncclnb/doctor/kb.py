@@ -39,6 +39,10 @@ FIXTURE_MARK = re.compile(r"\s+# ncclnb: (hit|miss)\s*$")
 # pattern can match is never skipped. Each is rare in healthy NCCL_DEBUG=INFO
 # output: broad words ("rror", "ail") stand for many signatures, specific
 # phrases for the INFO-level lines that carry no error word.
+# the triggers of a line that says the run went on (a step, a loss, a rate, a bandwidth figure): once the log has
+# shown one, a line that holds only these tells nothing more (match.Matcher.line passes it by)
+PROGRESS_TRIGGERS = ("'loss'", "loss:", "loss=", "it/s,", "s/it,", "busbw", "step ", "Step ", "teration ")
+
 TRIGGERS = (
     # error words
     "Error",
@@ -271,15 +275,7 @@ TRIGGERS = (
     "_REGISTER",
     # a log with no error (priors.LogContext): set-up done, progress after it, or someone saying it stopped
     "Connected all",
-    "'loss'",
-    "loss:",
-    "loss=",
-    "it/s,",
-    "s/it,",
-    "busbw",
-    "step ",
-    "Step ",
-    "teration ",
+    *PROGRESS_TRIGGERS,
     " hang",
     "Hang ",
     "Hangs",

@@ -19,7 +19,7 @@ from typing import Optional
 from ..model import Evidence
 from ..model.redact import scrub_cut
 from .collapse import InertRests, Normalizer
-from .kb import Signature
+from .kb import PROGRESS_TRIGGERS, TRIGGERS, Signature, pattern_covered
 from .normalize import MAX_DIGITS, clean, num
 from .priors import NAMED_VAR, TUNING_VARS, LogContext, warn_prior
 from .rank_table import MAX_BLAMED, MAX_CUT_COUNTED, MAX_RANKS, RankRows, log_stem
@@ -30,6 +30,7 @@ from .reason import (
     PG_ID,
     PLAN,
     PROGRESS,
+    REASONING_PATTERNS,
     VERSION,
     WATCHDOG,
     WORK,
@@ -126,6 +127,36 @@ _ECHO_UNSAFE = (
 _LINE_GATES += _STACK_GATES
 
 
+_MASK_BYTE_DIGITS = bytes.maketrans(b"0123456789", b"\0" * 10)
+
+
+class ProgressLines:
+    """Which lines say only that the run went on: they hold a progress trigger (kb.PROGRESS_TRIGGERS) that no
+    signature or reasoning pattern can need, and no other trigger nor any of line()'s gates. Decided once per
+    shape (the line with its ASCII digits masked): a training log's loss lines differ in their numbers only; a
+    literal with no digit is in the shape exactly when it is in the line, those with one are looked for in the line."""
+
+    def __init__(self, patterns, gates) -> None:
+        other = tuple(t for t in TRIGGERS if t not in PROGRESS_TRIGGERS)
+        # a pattern that a line with no other trigger may match names the progress triggers it may rely on
+        needed = [p for p in patterns if not pattern_covered(p, other)]
+        safe = [t for t in PROGRESS_TRIGGERS if not any(t in p or pattern_covered(p, other + (t,)) for p in needed)]
+        self.progress = tuple(t.encode() for t in safe)
+        rest = [t.encode() for t in TRIGGERS if t not in safe] + [g.encode() for g in gates]  # a gate is read beyond
+        self.with_digit = tuple(lit for lit in rest if lit != lit.translate(None, b"0123456789"))
+        self.plain = tuple(lit for lit in rest if lit not in self.with_digit)
+        self.shapes: dict = {}  # shape -> only safe progress triggers, as far as digit-free literals tell; bounded
+
+    def only(self, raw: bytes) -> bool:
+        shape = raw.translate(_MASK_BYTE_DIGITS)
+        got = self.shapes.get(shape)
+        if got is None:
+            if len(self.shapes) >= 4096:
+                self.shapes.clear()
+            got = self.shapes[shape] = any(lit in shape for lit in self.progress) and not any(lit in shape for lit in self.plain)
+        return got and not any(lit in raw for lit in self.with_digit)
+
+
 @dataclass
 class Hits:
     """What one signature matched: how often, its first lines and whom they name."""
@@ -172,7 +203,8 @@ class Matcher:
         self._match_cache: dict = {}  # message -> [(signature, match)], bounded
         self._normalize = Normalizer(enabled=collapse)  # raw line -> (Line, template); see collapse.py
         self._echoes: dict = {}  # what makes a line an echo (see _echo) -> (its matched text, its signature ids), bounded
-        self._inert = InertRests()  # rests of inert messages still in the match cache (collapse.skip_inert)
+        self._inert = InertRests()
+        self._progress: Optional[ProgressLines] = None  # rests of inert messages still in the match cache (collapse.skip_inert)
         self.rows = rows
         self.hits: dict[str, Hits] = {}
         self.state = ReasonState()
@@ -273,6 +305,12 @@ class Matcher:
             self.state.waits[r] = (call, ev)  # the wrapper further out names the direction of the exchange
         st[2], st[3] = call, final
 
+    def _progress_lines(self) -> ProgressLines:
+        if self._progress is None:  # built once a log shows progress (most never need it)
+            patterns = [rx.pattern for _, _, rx in self._matchers] + list(REASONING_PATTERNS) + [COMM_DONE.pattern]
+            self._progress = ProgressLines(patterns, _LINE_GATES)
+        return self._progress
+
     @property
     def inert(self) -> Optional[InertRests]:
         """The rests of messages known inert, which a scanner may leave out; None when lines are not collapsed."""
@@ -280,6 +318,11 @@ class Matcher:
 
     def line(self, ctx: SourceContext, line_no: int, raw: bytes) -> None:
         """Line ``line_no`` of ``ctx``'s input (bytes as read) matched and kept."""
+        if self.context.progress and self._progress_lines().only(raw):
+            # a training log prints a loss or a rate every step, each line new: once the run is known to have
+            # gone on, they say nothing more. A hard-wrapped next line joins none
+            ctx.prev_no, ctx.prev_text, ctx.prev_ids = line_no, "", frozenset()
+            return
         ln, tpl = self._normalize(raw)  # collapse.Normalizer: a rest after NCCL's prefix is read once
         if ln is None:
             return
