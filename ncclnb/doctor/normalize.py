@@ -24,7 +24,8 @@ FRAME = re.compile(r"^\s*(?:frame #\d+:|#\d+ 0x[0-9a-f]+ in )", re.ASCII)
 
 _NCCL = re.compile(
     r"(?P<host>[^\s:\[\]]+):(?P<pid>\w+)(?::(?P<tid>\w+))? \[(?P<dev>\d+)\] "
-    r"(?:(?P<where>[^\n]{0,240}?) )?(?:NCCL )?(?P<lvl>INFO|WARN|TRACE|ABORT)\b ?",
+    # the source location NCCL prints before WARN ("transport/nvls.cc:244"); none when "NCCL WARN" follows the [dev]
+    r"(?:(?!NCCL (?:INFO|WARN|TRACE|ABORT)\b)(?P<where>[^\n]{0,240}?) )?(?:NCCL )?(?P<lvl>INFO|WARN|TRACE|ABORT)\b ?",
     re.ASCII,
 )
 _PREFIXES = (

@@ -366,11 +366,25 @@ WARN_SOURCES = (
 )
 
 
+# what a WARN printed with no source location (NCCL before 2.9, a trimmed paste) says it was doing
+WARN_MESSAGES = (
+    ("/dev/shm", "shm_too_small", ("version_mismatch",)),
+    ("ibv_", "ib_misconfig", ()),
+    ("posix_memalign", "oom_or_resource", ()),
+    ("Cannot allocate memory", "oom_or_resource", ()),
+    ("cudaMalloc", "oom_or_resource", ()),
+)
+
+
 def warn_prior(where: Optional[str], text: str) -> Optional[tuple[str, tuple[str, ...]]]:
     """(category, alternatives) that an unrecognised NCCL WARN from ``where`` leans to, or None."""
     for key, cat, also in WARN_SOURCES:
         if (where and key in where) or (not where and key[:1].isupper() and key in text):
             return cat, also
+    if not where:
+        for key, cat, also in WARN_MESSAGES:
+            if key in text:
+                return cat, also
     return None
 
 

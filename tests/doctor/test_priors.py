@@ -268,3 +268,16 @@ def test_benign_plugin_line_stays_below_candidates_of_a_real_error():
     )
     cats = _cats(log, 9)
     assert cats[0] != "net_plugin_missing" and cats[-1] == "net_plugin_missing"
+
+
+def test_a_warn_with_no_source_location_leans_by_what_it_says():
+    # NCCL before 2.9, and trimmed pastes, print "NCCL WARN" right after the [dev]: no location is read ("NCCL"
+    # is not a file), and the message says what NCCL was doing
+    assert normalize("node1:77:88 [0] NCCL WARN Error: failed to extend /dev/shm/nccl-x to 9637892 bytes").where is None
+    assert normalize("node1:77:88 [0] include/shm.h:28 NCCL WARN Error: failed").where == "include/shm.h:28"
+    for line, category in (
+        ("node1:77:88 [0] NCCL WARN Error: failed to extend /dev/shm/nccl-abc to 9637892 bytes", "shm_too_small"),
+        ("node1:77:88 [0] NCCL WARN Call to posix_memalign failed : Cannot allocate memory", "oom_or_resource"),
+        ("node1:77:88 [0] NCCL WARN NET/OFI Unable to register memory (type = 2) RC: -22", "ib_misconfig"),
+    ):
+        assert diagnose(line + "\n").findings[0].category == category, line
