@@ -317,6 +317,14 @@ TRIGGERS = (
     "False",
     "CANNOT Access Peer",
     "Peer access from",
+    # a GPU kernel fault, as CUDA's runtime and driver APIs name it
+    "illegal memory access",
+    "ILLEGAL_ADDRESS",
+    "IllegalAddress",
+    "LaunchFailure",
+    "LAUNCH_FAILED",
+    "misaligned address",
+    "MisalignedAddress",
     # a CUDA feature the driver or system lacks (cuMem shareable handles, IPC): the driver API's name, cuMem calls
     "NOT_SUPPORTED",
     "cuMem",

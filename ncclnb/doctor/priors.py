@@ -649,6 +649,30 @@ CANDIDATES = {
             down=("shm_disabled",),
         ),
     ),
+    "kernel_fault": (
+        Candidate(
+            "version_mismatch",
+            0.28,
+            "a bug of the NCCL release in use: faults in NCCL's own kernels (NVLS, cuMem, LL128 paths) were fixed in "
+            "point releases",
+            "the NCCL version line; rerun with the newest NCCL for this CUDA (the nvidia-nccl-cu12 wheel) or with "
+            "NCCL_NVLS_ENABLE=0 / NCCL_PROTO=^LL128 to see whether the fault follows the path",
+            up=("new_gpu",),
+        ),
+        Candidate(
+            "driver_or_hardware",
+            0.24,
+            "the GPU or its memory faulted (an Xid 48/79/94 or ECC error in the kernel log), not the program",
+            "dmesg | grep -i xid and nvidia-smi -q -d ECC on the node; a fault that moves with the node, not the rank",
+            up=("several_hosts",),
+        ),
+        Candidate(
+            "collective_desync",
+            0.2,
+            "ranks passed a collective buffers of different sizes, so one rank wrote past the end of another's",
+            "TORCH_DISTRIBUTED_DEBUG=DETAIL compares every collective's shapes across ranks",
+        ),
+    ),
 }
 CANDIDATE_KIND_TITLES = {
     "system": "unhandled system error",
@@ -658,6 +682,7 @@ CANDIDATE_KIND_TITLES = {
     "reset": "a closed connection",
     "invalid_usage": "invalid usage",
     "hang": "a stop after NCCL's set-up with no error",
+    "kernel_fault": "a GPU kernel fault",
 }
 _STEP = 0.12  # how much one fact for or against moves a candidate
 

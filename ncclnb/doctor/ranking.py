@@ -82,6 +82,7 @@ _GENERIC_KIND = {
     "nccl_unhandled_cuda_error": "cuda",
     "connection_reset_by_peer": "reset",
     "nccl_invalid_usage": "invalid_usage",
+    "cuda_kernel_fault": "kernel_fault",
 }
 MAX_CANDIDATES = 4  # candidate causes shown for one generic error
 MIN_CANDIDATE_SCORE = 0.13  # below this (its base weight, lowered by what the log shows) a candidate is not shown
