@@ -145,16 +145,21 @@ class ProgressLines:
         rest = [t.encode() for t in TRIGGERS if t not in safe] + [g.encode() for g in gates]  # a gate is read beyond
         self.with_digit = tuple(lit for lit in rest if lit != lit.translate(None, b"0123456789"))
         self.plain = tuple(lit for lit in rest if lit not in self.with_digit)
-        self.shapes: dict = {}  # shape -> only safe progress triggers, as far as digit-free literals tell; bounded
+        self.masked = tuple((lit.translate(_MASK_BYTE_DIGITS), lit) for lit in self.with_digit)
+        # shape -> None when the line holds something else to read, else the literals with a digit whose
+        # masked form the shape holds (the line can hold such a literal only then); bounded
+        self.shapes: dict = {}
 
     def only(self, raw: bytes) -> bool:
         shape = raw.translate(_MASK_BYTE_DIGITS)
-        got = self.shapes.get(shape)
-        if got is None:
+        try:
+            check = self.shapes[shape]
+        except KeyError:
             if len(self.shapes) >= 4096:
                 self.shapes.clear()
-            got = self.shapes[shape] = any(lit in shape for lit in self.progress) and not any(lit in shape for lit in self.plain)
-        return got and not any(lit in raw for lit in self.with_digit)
+            only = any(lit in shape for lit in self.progress) and not any(lit in shape for lit in self.plain)
+            check = self.shapes[shape] = tuple(lit for masked, lit in self.masked if masked in shape) if only else None
+        return check is not None and not any(lit in raw for lit in check)
 
 
 @dataclass
