@@ -317,6 +317,10 @@ TRIGGERS = (
     "False",
     "CANNOT Access Peer",
     "Peer access from",
+    # a launcher's process count (reason.LAUNCH): Slurm's and torchrun's options
+    "--nodes",
+    "--ntasks",
+    "--nproc",
     # a GPU kernel fault, as CUDA's runtime and driver APIs name it
     "illegal memory access",
     "ILLEGAL_ADDRESS",

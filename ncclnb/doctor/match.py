@@ -27,6 +27,7 @@ from .reason import (
     BANNER,
     C10D_FRAME,
     COMM,
+    LAUNCH,
     PG_ID,
     PLAN,
     PROGRESS,
@@ -39,6 +40,7 @@ from .reason import (
     ReasonState,
     P2P_CALLS,
     WatchdogRecord,
+    launch_count,
     value_kind,
 )
 
@@ -61,6 +63,7 @@ COMM_DONE = re.compile(r"comm 0x[0-9a-f]+ rank (?P<rank>[0-9]+) nranks (?P<nrank
 # and progress lines, p2p plans): a message holding none of them, with no signature hit and not a WARN, is inert
 # (collapse.Template.inert) and later lines with it take the short way (_inert_line). A new gate goes here too.
 _LINE_GATES: tuple[str, ...] = (
+    "--n",
     "NCCL version",
     "nRanks",
     " nranks ",
@@ -312,7 +315,9 @@ class Matcher:
 
     def _progress_lines(self) -> ProgressLines:
         if self._progress is None:  # built once a log shows progress (most never need it)
-            patterns = [rx.pattern for _, _, rx in self._matchers] + list(REASONING_PATTERNS) + [COMM_DONE.pattern]
+            patterns = (
+                [rx.pattern for _, _, rx in self._matchers] + list(REASONING_PATTERNS) + [COMM_DONE.pattern, LAUNCH.pattern]
+            )
             self._progress = ProgressLines(patterns, _LINE_GATES)
         return self._progress
 
@@ -400,6 +405,9 @@ class Matcher:
                 old = self.rows.pid_rank.get((host, ln.pid))
                 if (old is None and len(self.rows.pid_rank) < MAX_CUT_COUNTED) or (old is not None and n > old[0]):
                     self.rows.pid_rank[(host, ln.pid)] = (n, r, old[2] if old is not None else None)
+        if "--n" in msg:
+            for m in LAUNCH.finditer(msg):
+                self.state.add_launch(m.group("opt"), launch_count(m.group("n")), ev)
         if "GLOBAL_RANK" in msg:
             m = BANNER.search(msg)
             if m:

@@ -27,6 +27,7 @@ from .priors import CANDIDATE_KIND_TITLES, preferred_category, rank_candidates
 from .rank_table import MAX_BLAMED, MAX_RANKS
 from .reason import (
     duplicate_claims,
+    launcher_findings,
     out_of_range_findings,
     plan_findings,
     version_findings,
@@ -227,6 +228,7 @@ class _Ranker:
             watchdog_findings(self.state, self.world_size, self.table.present())
             + version_findings(self.state, {r: (row.host, row.pid) for r, row in self.rows.items() if isinstance(r, int)})
             + world_size_findings(self.state, known_ranks)
+            + launcher_findings(self.state, self.world_size)
             + out_of_range_findings(self.state)
             + plan_findings(self.state, fr.ranks_ahead(dumps) if dumps else frozenset())
             + wait_findings(self.state, self.table.present())

@@ -66,6 +66,21 @@ P2P_CALLS = frozenset({"send", "recv", "isend", "irecv", "batch_isend_irecv"})
 
 # a rank's point-to-point plan, printed by ncclnb.guard.p2p.log_p2p_plan (read by ncclnb.doctor.pairing)
 PLAN = re.compile(r"ncclnb guard: p2p plan \{", re.ASCII)
+# (not in REASONING_PATTERNS: the regex parser factors the options' common "--n" out of the alternation, so the
+# lint cannot see that each option is a trigger; tests/doctor/test_launcher_world.py checks that instead)
+# how many processes a launcher starts: Slurm's --nodes/-N, --ntasks-per-node, --ntasks/-n (in #SBATCH lines or
+# on srun's command line) and torchrun's (torch.distributed.launch's) --nnodes, --nproc_per_node / --nproc-per-node
+LAUNCH = re.compile(
+    r"(?P<opt>--nodes|--ntasks-per-node|--ntasks|--nnodes|--nproc[_-]per[_-]node)[= ]+(?P<n>[0-9]{1,5}(?::[0-9]{1,5})?)\b",
+    re.ASCII,
+)
+
+
+def launch_count(text: str) -> int:
+    """A LAUNCH value as a count: "4", or an elastic range "2:2" that fixes it; -1 for a range that does not."""
+    lo, _, hi = text.partition(":")
+    return int(lo) if not hi or hi == lo else -1
+
 
 # exported with the knowledge base for the grep comparison
 REASONING_PATTERNS = (
@@ -122,7 +137,14 @@ class ReasonState:
     claims: dict = field(default_factory=dict)  # (world size, rank) -> {process: Evidence} claiming it
     waits: dict = field(default_factory=dict)  # rank -> (c10d call or None, Evidence) of its first timeout
     values: dict = field(default_factory=dict)  # kind ("batches", "examples") -> {rank: (count, Evidence)}
+    launch: dict = field(default_factory=dict)  # launcher option (LAUNCH) -> {value: Evidence} as the log gives it
     limit: int = 8192
+
+    def add_launch(self, option: str, value: int, ev: Evidence) -> None:
+        """A launcher's option as a command line or #SBATCH line in the log sets it (the first line per value)."""
+        per = self.launch.setdefault(option.lstrip("-").replace("_", "-"), {})
+        if len(per) < 4:
+            per.setdefault(value, ev)
 
     def add_value(self, kind: str, rank, value: int, ev: Evidence) -> None:
         """A count ``rank`` printed that every rank should share (the first one it printed of a kind)."""
@@ -573,6 +595,45 @@ def world_size_findings(state: ReasonState, known_ranks: set) -> list[Finding]:
             ),
             ranks=tuple(sorted(beyond)),
             hosts=tuple(sorted(h for h, c in state.comm_by_host.items() if c.nranks != max(sizes) and h)),
+        )
+    ]
+
+
+def launcher_findings(state: ReasonState, world_size: Optional[int]) -> list[Finding]:
+    """The launcher starts another number of processes than the job's world size says (framework banners'
+    MEMBER k/N, else NCCL's nRanks): torchrun's nnodes x nproc_per_node, else Slurm's nodes x ntasks-per-node
+    or ntasks. Each option must have one value in the log (a paste of two attempts says nothing)."""
+    one = {opt: next(iter(vals.items())) for opt, vals in state.launch.items() if len(vals) == 1}
+    if any(len(vals) > 1 for vals in state.launch.values()):
+        return []
+    if any(value < 0 for value, _ in one.values()):
+        return []  # an elastic range of nodes: how many run is not in the log
+    used: tuple[str, ...]
+    if "nproc-per-node" in one:
+        nodes = one.get("nnodes", (1, None))[0]
+        launched, how, used = nodes * one["nproc-per-node"][0], "torchrun", ("nnodes", "nproc-per-node")
+    elif "nodes" in one and "ntasks-per-node" in one:
+        launched, how, used = one["nodes"][0] * one["ntasks-per-node"][0], "Slurm", ("nodes", "ntasks-per-node")
+    elif "ntasks" in one:
+        launched, how, used = one["ntasks"][0], "Slurm", ("ntasks",)
+    else:
+        return []
+    sizes = {size for size, _ in state.claims}
+    size = next(iter(sizes)) if len(sizes) == 1 else (world_size if not sizes else None)
+    if not size or not launched or launched == size:
+        return []
+    options = " and ".join(f"--{opt} {one[opt][0]}" for opt in used if opt in one)
+    evidence = tuple(one[opt][1] for opt in used if opt in one) + tuple(
+        ev for procs in list(state.claims.values())[:2] for ev in list(procs.values())[:1]
+    )
+    return [
+        Finding(
+            rule="launcher_world_differs",
+            category="rank_world_size_mismatch",
+            severity="error",
+            confidence=0.7,
+            evidence=evidence[:8],
+            **prose("launcher_world_differs", launched=launched, how=how, options=options, size=size),
         )
     ]
 

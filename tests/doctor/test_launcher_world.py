@@ -1,0 +1,44 @@
+"""The number of processes a launcher starts (Slurm's and torchrun's options, as a paste shows them) against
+the world size the job's processes print (reason.launcher_findings)."""
+
+from ncclnb.doctor import diagnose
+
+BANNERS = "".join(f"Initializing distributed: GLOBAL_RANK: {r}, MEMBER: {r + 1}/4\n" for r in (0, 2, 1, 3))
+
+
+def _rules(log: str) -> list:
+    return [f.rule for f in diagnose(log).findings]
+
+
+def test_slurm_starting_more_processes_than_the_world_size():
+    log = "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\nsrun python train.py\n" + BANNERS + BANNERS
+    top = diagnose(log).findings[0]
+    assert (top.rule, top.category) == ("launcher_world_differs", "rank_world_size_mismatch")
+    assert "starts 8 processes" in top.title and "world size is 4" in top.title
+    assert _rules("srun --ntasks 8 python train.py\n" + BANNERS)[0] == "launcher_world_differs"
+
+
+def test_torchrun_counts_its_workers_not_slurms_agents():
+    # srun starts one torchrun agent per node; the world is nnodes x nproc_per_node
+    agree = "#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=1\nsrun torchrun --nnodes 1 --nproc_per_node=4 train.py\n"
+    assert "launcher_world_differs" not in _rules(agree + BANNERS)
+    differ = "torchrun --nnodes=2 --nproc-per-node=4 train.py\n"
+    assert "launcher_world_differs" in _rules(differ + BANNERS)
+
+
+def test_what_the_paste_does_not_settle_says_nothing():
+    # two attempts with different options, an elastic range, no world size printed
+    two = "torchrun --nproc_per_node=8 train.py\ntorchrun --nproc_per_node=4 train.py\n"
+    assert "launcher_world_differs" not in _rules(two + BANNERS)
+    assert "launcher_world_differs" not in _rules("torchrun --nnodes=1:4 --nproc_per_node=2 train.py\n" + BANNERS)
+    assert "launcher_world_differs" in _rules("torchrun --nnodes=2:2 --nproc_per_node=4 train.py\n" + BANNERS)
+    assert "launcher_world_differs" not in _rules("#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\nno world size here\n")
+
+
+def test_every_launcher_option_the_reasoning_reads_is_a_trigger():
+    from ncclnb.doctor.reason import LAUNCH
+    from ncclnb.doctor.scan import has_trigger
+
+    for option in ("--nodes", "--ntasks-per-node", "--ntasks", "--nnodes", "--nproc_per_node", "--nproc-per-node"):
+        line = f"srun {option}=4 python train.py"
+        assert LAUNCH.search(line) and has_trigger(line.encode()), option
