@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 
@@ -20,3 +21,36 @@ def processes_mentioning(text: str) -> list:
         except OSError:
             continue
     return found
+
+
+def stat_fields(pid) -> list[str] | None:
+    """Fields of /proc/PID/stat after the command name: [state, ppid, pgrp, session, ...]."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    return data[data.rindex(")") + 2 :].split()
+
+
+def processes_where(where) -> list[int]:
+    """Live (not zombie) pids whose stat fields satisfy ``where``."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            fields = stat_fields(name)
+            if fields and fields[0] != "Z" and where(fields):
+                found.append(int(name))
+    return found
+
+
+def wait_for(what, deadline_s: float = 60):
+    """``what()`` once it is true, polled until ``deadline_s`` (a bound that keeps a failure from hanging the
+    suite, never a timing assertion); its last value otherwise."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        got = what()
+        if got:
+            return got
+        time.sleep(0.005)
+    return what()

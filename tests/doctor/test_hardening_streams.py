@@ -16,12 +16,12 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
 from ncclnb.doctor import DoctorInputError, diagnose, scan
 from ncclnb.doctor.rank_table import MAX_RANKS
+from _procs import processes_where, stat_fields, wait_for
 from tests.conftest import REPO, run_cli
 
 ERROR_LINE = b"[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
@@ -61,43 +61,12 @@ def big_log(tmp_path_factory):
     return path, lines + 1
 
 
-def _stat_fields(pid) -> list[str] | None:
-    """Fields of /proc/PID/stat after the command name: [state, ppid, pgrp, session, ...]."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            data = fh.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    return data[data.rindex(")") + 2 :].split()
-
-
-def _processes(where) -> list[int]:
-    """Live (not zombie) pids whose stat fields satisfy ``where``."""
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            fields = _stat_fields(name)
-            if fields and fields[0] != "Z" and where(fields):
-                found.append(int(name))
-    return found
-
-
 def _session(sid: int) -> list[int]:
-    return _processes(lambda f: int(f[3]) == sid)
+    return processes_where(lambda f: int(f[3]) == sid)
 
 
 def _children(pid: int) -> list[int]:
-    return _processes(lambda f: int(f[1]) == pid)
-
-
-def _wait_for(what, deadline_s: float = DEADLINE_S):
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        got = what()
-        if got:
-            return got
-        time.sleep(0.005)
-    return what()
+    return processes_where(lambda f: int(f[1]) == pid)
 
 
 def _start_doctor(args, tmp_path, workers: int = 2) -> tuple:
@@ -137,7 +106,7 @@ def _workers_of(proc) -> list[int]:
         assert proc.poll() is None, "the doctor ended before its workers were seen"
         return _children(proc.pid)
 
-    kids = _wait_for(found)
+    kids = wait_for(found)
     assert kids, "no worker process appeared"
     return kids
 
@@ -190,7 +159,7 @@ def test_signal_to_the_doctor_leaves_no_worker(big_log, tmp_path, signame):
         _workers_of(proc)
         os.kill(proc.pid, sig)  # the parent alone, as `timeout` or a closing terminal does
         rc = proc.wait(timeout=DEADLINE_S)
-        _wait_for(lambda: not _session(proc.pid), 20)
+        wait_for(lambda: not _session(proc.pid), 20)
         left = _session(proc.pid)
         assert left == [], f"processes of the doctor's session still alive after {signame}: {left}"
         if sig != signal.SIGKILL:
@@ -231,7 +200,7 @@ def test_doctor_says_a_log_changed_during_a_parallel_scan(big_log, tmp_path, cha
         try:
             _workers_of(proc)
             os.kill(proc.pid, signal.SIGSTOP)
-            _wait_for(lambda: (_stat_fields(proc.pid) or ["?"])[0] in "Tt")
+            wait_for(lambda: (stat_fields(proc.pid) or ["?"])[0] in "Tt")
             if not _children(proc.pid):  # it finished its scan before it stopped: try again
                 os.kill(proc.pid, signal.SIGCONT)
                 proc.wait(timeout=DEADLINE_S)

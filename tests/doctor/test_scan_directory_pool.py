@@ -16,6 +16,7 @@ import sys
 
 import pytest
 
+from _procs import processes_where, wait_for
 from tests.conftest import REPO
 from ncclnb.doctor import scan
 
@@ -224,38 +225,6 @@ sys.exit(main(["doctor", "--json", sys.argv[1]]))
 """
 
 
-def _stat_fields(pid) -> list | None:
-    """Fields of /proc/PID/stat after the command name: [state, ppid, pgrp, session, ...]."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            data = fh.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    return data[data.rindex(")") + 2 :].split()
-
-
-def _processes(where) -> list[int]:
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            fields = _stat_fields(name)
-            if fields and fields[0] != "Z" and where(fields):
-                found.append(int(name))
-    return found
-
-
-def _wait_for(what, deadline_s: float = 60):
-    import time
-
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        got = what()
-        if got:
-            return got
-        time.sleep(0.005)
-    return what()
-
-
 @pytest.fixture(scope="module")
 def many_ranks(tmp_path_factory):
     """64 ranks' logs of 1 MB each: seconds of work for the doctor."""
@@ -281,18 +250,18 @@ def test_a_signal_mid_directory_leaves_no_worker(many_ranks, tmp_path, signame):
             start_new_session=True,
         )
     try:
-        workers = _wait_for(lambda: proc.poll() is None and _processes(lambda f: int(f[1]) == proc.pid))
+        workers = wait_for(lambda: proc.poll() is None and processes_where(lambda f: int(f[1]) == proc.pid))
         assert workers, "no worker process appeared while the doctor ran"
         os.kill(proc.pid, sig)  # the doctor alone, as `timeout` does
         rc = proc.wait(timeout=DEADLINE_S)
-        _wait_for(lambda: not _processes(lambda f: int(f[3]) == proc.pid), 20)
-        left = _processes(lambda f: int(f[3]) == proc.pid)
+        wait_for(lambda: not processes_where(lambda f: int(f[3]) == proc.pid), 20)
+        left = processes_where(lambda f: int(f[3]) == proc.pid)
         assert left == [], f"processes of the doctor's session still alive after {signame}: {left}"
         if sig != signal.SIGKILL:
             assert rc == 128 + sig, (rc, err.read_text()[-2000:])
             assert err.read_text().strip().splitlines() == [f"ncclnb doctor: interrupted (signal {int(sig)})"]
     finally:
-        for pid in _processes(lambda f: int(f[3]) == proc.pid):
+        for pid in processes_where(lambda f: int(f[3]) == proc.pid):
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
