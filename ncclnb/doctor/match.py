@@ -114,20 +114,14 @@ _STACK_P2P_GENERIC = {"_communicate": "batch_isend_irecv", "batch_isend_irecv": 
 _STACK_SPAN = 64  # lines between a stack's header and its frames (or between its frames) at most
 _STACK_GATES = ("Process ", "(idle)", "(active", "most recent call first", *STACK_P2P, *_STACK_P2P_GENERIC, "isend", "irecv")
 
-# the gates whose reading of a line is not the same again when one process prints it again (comm lines that
-# pick the row by the largest comm seen so far, banners, watchdog and progress records, tracebacks, p2p plans):
-# such a line is never an echo (Matcher._echo)
-_ECHO_UNSAFE = (
-    "nRanks",
-    "GLOBAL_RANK",
-    "WorkNCCL(",
-    "NCCL work:",
-    "enqueued work",
-    "p2p plan",
-    "distributed_c10d.py",
-    *_STACK_GATES,
-)
 _LINE_GATES += _STACK_GATES
+# the gates whose reading of a line is the same again when one process prints it again: each keeps its first
+# (a version per process, a comm's rank by its size, a launcher option's value, the peer-access fact). Every
+# other gate (comm lines that pick the row by the largest comm seen so far, banners, watchdog and progress
+# records, tracebacks and stacks, p2p plans) makes a line never an echo (Matcher._echo); a new gate is unsafe
+# until it is listed here
+_ECHO_SAFE = ("--n", "NCCL version", " nranks ", "can_device_access_peer")
+_ECHO_UNSAFE = tuple(g for g in _LINE_GATES if g not in _ECHO_SAFE)
 
 
 _MASK_BYTE_DIGITS = bytes.maketrans(b"0123456789", b"\0" * 10)
