@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..model import Evidence, Finding
-from .cards import prose
+from .cards import card, prose
 from ..model.words import how_many
 
 # numbers are ASCII digits of bounded length (a version part of 5,000 digits is not a version;
@@ -255,6 +255,21 @@ def value_tiebreak(state: ReasonState, sides: list) -> Optional[tuple]:
     return None
 
 
+def _cross_rank(rule: str, confidence: float, evidence: tuple, values: dict, ranks: tuple = (), hosts: tuple = ()) -> Finding:
+    """A finding of the cross-rank reasoning: an error whose category, title, cause, fix and docs are its card's,
+    the card filled with ``values``."""
+    return Finding(
+        rule=rule,
+        category=card(rule).category,
+        severity="error",
+        confidence=confidence,
+        evidence=evidence,
+        **prose(rule, **values),
+        ranks=ranks,
+        hosts=hosts,
+    )
+
+
 def _ranks_text(ranks) -> str:
     ranks = sorted(ranks)
     if len(ranks) > 8:
@@ -300,19 +315,11 @@ def _behind(recs: dict) -> list[Finding]:
     last = sorted({recs[r].enqueued for r in behind})
     order = sorted(recs.values(), key=lambda p: (p.rank not in behind, p.rank))
     return [
-        Finding(
+        _cross_rank(
             rule="watchdog_rank_behind",
-            category="slow_rank_timeout",
-            severity="error",
             confidence=0.8,
             evidence=tuple(p.evidence for p in order[:8]),
-            **prose(
-                "watchdog_rank_behind",
-                behind=_ranks_text(behind),
-                reached=_ranks_text(reached),
-                stuck=stuck,
-                last=", ".join(map(str, last)),
-            ),
+            values=dict(behind=_ranks_text(behind), reached=_ranks_text(reached), stuck=stuck, last=", ".join(map(str, last))),
             ranks=tuple(sorted(behind)),
         )
     ]
@@ -349,13 +356,11 @@ def _p2p_timeouts(recs: dict) -> list[Finding]:
     else:
         rule, values, confidence = "watchdog_p2p_batch", dict(ranks=_ranks_text(p2p), ops=" / ".join(ops), seqs=seqs), 0.7
     return [
-        Finding(
+        _cross_rank(
             rule=rule,
-            category="p2p_pairing",
-            severity="error",
             confidence=confidence,
             evidence=order,
-            **prose(rule, **values),
+            values=values,
             ranks=tuple(sorted(p2p)),
         )
     ]
@@ -426,14 +431,11 @@ def watchdog_findings(state: ReasonState, world_size: Optional[int], present=fro
             blamed = broken[0]
             evidence = tuple(broken[1] + [e for e in evidence if e not in broken[1]])[:8]
         return [
-            Finding(
+            _cross_rank(
                 rule="watchdog_desync",
-                category="collective_desync",
-                severity="error",
                 confidence=0.85,
                 evidence=evidence,
-                **prose(
-                    "watchdog_desync",
+                values=dict(
                     blamed=f" (rank {_ranks_text(blamed)})" if blamed else "",
                     printed=f"; it printed {broken[3]}" if broken is not None else "",
                     what=what,
@@ -450,14 +452,11 @@ def watchdog_findings(state: ReasonState, world_size: Optional[int], present=fro
         common = max(seqs, key=lambda s: (seqs[s], s))
         behind = {r.rank for r in recs.values() if r.seq != common}
         return [
-            Finding(
+            _cross_rank(
                 rule="watchdog_seq_differs",
-                category="collective_desync",
-                severity="error",
                 confidence=0.7,
                 evidence=evidence,
-                **prose(
-                    "watchdog_seq_differs",
+                values=dict(
                     behind=_ranks_text(behind),
                     op=ops.most_common(1)[0][0],
                     their_seqs=", ".join(str(s) for s in sorted(seqs) if s != common),
@@ -468,14 +467,11 @@ def watchdog_findings(state: ReasonState, world_size: Optional[int], present=fro
         ]
     if missing:
         return [
-            Finding(
+            _cross_rank(
                 rule="watchdog_rank_missing",
-                category="slow_rank_timeout",
-                severity="error",
                 confidence=0.75,
                 evidence=evidence,
-                **prose(
-                    "watchdog_rank_missing",
+                values=dict(
                     missing=_ranks_text(missing),
                     timed_out=_ranks_text(timed_out),
                     op=ops.most_common(1)[0][0],
@@ -487,30 +483,21 @@ def watchdog_findings(state: ReasonState, world_size: Optional[int], present=fro
     if len(recs) >= 2 and set(ops) <= ALLTOALL_OPS:
         # every rank reached the all-to-all, and it still hangs: the split sizes do not pair
         return [
-            Finding(
+            _cross_rank(
                 rule="watchdog_alltoall_unpaired",
-                category="p2p_pairing",
-                severity="error",
                 confidence=0.65,
                 evidence=evidence,
-                **prose(
-                    "watchdog_alltoall_unpaired",
-                    ranks=_ranks_text(timed_out),
-                    op=ops.most_common(1)[0][0],
-                    seq=seqs.most_common(1)[0][0],
-                ),
+                values=dict(ranks=_ranks_text(timed_out), op=ops.most_common(1)[0][0], seq=seqs.most_common(1)[0][0]),
                 ranks=(),
             )
         ]
     if len(recs) >= 2:
         return [
-            Finding(
+            _cross_rank(
                 rule="watchdog_all_waiting",
-                category="slow_rank_timeout",
-                severity="error",
                 confidence=0.55,
                 evidence=evidence,
-                **prose("watchdog_all_waiting", count=len(recs), op=ops.most_common(1)[0][0]),
+                values=dict(count=len(recs), op=ops.most_common(1)[0][0]),
             )
         ]
     return []
@@ -549,19 +536,12 @@ def version_findings(state: ReasonState, rank_hosts: dict) -> list[Finding]:
     )
     where = ", ".join(blamed_hosts[:8]) or "processes whose lines name no host"
     return [
-        Finding(
+        _cross_rank(
             rule="nccl_version_differs_across_hosts",
-            category="version_mismatch",
-            severity="error",
             confidence=0.9,
             evidence=evidence,
-            **prose(
-                "nccl_version_differs_across_hosts",
-                listing=listing,
-                odd_versions=", ".join(sorted(set(odd.values()))),
-                where=where,
-                odd_count=len(odd),
-                common=common,
+            values=dict(
+                listing=listing, odd_versions=", ".join(sorted(set(odd.values()))), where=where, odd_count=len(odd), common=common
             ),
             ranks=ranks,
             hosts=blamed_hosts,
@@ -582,17 +562,11 @@ def world_size_findings(state: ReasonState, known_ranks: set) -> list[Finding]:
         for h, c in sorted(state.comm_by_host.items(), key=lambda kv: str(kv[0]))
     )
     return [
-        Finding(
+        _cross_rank(
             rule="world_size_differs_across_hosts",
-            category="rank_world_size_mismatch",
-            severity="error",
             confidence=0.85,
             evidence=evidence,
-            **prose(
-                "world_size_differs_across_hosts",
-                beyond=f" (rank {_ranks_text(beyond)} beyond {smallest})" if beyond else "",
-                listing=listing,
-            ),
+            values=dict(beyond=f" (rank {_ranks_text(beyond)} beyond {smallest})" if beyond else "", listing=listing),
             ranks=tuple(sorted(beyond)),
             hosts=tuple(sorted(h for h, c in state.comm_by_host.items() if c.nranks != max(sizes) and h)),
         )
@@ -627,13 +601,11 @@ def launcher_findings(state: ReasonState, world_size: Optional[int]) -> list[Fin
         ev for procs in list(state.claims.values())[:2] for ev in list(procs.values())[:1]
     )
     return [
-        Finding(
+        _cross_rank(
             rule="launcher_world_differs",
-            category="rank_world_size_mismatch",
-            severity="error",
             confidence=0.7,
             evidence=evidence[:8],
-            **prose("launcher_world_differs", launched=launched, how=how, options=options, size=size),
+            values=dict(launched=launched, how=how, options=options, size=size),
         )
     ]
 
@@ -650,13 +622,11 @@ def out_of_range_findings(state: ReasonState) -> list[Finding]:
     evidence = tuple(ev for _, (_, ev) in sorted(state.out_of_range.items()))[:8]
     size_text = " or ".join(map(str, sizes))
     return [
-        Finding(
+        _cross_rank(
             rule="ranks_beyond_world_size",
-            category="rank_world_size_mismatch",
-            severity="error",
             confidence=0.95,
             evidence=evidence,
-            **prose("ranks_beyond_world_size", ranks=_ranks_text(ranks), sizes=size_text),
+            values=dict(ranks=_ranks_text(ranks), sizes=size_text),
             ranks=ranks,
         )
     ]
@@ -703,18 +673,14 @@ def wait_findings(state: ReasonState, present=frozenset()) -> list[Finding]:
     named = all(call in P2P_CALLS for call in p2p.values())
     calls = sorted(set(collective.values()))
     return [
-        Finding(
+        _cross_rank(
             rule="p2p_wait_beside_collective",
-            category="p2p_pairing",
-            severity="error",
             confidence=0.7 if named else 0.6,
             evidence=tuple(state.waits[r][1] for r in order[:8]),
-            **prose(
-                "p2p_wait_beside_collective",
+            values=dict(
                 p2p=_ranks_text(p2p),
                 collective=_ranks_text(collective),
-                calls=", ".join(calls),
-                # the calls the tracebacks name, or where a bare wait() on a request waits
+                calls=", ".join(calls),  # the calls the tracebacks name, or where a bare wait() on a request waits
                 p2p_wait=", ".join(sorted(set(p2p.values())))
                 if named
                 else "a wait() of its own, outside any torch.distributed collective (an isend/irecv request)",
@@ -739,13 +705,11 @@ def _p2p_only_waits(state: ReasonState) -> list[Finding]:
     if direction is None:
         return []
     return [
-        Finding(
+        _cross_rank(
             rule="traceback_p2p_cycle",
-            category="p2p_pairing",
-            severity="error",
             confidence=0.7,
             evidence=tuple(state.waits[r][1] for r in sorted(calls)[:8]),
-            **prose("traceback_p2p_cycle", ranks=_ranks_text(calls), direction=direction, calls=", ".join(sorted(kinds))),
+            values=dict(ranks=_ranks_text(calls), direction=direction, calls=", ".join(sorted(kinds))),
             ranks=tuple(sorted(calls)),
         )
     ]
@@ -765,14 +729,11 @@ def _collective_waits(state: ReasonState, calls: dict, silent: set) -> list[Find
             blamed, extra, why = broken[0], broken[1], broken[2].lstrip()
             evidence = tuple(extra + [e for e in evidence if e not in extra])[:8]
         return [
-            Finding(
+            _cross_rank(
                 rule="traceback_desync",
-                category="collective_desync",
-                severity="error",
                 confidence=0.75,
                 evidence=evidence,
-                **prose(
-                    "traceback_desync",
+                values=dict(
                     listing=listing,
                     printed=f"; rank {_ranks_text(blamed)} printed {broken[3]}" if broken is not None else "",
                     who_is_named=why,
@@ -784,13 +745,11 @@ def _collective_waits(state: ReasonState, calls: dict, silent: set) -> list[Find
         return []
     (call,) = counts
     return [
-        Finding(
+        _cross_rank(
             rule="traceback_rank_missing",
-            category="slow_rank_timeout",
-            severity="error",
             confidence=0.7,
             evidence=evidence,
-            **prose("traceback_rank_missing", silent=_ranks_text(silent), calls=_ranks_text(calls), call=call),
+            values=dict(silent=_ranks_text(silent), calls=_ranks_text(calls), call=call),
             ranks=tuple(sorted(silent)),
         )
     ]
