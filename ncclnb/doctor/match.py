@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Optional
 
 from ..model import Evidence
@@ -157,6 +158,12 @@ class ProgressLines:
             only = any(lit in shape for lit in self.progress) and not any(lit in shape for lit in self.plain)
             check = self.shapes[shape] = tuple(lit for masked, lit in self.masked if masked in shape) if only else None
         return check is not None and not any(lit in raw for lit in check)
+
+
+@cache
+def _progress_lines_for(patterns: tuple) -> ProgressLines:
+    """One ProgressLines per set of patterns (about 20 ms to build): a notebook diagnoses many logs."""
+    return ProgressLines(patterns, _LINE_GATES)
 
 
 @dataclass
@@ -309,10 +316,8 @@ class Matcher:
 
     def _progress_lines(self) -> ProgressLines:
         if self._progress is None:  # built once a log shows progress (most never need it)
-            patterns = (
-                [rx.pattern for _, _, rx in self._matchers] + list(REASONING_PATTERNS) + [COMM_DONE.pattern, LAUNCH.pattern]
-            )
-            self._progress = ProgressLines(patterns, _LINE_GATES)
+            patterns = tuple(rx.pattern for _, _, rx in self._matchers) + REASONING_PATTERNS + (COMM_DONE.pattern, LAUNCH.pattern)
+            self._progress = _progress_lines_for(patterns)
         return self._progress
 
     @property
