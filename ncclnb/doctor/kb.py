@@ -228,6 +228,8 @@ TRIGGERS = (
     "_create_tcp_store",
     "currently unknown",
     "device_id",
+    "CUDA_VISIBLE_DEVICES",
+    "set_device(",
     "Broken pipe",
     "No space left",
     "ACSCtl",

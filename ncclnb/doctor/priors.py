@@ -101,6 +101,23 @@ _NRANKS = re.compile(r"\bn[Rr]anks[= ](?P<n>[0-9]{1,7})", re.ASCII)
 # a job this large: hundreds of ranks, or tens of nodes
 MANY_RANKS, MANY_NODES = 256, 32
 _NNODES = re.compile(r"(?:--nnodes[= ]|nNodes |num_nodes=)(?P<n>[0-9]{1,5})", re.ASCII)
+# CUDA_VISIBLE_DEVICES as a shell line, an env dump or a launcher's echo sets it: the GPUs each process of the node sees
+_VISIBLE = re.compile(r"CUDA_VISIBLE_DEVICES[\"']?[=:] ?[\"']?(?P<ids>[0-9]{1,3}(?:,[0-9]{1,3})*)\b", re.ASCII)
+# code (a traceback's source line, a snippet) that picks a process's GPU by a physical id out of CUDA_VISIBLE_DEVICES
+# (CUDA renumbers the visible GPUs from 0), or by the global rank (the local rank on one node only)
+_DEVICE_BY_PHYSICAL_ID = re.compile(r"CUDA_VISIBLE_DEVICES['\"]\)?\]?\)?\.split\([^)]*\)\s*\[", re.ASCII)
+_DEVICE_BY_RANK = re.compile(
+    r"(?:set_device\(|cuda:\{|\.cuda\(|device\(\s*['\"]cuda['\"],\s*)(?:args\.|self\.|opt\.|cfg\.|config\.)?"
+    r"(?:rank|global_rank|world_rank|dist\.get_rank\(\)|torch\.distributed\.get_rank\(\))\s*[)}]",
+    re.ASCII,
+)
+# torch's object collectives put each object's bytes on torch.cuda.current_device(): cuda:0 in every process that
+# never called set_device
+_OBJECT_COLLECTIVE = re.compile(
+    r"\bin (?:all_gather_object|broadcast_object_list|gather_object|scatter_object_list|_object_to_tensor)\b|"
+    r"_object_to_tensor\(\w+, current_device",
+    re.ASCII,
+)
 _RANKS_ON = re.compile(r"Rank +[0-9]+ (?:Pid +[0-9]+ )?on +(?P<host>[\w.-]+) +device", re.ASCII)  # nccl-tests' device table
 
 # a rank busy on its own work (data preparation, clustering, a checkpoint) in the lines before a timeout
@@ -155,6 +172,10 @@ class LogContext:
     shm_small: bool = False  # df shows a /dev/shm under 1 GB
     cumem: bool = False  # NCCL's cuMem API in play (NCCL_CUMEM_ENABLE set, a cuMem call named)
     single_process: bool = False  # one process drives every GPU (nccl-tests -g N): one host
+    visible_gpus: int = 0  # the most GPUs a CUDA_VISIBLE_DEVICES line of the log lists
+    device_by_physical_id: bool = False  # code indexes GPUs by CUDA_VISIBLE_DEVICES's ids (_DEVICE_BY_PHYSICAL_ID)
+    device_by_rank: bool = False  # code picks a GPU by the global rank (_DEVICE_BY_RANK)
+    object_collective: bool = False  # a traceback passes through an object collective (all_gather_object, ...)
 
     MAX_HOSTS = 64
 
@@ -247,6 +268,15 @@ class LogContext:
             self.cumem = True
         if not self.shm_small and "/dev/shm" in msg and _SMALL_SHM.search(msg.strip()):
             self.shm_small = True
+        if "CUDA_VISIBLE_DEVICES" in msg:
+            for m in _VISIBLE.finditer(msg):
+                self.visible_gpus = max(self.visible_gpus, len(set(m.group("ids").split(","))))
+        if not self.device_by_physical_id and "CUDA_VISIBLE_DEVICES" in msg and _DEVICE_BY_PHYSICAL_ID.search(msg):
+            self.device_by_physical_id = True
+        if not self.device_by_rank and "rank" in msg and _DEVICE_BY_RANK.search(msg):
+            self.device_by_rank = True
+        if not self.object_collective and "_object" in msg and _OBJECT_COLLECTIVE.search(msg):
+            self.object_collective = True
 
     def observe_pair(self, prev: str, msg: str) -> None:
         """Facts only two consecutive lines carry: the REPL's answer under the call (``>>> ...can_device_access_peer(0, 1)``
@@ -303,6 +333,7 @@ class LogContext:
                 "several_hosts",
                 "one_host",
                 "many_ranks",
+                "object_collective",
             )
             if getattr(self, name)
         }
@@ -313,6 +344,8 @@ class LogContext:
             out.add("completed")
         if self.stopped:
             out.add("stopped")
+        if self.device_by_physical_id or (self.device_by_rank and self.several_hosts):
+            out.add("device_not_local")
         if any(var in TUNING_VARS for var in self.env):
             out.add("tuning_env")
         if self.env.get("NCCL_CUMEM_ENABLE", "0") != "0":
@@ -714,7 +747,15 @@ PREFER = (
     (("watchdog_timeout", "timeout_at_nccl_work"), "early_barrier", "slow_rank_timeout"),
     (("nccl_unique_id_store_timeout",), "device_unknown", "device_mapping"),
     (("nccl_unique_id_store_timeout",), "busy", "slow_rank_timeout"),
+    # the launcher starts more processes per node than CUDA_VISIBLE_DEVICES lists GPUs, or at most as many: the
+    # counts say which of the two ways to put two ranks on one GPU (or ask for one past the last) it was
+    (("duplicate_gpu", "invalid_device_ordinal"), "oversubscribed", "rank_world_size_mismatch"),
+    (("duplicate_gpu", "invalid_device_ordinal"), "one_gpu_per_process", "device_mapping"),
     (("duplicate_gpu", "invalid_device_ordinal"), "device_unknown", "device_mapping"),
+    (("duplicate_gpu", "invalid_device_ordinal", "cuda_oom", "cuda_oom_in_nccl"), "device_not_local", "device_mapping"),
+    # an object collective's bytes go to current_device(): out of memory there, or two ranks on one GPU, is every
+    # process on cuda:0 (no set_device), not a model too large
+    (("duplicate_gpu", "cuda_oom", "cuda_oom_in_nccl"), "object_collective", "device_mapping"),
     (("invalid_device_ordinal",), "rank0_bad_ordinal", "device_mapping"),
     # several processes holding memory on the GPU that ran out: ranks placed on one GPU (torch.load without
     # map_location, no set_device), not a model too large for its GPU

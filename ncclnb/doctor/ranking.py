@@ -484,6 +484,10 @@ class _Ranker:
         if oom is not None and any(len(set(_OOM_PROCESS.findall(e.text))) > 1 for e in oom.evidence):
             # torch's OOM message lists the processes holding memory on the GPU that ran out
             facts.add("processes_share_gpu")
+        per_node = {v for opt in ("nproc-per-node", "ntasks-per-node") for v in self.state.launch.get(opt, {})}
+        if len(per_node) == 1 and self.context.visible_gpus:
+            # processes a node's launcher starts against the GPUs CUDA_VISIBLE_DEVICES lists
+            facts.add("oversubscribed" if per_node.pop() > self.context.visible_gpus else "one_gpu_per_process")
         for h in self.hits.values():
             joined, expected = num(h.groups.get("joined")), num(h.groups.get("expected"))
             if joined is not None and expected is not None and joined > expected:

@@ -31,3 +31,55 @@ def test_an_oom_on_a_gpu_several_processes_hold_is_ranks_on_one_gpu():
     assert (top.rule, top.category) == ("cuda_oom", "device_mapping")
     one = "Process 55120 has 21.30 GiB memory in use. "
     assert diagnose(OOM.format(procs=one)).findings[0].category == "oom_or_resource"
+
+
+DUPLICATE = (
+    "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, invalid usage, NCCL version 2.14.3\n"
+    "node01:3414:3414 [0] init.cc:573 NCCL WARN Duplicate GPU detected : rank 2 and rank 0 both on CUDA device 1000\n"
+)
+
+
+def _launched(visible: str, nproc: int, failure: str) -> str:
+    return f"export CUDA_VISIBLE_DEVICES={visible}\ntorchrun --nproc_per_node {nproc} train.py\n{failure}"
+
+
+def test_more_processes_than_the_visible_gpus_is_a_world_size_mistake():
+    for failure in (DUPLICATE, _ordinal([3])):
+        top = diagnose(_launched("0,1", 4, failure)).findings[0]
+        assert top.category == "rank_world_size_mismatch", failure
+
+
+def test_no_more_processes_than_the_visible_gpus_is_a_device_mapping_mistake():
+    for failure in (DUPLICATE, _ordinal([3])):
+        top = diagnose(_launched("2,3,6,7", 4, failure)).findings[0]
+        assert top.category == "device_mapping", failure
+
+
+def test_a_device_picked_by_a_physical_id_from_cuda_visible_devices_is_device_mapping():
+    code = '    gpu = int(os.environ["CUDA_VISIBLE_DEVICES"].split(",")[local_rank])\n    torch.cuda.set_device(gpu)\n'
+    assert diagnose(code + _ordinal([3])).findings[0].category == "device_mapping"
+    counted = '    n_gpus = len(os.environ["CUDA_VISIBLE_DEVICES"].split(","))\n'  # counting the ids maps nothing
+    assert diagnose(counted + _ordinal([3])).findings[0].category == "rank_world_size_mismatch"
+
+
+def test_a_device_picked_by_the_global_rank_is_device_mapping_only_across_nodes():
+    code = "    torch.cuda.set_device(args.rank)\n"
+    one_node = diagnose(code + _ordinal([3])).findings[0]
+    assert one_node.category == "rank_world_size_mismatch"  # the global rank is the local rank on one node
+    two_nodes = diagnose("torchrun --nnodes 2 --nproc_per_node 4 train.py\n" + code + _ordinal([5])).findings[0]
+    assert two_nodes.category == "device_mapping"
+
+
+def test_out_of_memory_in_an_object_collective_is_every_rank_on_the_current_device():
+    oom = (
+        '[rank2]:   File "/usr/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", '
+        "line 2444, in all_gather_object\n"
+        "[rank2]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, "
+        "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n"
+        "[rank2]: ncclUnhandledCudaError: Call to CUDA function failed.\n"
+        "[rank2]: Last error:\n[rank2]: Cuda failure 'out of memory'\n"
+    )
+    top = diagnose(oom).findings[0]
+    assert (top.rule, top.category) == ("cuda_oom_in_nccl", "device_mapping")
+    plain = oom.replace("all_gather_object", "all_reduce")
+    assert diagnose(plain).findings[0].category == "oom_or_resource"
