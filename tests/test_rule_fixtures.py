@@ -102,6 +102,13 @@ def test_a_rule_id_names_one_rule():
     assert SIGNATURES & set(CHECKS) <= {"driver_too_old"}
 
 
+def test_a_rule_that_is_both_a_signature_and_a_check_has_one_category():
+    # one failure, one reading: a log's error and a snapshot's prediction of it are filed alike
+    by_signature = {s.id: s.category for s in load_signatures()}
+    differ = {r: (by_signature[r], CHECKS[r].category) for r in set(by_signature) & set(CHECKS)}
+    assert differ and not {r: cats for r, cats in differ.items() if cats[0] != cats[1]}
+
+
 def _emitted_rule_ids() -> tuple[set, set]:
     """(literal rule ids, f-string prefixes) the doctor's sources give a Finding: the value of a
     ``rule=`` keyword or of a variable named ``rule``, and any literal spelled as a flight-recorder

@@ -50,7 +50,7 @@ def _fmt(v: tuple[int, ...]) -> str:
     return ".".join(f"{p:02d}" if i else str(p) for i, p in enumerate(v))
 
 
-@register("driver_too_old", "driver_or_hardware", "node")
+@register("driver_too_old", "version_mismatch", "node")
 def driver_too_old(snap: NodeSnapshot, ranks=()):
     """The NVIDIA driver is older than the CUDA version torch was built with needs."""
     v = snap.versions
