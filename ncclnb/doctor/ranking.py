@@ -19,7 +19,7 @@ from ..model import Evidence, Finding
 from ..model.categories import TABLE as CATEGORY
 from ..model.words import how_many
 from . import flight_recorder as fr
-from .cards import prose
+from .cards import agree, prose
 from .kb import Signature
 from .match import INCIDENT_RULES, MAX_EVIDENCE, MAX_TEXT, P2P_WAIT_RULES, Hits, Matcher
 from .normalize import MAX_DIGITS, num
@@ -624,7 +624,7 @@ class _Ranker:
         if sig.blame == "missing_ranks":
             blamed = set(self.table.missing(groups.get("expected"), self.world_size))
             if blamed:
-                title += f"; rank {_span(blamed)} never joined"
+                title += _ranks_say(blamed, "never joined")
         elif sig.blame == "silent_ranks":
             # the job's ranks that did not print it (a timeout's printers waited for them)
             size = self.world_size if self.world_size and self.world_size <= MAX_RANKS else 0
@@ -635,9 +635,9 @@ class _Ranker:
             if blamed:
                 absent = blamed - self.table.present()  # in the world size, yet no log and no dump
                 if blamed - absent:
-                    title += f"; rank {_span(blamed - absent)} did not time out"
+                    title += _ranks_say(blamed - absent, "did not time out")
                 if absent:
-                    title += f"; rank {_span(absent)} of the {size} ranks left no log"
+                    title += _ranks_say(absent, f"of the {size} ranks left no log")
         elif sig.blame == "store_host":
             blamed = set() if 0 in printers else {0}
             if blamed and 0 not in self.table.present():
@@ -760,6 +760,12 @@ def _p2p_waiting(missing_title: str) -> str:
     """ "; <ranks> waited for it in <where>", read from the title of the fr.missing_rank finding it replaces."""
     m = re.search(r"never reached (?P<where>.+) that (?P<present>.+) waited in$", missing_title)
     return f"; {m.group('present')} waited for it in {m.group('where')}" if m else ""
+
+
+def _ranks_say(ranks, what: str) -> str:
+    """The clause a title gains ("; rank 3 never joined", "; ranks 0-6 never joined"), in the cards' agreement."""
+    span = _span(ranks)
+    return "; " + agree("rank {ranks} " + what, {"ranks": span}).format(ranks=span)
 
 
 def _span(ranks) -> str:
