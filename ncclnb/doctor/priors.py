@@ -176,6 +176,7 @@ class LogContext:
     device_by_physical_id: bool = False  # code indexes GPUs by CUDA_VISIBLE_DEVICES's ids (_DEVICE_BY_PHYSICAL_ID)
     device_by_rank: bool = False  # code picks a GPU by the global rank (_DEVICE_BY_RANK)
     object_collective: bool = False  # a traceback passes through an object collective (all_gather_object, ...)
+    nvls_call: bool = False  # a line names NVLS's source (nvls.cc) or a multicast driver call (cuMulticast*)
 
     MAX_HOSTS = 64
 
@@ -275,6 +276,8 @@ class LogContext:
             self.device_by_physical_id = True
         if not self.device_by_rank and "rank" in msg and _DEVICE_BY_RANK.search(msg):
             self.device_by_rank = True
+        if "cuMulticast" in msg or "nvls.cc" in msg:
+            self.nvls_call = True
         if not self.object_collective and "_object" in msg and _OBJECT_COLLECTIVE.search(msg):
             self.object_collective = True
 
@@ -334,6 +337,7 @@ class LogContext:
                 "one_host",
                 "many_ranks",
                 "object_collective",
+                "nvls_call",
             )
             if getattr(self, name)
         }
@@ -768,6 +772,8 @@ PREFER = (
     # "NET/IB : No device found" is harmless only where nobody meant to use IB: with NCCL_IB_HCA set or an HCA
     # on the node, NCCL did not find the HCAs it was told to use
     (("ib_no_device_found", "libibverbs_missing"), "ib_wanted", "ib_misconfig"),
+    # a feature refused in NVLS's multicast set-up: the NVSwitch fabric (fabric manager, driver) does not offer it
+    (("cuda_operation_not_supported",), "nvls_call", "driver_or_hardware"),
     # a feature refused while NCCL uses the cuMem API: the NCCL and driver do not agree on it
     (("cuda_operation_not_supported",), "cumem", "version_mismatch"),
 )

@@ -346,6 +346,13 @@ def test_operation_not_supported_in_p2p_is_a_peer_sharing_problem_unless_nccl_us
 def test_operation_not_supported_from_nvls_cc_is_an_nvls_failure():
     first = _first(NOT_SUPPORTED.replace("transport/p2p.cc:274", "transport/nvls.cc:158"))
     assert first.rule == "nvls_failure"
+    # torch's "Last error:" copy of it, beside a WARN that names the multicast call rather than a source line
+    named = (
+        "[rank0]: ncclUnhandledCudaError: Call to CUDA function failed.\n[rank0]: Last error:\n"
+        "[rank0]: Cuda failure 'operation not supported'\n"
+        "h100-7:991:1022 [0] NCCL WARN Cuda failure 'operation not supported' (transport/nvls.cc: cuMulticastCreate)\n"
+    )
+    assert _first(named).category == "driver_or_hardware"
 
 
 def test_a_local_rank_on_the_command_line_is_not_the_rank():
