@@ -41,7 +41,7 @@ FIXTURE_MARK = re.compile(r"\s+# ncclnb: (hit|miss)\s*$")
 # phrases for the INFO-level lines that carry no error word.
 # the triggers of a line that says the run went on (a step, a loss, a rate, a bandwidth figure): once the log has
 # shown one, a line that holds only these tells nothing more (match.Matcher.line passes it by)
-PROGRESS_TRIGGERS = ("'loss'", "loss:", "loss=", "it/s,", "s/it,", "busbw", "step ", "Step ", "teration ")
+PROGRESS_TRIGGERS = ("'loss'", "loss:", "loss=", "it/s,", "s/it,", "busbw", "step ", "Step ", "step=", "PerSec=", "teration ")
 
 TRIGGERS = (
     # error words
@@ -85,6 +85,9 @@ TRIGGERS = (
     "ot yet init",
     "insufficient",
     "too old",
+    "forward compatibility",
+    "CompatNotSupported",
+    "COMPAT_NOT_SUPPORTED",
     "CUDA-capable",
     "Found no",
     "peer access",

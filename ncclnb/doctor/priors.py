@@ -85,7 +85,7 @@ _SMALL_SHM = re.compile(r"^\S+ +(?:[0-9.]+[KM]i?|[0-9]{1,6}) +\S+ +\S+ +[0-9]+% 
 # the run got on after NCCL's set-up: a training step, a loss, a rate, a bandwidth figure
 _PROGRESS = re.compile(
     r"['\"]loss['\"]: ?-?[0-9]|\bloss[ :=]+-?[0-9]|[0-9] ?(?:it/s|s/it)\b|\bbusbw\b[^0-9\n]{0,8}[0-9]|"
-    r"\b(?:[Ss]tep|[Ii]teration) +[0-9]+ *(?:/|\||,|:)",
+    r"\b(?:[Ss]tep|[Ii]teration) +[0-9]+ *(?:/|\||,|:)|\bstep=[0-9]+[,/ ]|SamplesPerSec=[0-9]",
     re.ASCII,
 )
 # someone says it stopped: a hang, a stuck rank, an interrupt, a stack dump of the living process (py-spy, faulthandler)
@@ -94,6 +94,8 @@ _STOPPED = re.compile(
     r"KeyboardInterrupt|py-spy|\(most recent call first\)|^Thread (?:0x[0-9a-f]+|[0-9]+) \((?:idle|active)",
     re.ASCII,
 )
+# a warning that something could hang ("... this can cause the process to hang"), not a report that it did
+_MAY_HANG = re.compile(r"\b(?:can|could|may|might|will|would)\b[^.!?]{0,40}\b(?:hang|freeze|get stuck)\b", re.ASCII)
 _OLD_WORDING = re.compile(r"NCCL Error [0-9]+:|compiled with NCCL 1\.|NCCL 1\.[0-9]", re.ASCII)
 _NCCL_VERSION = re.compile(r"NCCL version:? ?(?P<ver>[0-9]{1,2}\.[0-9]{1,3}\.[0-9]{1,3})", re.ASCII)
 _HOSTS_ARG = re.compile(r"(?:--host|-H) (?P<list>[\w.-]+(?:,[\w.-]+)+)", re.ASCII)
@@ -118,6 +120,8 @@ _OBJECT_COLLECTIVE = re.compile(
     r"_object_to_tensor\(\w+, current_device",
     re.ASCII,
 )
+# Slurm naming the node whose tasks failed ("srun: error: gpu-n13: tasks 4-7: Exited with exit code 1")
+_SRUN_NODE = re.compile(r"srun: error: (?P<host>[A-Za-z][\w.-]{0,62}): tasks? [0-9]", re.ASCII)
 _RANKS_ON = re.compile(r"Rank +[0-9]+ (?:Pid +[0-9]+ )?on +(?P<host>[\w.-]+) +device", re.ASCII)  # nccl-tests' device table
 
 # a rank busy on its own work (data preparation, clustering, a checkpoint) in the lines before a timeout
@@ -177,6 +181,7 @@ class LogContext:
     device_by_rank: bool = False  # code picks a GPU by the global rank (_DEVICE_BY_RANK)
     object_collective: bool = False  # a traceback passes through an object collective (all_gather_object, ...)
     nvls_call: bool = False  # a line names NVLS's source (nvls.cc) or a multicast driver call (cuMulticast*)
+    conf_file: bool = False  # an NCCL configuration file is in play (/etc/nccl.conf, ~/.nccl.conf, NCCL_CONF_FILE)
 
     MAX_HOSTS = 64
 
@@ -201,6 +206,12 @@ class LogContext:
                     self.ib_wanted = True
         if "NCCL_SOCKET_IFNAME" in msg or "GLOO_SOCKET_IFNAME" in msg:
             self.ifname_set = True
+        if "nccl.conf" in msg or "NCCL_CONF_FILE" in msg:
+            self.conf_file = True
+        if "srun: error" in msg:
+            m = _SRUN_NODE.search(msg)
+            if m:
+                self.observe_host(m.group("host"))
         if "nccl.conf" in msg or "NCCL_TOPO_FILE" in msg or "NCCL_GRAPH_FILE" in msg or "Loading topology file" in msg:
             self.topo_env = True
         if "NET/IB" in msg or "Using network IB" in msg or "mlx5" in msg or "NCCL_IB_" in msg:
@@ -258,10 +269,17 @@ class LogContext:
         if any(w in msg for w in _INIT_DONE):
             self.init_seen = True
         if not self.progress and (
-            "loss" in msg or "/it" in msg or "it/" in msg or "busbw" in msg or "tep " in msg or "teration " in msg
+            "loss" in msg
+            or "/it" in msg
+            or "it/" in msg
+            or "busbw" in msg
+            or "tep " in msg
+            or "tep=" in msg
+            or "PerSec=" in msg
+            or "teration " in msg
         ):
             self.progress = bool(_PROGRESS.search(msg))
-        if not self.stopped and _STOPPED.search(msg):
+        if not self.stopped and _STOPPED.search(msg) and not _MAY_HANG.search(msg):
             self.stopped = True
         if not self.p2p_denied and ("ccess" in msg) and _P2P_DENIED.search(msg):
             self.p2p_denied = True
@@ -338,6 +356,7 @@ class LogContext:
                 "many_ranks",
                 "object_collective",
                 "nvls_call",
+                "conf_file",
             )
             if getattr(self, name)
         }
@@ -772,6 +791,9 @@ PREFER = (
     # "NET/IB : No device found" is harmless only where nobody meant to use IB: with NCCL_IB_HCA set or an HCA
     # on the node, NCCL did not find the HCAs it was told to use
     (("ib_no_device_found", "libibverbs_missing"), "ib_wanted", "ib_misconfig"),
+    # a network NCCL was told to use (NCCL_NET) that this node lacks, beside an NCCL configuration file: the file
+    # (a base image's /etc/nccl.conf) forces it, not the job
+    (("net_plugin_required_missing",), "conf_file", "nccl_env_override"),
     # a feature refused in NVLS's multicast set-up: the NVSwitch fabric (fabric manager, driver) does not offer it
     (("cuda_operation_not_supported",), "nvls_call", "driver_or_hardware"),
     # a feature refused while NCCL uses the cuMem API: the NCCL and driver do not agree on it

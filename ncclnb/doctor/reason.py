@@ -596,6 +596,10 @@ def launcher_findings(state: ReasonState, world_size: Optional[int]) -> list[Fin
     size = next(iter(sizes)) if len(sizes) == 1 else (world_size if not sizes else None)
     if not size or not launched or launched == size:
         return []
+    if how == "torchrun" and "nnodes" not in one and size > launched and size % launched == 0:
+        # torchrun's command line without --nnodes (cut from the paste, or set by PET_NNODES or the operator): a
+        # world of whole nodes of nproc_per_node says it ran on that many nodes, not that the launcher is wrong
+        return []
     options = " and ".join(f"--{opt} {one[opt][0]}" for opt in used if opt in one)
     evidence = tuple(one[opt][1] for opt in used if opt in one) + tuple(
         ev for procs in list(state.claims.values())[:2] for ev in list(procs.values())[:1]

@@ -83,3 +83,11 @@ def test_out_of_memory_in_an_object_collective_is_every_rank_on_the_current_devi
     assert (top.rule, top.category) == ("cuda_oom_in_nccl", "device_mapping")
     plain = oom.replace("all_gather_object", "all_reduce")
     assert diagnose(plain).findings[0].category == "oom_or_resource"
+
+
+def test_slurm_naming_the_failed_tasks_node_tells_a_second_node():
+    code = "    torch.cuda.set_device(args.rank)\n"
+    nodes = "v100-n12:44120:44120 [0] NCCL INFO Bootstrap : Using ib0:10.148.0.12<0>\n"
+    failed = "srun: error: v100-n13: tasks 4-7: Exited with exit code 1\n"
+    assert diagnose(nodes + code + _ordinal([5])).findings[0].category == "rank_world_size_mismatch"
+    assert diagnose(nodes + code + _ordinal([5]) + failed).findings[0].category == "device_mapping"

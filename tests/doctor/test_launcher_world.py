@@ -35,6 +35,15 @@ def test_what_the_paste_does_not_settle_says_nothing():
     assert "launcher_world_differs" not in _rules("#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\nno world size here\n")
 
 
+def test_torchrun_without_nnodes_and_a_world_of_whole_nodes_is_that_many_nodes():
+    # the paste shows nproc_per_node only (--nnodes cut, or set by PET_NNODES / a training operator)
+    two_nodes = "".join(f"Initializing distributed: GLOBAL_RANK: {r}, MEMBER: {r + 1}/8\n" for r in range(8))
+    assert "launcher_world_differs" not in _rules("torchrun --nproc_per_node 4 train.py\n" + two_nodes)
+    # a world that is no whole number of such nodes still differs, and so does a smaller one
+    assert "launcher_world_differs" in _rules("torchrun --nproc_per_node 3 train.py\n" + two_nodes)
+    assert "launcher_world_differs" in _rules("torchrun --nproc_per_node 8 train.py\n" + BANNERS)
+
+
 def test_every_launcher_option_the_reasoning_reads_is_a_trigger():
     from ncclnb.doctor.reason import LAUNCH
     from ncclnb.doctor.scan import has_trigger

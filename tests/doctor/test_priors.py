@@ -281,3 +281,10 @@ def test_a_warn_with_no_source_location_leans_by_what_it_says():
         ("node1:77:88 [0] NCCL WARN NET/OFI Unable to register memory (type = 2) RC: -22", "ib_misconfig"),
     ):
         assert diagnose(line + "\n").findings[0].category == category, line
+
+
+def test_a_network_an_nccl_conf_forces_is_the_configuration_files_doing():
+    missing = "l40s-n04:802:846 [0] init.cc:349 NCCL WARN Error: network IB not found.\n"
+    assert _cats(missing)[0] == "net_plugin_missing"
+    conf = "$ cat /etc/nccl.conf\nNCCL_NET=IB\nNCCL_SOCKET_IFNAME=ib0\n"
+    assert _cats(conf + missing)[0] == "nccl_env_override"

@@ -68,6 +68,20 @@ def test_progress_stop_and_set_up_facts():
     assert "completed" in _facts("  5%|▌         | 512/10000 [03:11<58:49,  2.69it/s, loss=2.31]\n")
     assert "completed" not in _facts("Epoch 1:   0%|          | 0/2500 [00:00<?, ?it/s]\n")  # no step done yet
     assert "completed" not in _facts(HEALTHY_219 + PROGRESS + "the job hangs after the first eval\n")
+    # DeepSpeed's step lines
+    deepspeed = (
+        "[2024-03-11 08:03:11,004] [INFO] [logging.py:96:log_dist] [Rank 0] step=10, skipped=0, lr=[2.9999e-05]\n"
+        "[2024-03-11 08:03:11,005] [INFO] [timer.py:260:stop] epoch=0/micro_step=10/global_step=10, "
+        "RunningAvgSamplesPerSec=211.6, CurrSamplesPerSec=213.9\n"
+    )
+    assert "completed" in _facts(HEALTHY_219 + deepspeed)
+    # a warning that the process could hang is not a report that it did (Accelerate's kernel version warning)
+    may_hang = (
+        "Detected kernel version 5.4.0, which is below the recommended minimum of 5.5.0; this can cause the process to "
+        "hang. It is recommended to upgrade the kernel to the minimum version or higher.\n"
+    )
+    assert "completed" in _facts(may_hang + HEALTHY_219 + PROGRESS)
+    assert "completed" not in _facts(HEALTHY_219 + PROGRESS + "and then it hangs\n")
 
 
 # ---- SIGBUS from a full /dev/shm -----------------------------------------------------------------------------
