@@ -232,6 +232,7 @@ TRIGGERS = (
     "currently unknown",
     "device_id",
     "CUDA_VISIBLE_DEVICES",
+    "MiB |",
     "set_device(",
     "Broken pipe",
     "No space left",

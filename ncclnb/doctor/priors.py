@@ -26,9 +26,20 @@ from ..model.derive import parse_version
 
 # ---- facts of the run -------------------------------------------------------
 _CONTAINER_HOST = re.compile(r"[0-9a-f]{12}", re.ASCII)  # docker's default hostname
+# an interface no peer on another host can reach NCCL through: loopback, container bridges, and the tunnels and overlays
+# of container networks (Calico's tunl0 and vxlan.calico, flannel, weave, Cilium, kube-ipvs)
 _BAD_IFACE = re.compile(
-    r"(?:Bootstrap|NET/Socket) ?: ?Using (?:\[[0-9]+\] ?)?(?:lo|docker[0-9]*|veth[0-9a-z]*|virbr[0-9]*|br-[0-9a-f]+|cni[0-9]*):",
+    r"(?:Bootstrap|NET/Socket) ?: ?Using (?:\[[0-9]+\] ?)?(?:lo|docker[0-9]*|veth[0-9a-z]*|virbr[0-9]*|br-[0-9a-f]+|cni[0-9]*|"
+    r"tunl[0-9]*|vxlan[\w.]*|flannel[\w.]*|cali[0-9a-f]*|weave|cilium_[\w]+|kube-ipvs[0-9]*):",
     re.ASCII,
+)
+# the address an interface NCCL uses has ("Bootstrap : Using eth0:172.31.5.11<0>", "NET/Socket : Using [0]ens5:10.0.3.4<0>")
+_OWN_ADDRESS = re.compile(
+    r"(?:Bootstrap|NET/Socket) ?: ?Using (?:\[[0-9]+\] ?)?[\w.-]+:(?P<net>[0-9]{1,3}\.[0-9]{1,3})\.[0-9]", re.ASCII
+)
+# a connection to a peer whose packets got no answer at all (not refused, not unroutable)
+_CONNECT_TIMED_OUT = re.compile(
+    r"Connect to (?P<net>[0-9]{1,3}\.[0-9]{1,3})\.[0-9.]+<[0-9]+> (?:failed ?: ?|returned 110 ?\()Connection timed out", re.ASCII
 )
 _OLD_GPU = re.compile(r"\b(?:Tesla )?(?:[KMP][0-9]{2,3}\b|GTX ?[0-9]{3,4}|GeForce GTX|Quadro [KMP][0-9])", re.ASCII)
 _NEW_GPU = re.compile(
@@ -120,6 +131,12 @@ _OBJECT_COLLECTIVE = re.compile(
     r"_object_to_tensor\(\w+, current_device",
     re.ASCII,
 )
+# a row of nvidia-smi's process table: "|    0   N/A  N/A     15220      C   ...envs/cv/bin/python     2771MiB |"
+# (GI and CI columns since the A100's MIG; none before)
+_SMI_PROCESS = re.compile(
+    r"\|\s+(?P<gpu>[0-9]{1,3})\s+(?:(?:N/A|[0-9]+)\s+(?:N/A|[0-9]+)\s+)?(?P<pid>[0-9]{1,9})\s+[CGM+]{1,3}\s+\S+\s+[0-9]+MiB\s*\|$",
+    re.ASCII,
+)
 # Slurm naming the node whose tasks failed ("srun: error: gpu-n13: tasks 4-7: Exited with exit code 1")
 _SRUN_NODE = re.compile(r"srun: error: (?P<host>[A-Za-z][\w.-]{0,62}): tasks? [0-9]", re.ASCII)
 _RANKS_ON = re.compile(r"Rank +[0-9]+ (?:Pid +[0-9]+ )?on +(?P<host>[\w.-]+) +device", re.ASCII)  # nccl-tests' device table
@@ -182,6 +199,9 @@ class LogContext:
     object_collective: bool = False  # a traceback passes through an object collective (all_gather_object, ...)
     nvls_call: bool = False  # a line names NVLS's source (nvls.cc) or a multicast driver call (cuMulticast*)
     conf_file: bool = False  # an NCCL configuration file is in play (/etc/nccl.conf, ~/.nccl.conf, NCCL_CONF_FILE)
+    gpu_processes: dict = field(default_factory=dict)  # GPU index -> pids nvidia-smi's process table lists on it
+    own_nets: set = field(default_factory=set)  # the first two octets of the addresses NCCL's interfaces have
+    timed_out_nets: set = field(default_factory=set)  # the same of the peers a connection to timed out
 
     MAX_HOSTS = 64
 
@@ -208,6 +228,14 @@ class LogContext:
             self.ifname_set = True
         if "nccl.conf" in msg or "NCCL_CONF_FILE" in msg:
             self.conf_file = True
+        if "MiB" in msg and msg.lstrip().startswith("|"):
+            m = _SMI_PROCESS.match(msg.strip())
+            if m and len(self.gpu_processes) < 64:
+                pids = self.gpu_processes.setdefault(int(m.group("gpu")), set())
+                if len(pids) < 64:
+                    pids.add(m.group("pid"))
+        if "Connection timed out" in msg and len(self.timed_out_nets) < 16:
+            self.timed_out_nets.update(_CONNECT_TIMED_OUT.findall(msg))
         if "srun: error" in msg:
             m = _SRUN_NODE.search(msg)
             if m:
@@ -228,6 +256,8 @@ class LogContext:
         if "Bootstrap" in msg or "NET/Socket" in msg:
             if _BAD_IFACE.search(msg):
                 self.bad_iface = True
+            if len(self.own_nets) < 16:
+                self.own_nets.update(_OWN_ADDRESS.findall(msg))
             if "172.17." in msg or "docker0" in msg:
                 self.container = True
         if not self.new_gpu and _NEW_GPU.search(msg):
@@ -367,6 +397,15 @@ class LogContext:
             out.add("completed")
         if self.stopped:
             out.add("stopped")
+        if self.timed_out_nets & self.own_nets and not self.bad_iface:
+            # a peer on the network this host's interface is on gave no answer: something drops the packets (a
+            # firewall, a cloud security group open only for the rendezvous port), not a wrong interface
+            out.add("peer_silent_on_own_network")
+        piles = sorted((len(pids) for pids in self.gpu_processes.values()), reverse=True)
+        if piles and piles[0] >= 2:
+            out.add("processes_share_gpu")
+            if piles[0] >= 3 or len(piles) == 1:
+                out.add("ranks_pile_on_one_gpu")  # every process, or three or more, on one GPU: none set its device
         if self.device_by_physical_id or (self.device_by_rank and self.several_hosts):
             out.add("device_not_local")
         if any(var in TUNING_VARS for var in self.env):
@@ -770,6 +809,9 @@ PREFER = (
     (("watchdog_timeout", "timeout_at_nccl_work"), "early_barrier", "slow_rank_timeout"),
     (("nccl_unique_id_store_timeout",), "device_unknown", "device_mapping"),
     (("nccl_unique_id_store_timeout",), "busy", "slow_rank_timeout"),
+    # all the processes (or three or more) on one GPU, as nvidia-smi's process table or NCCL's duplicate pairs show:
+    # no process set its device, whatever the counts
+    (("duplicate_gpu", "cuda_oom", "cuda_oom_in_nccl"), "ranks_pile_on_one_gpu", "device_mapping"),
     # the launcher starts more processes per node than CUDA_VISIBLE_DEVICES lists GPUs, or at most as many: the
     # counts say which of the two ways to put two ranks on one GPU (or ask for one past the last) it was
     (("duplicate_gpu", "invalid_device_ordinal"), "oversubscribed", "rank_world_size_mismatch"),
@@ -791,6 +833,7 @@ PREFER = (
     # "NET/IB : No device found" is harmless only where nobody meant to use IB: with NCCL_IB_HCA set or an HCA
     # on the node, NCCL did not find the HCAs it was told to use
     (("ib_no_device_found", "libibverbs_missing"), "ib_wanted", "ib_misconfig"),
+    (("socket_connect_failed",), "peer_silent_on_own_network", "rendezvous_unreachable"),
     # a network NCCL was told to use (NCCL_NET) that this node lacks, beside an NCCL configuration file: the file
     # (a base image's /etc/nccl.conf) forces it, not the job
     (("net_plugin_required_missing",), "conf_file", "nccl_env_override"),

@@ -488,6 +488,14 @@ class _Ranker:
         if len(per_node) == 1 and self.context.visible_gpus:
             # processes a node's launcher starts against the GPUs CUDA_VISIBLE_DEVICES lists
             facts.add("oversubscribed" if per_node.pop() > self.context.visible_gpus else "one_gpu_per_process")
+        duplicate = self.hits.get("duplicate_gpu")
+        if duplicate is not None:
+            on: dict = {}
+            for e in duplicate.evidence:
+                for a, b, dev in _DUPLICATE_PAIR.findall(e.text):
+                    on.setdefault(dev, set()).update((a, b))
+            if any(len(ranks) >= 3 for ranks in on.values()):
+                facts.add("ranks_pile_on_one_gpu")  # three ranks on one GPU: not two processes per GPU by count
         for h in self.hits.values():
             joined, expected = num(h.groups.get("joined")), num(h.groups.get("expected"))
             if joined is not None and expected is not None and joined > expected:
@@ -760,6 +768,9 @@ def _p2p_waiting(missing_title: str) -> str:
     """ "; <ranks> waited for it in <where>", read from the title of the fr.missing_rank finding it replaces."""
     m = re.search(r"never reached (?P<where>.+) that (?P<present>.+) waited in$", missing_title)
     return f"; {m.group('present')} waited for it in {m.group('where')}" if m else ""
+
+
+_DUPLICATE_PAIR = re.compile(r"rank ([0-9]+) and rank ([0-9]+) both on CUDA device ([0-9a-fA-F]+)")
 
 
 def _ranks_say(ranks, what: str) -> str:

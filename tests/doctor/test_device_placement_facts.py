@@ -91,3 +91,35 @@ def test_slurm_naming_the_failed_tasks_node_tells_a_second_node():
     failed = "srun: error: v100-n13: tasks 4-7: Exited with exit code 1\n"
     assert diagnose(nodes + code + _ordinal([5])).findings[0].category == "rank_world_size_mismatch"
     assert diagnose(nodes + code + _ordinal([5]) + failed).findings[0].category == "device_mapping"
+
+
+SMI_PROCESSES = """\
++-----------------------------------------------------------------------------+
+| Processes:                                                                  |
+|  GPU   GI   CI        PID   Type   Process name                  GPU Memory |
+|=============================================================================|
+{rows}+-----------------------------------------------------------------------------+
+"""
+
+
+def _smi(gpus) -> str:
+    rows = "".join(
+        f"|  {g:>3}   N/A  N/A     {15220 + i}      C   ...envs/cv/bin/python            2771MiB |\n" for i, g in enumerate(gpus)
+    )
+    return SMI_PROCESSES.format(rows=rows)
+
+
+def test_every_process_on_one_gpu_in_nvidia_smi_is_a_device_mapping_mistake():
+    assert diagnose(_smi([0, 0, 0, 0]) + DUPLICATE).findings[0].category == "device_mapping"
+    # two processes on each of two GPUs: as many as the counts would put there, nothing settled
+    assert diagnose(_smi([0, 0, 1, 1]) + DUPLICATE).findings[0].category == "rank_world_size_mismatch"
+
+
+def test_three_ranks_nccl_finds_on_one_gpu_is_a_device_mapping_mistake():
+    pairs = "".join(
+        f"dgx:700{r}:7088 [0] init.cc:869 NCCL WARN Duplicate GPU detected : rank {r} and rank 0 both on CUDA device 7000\n"
+        for r in (1, 3)
+    )
+    assert diagnose(pairs).findings[0].category == "device_mapping"
+    two_devices = pairs.replace("rank 3 and rank 0 both on CUDA device 7000", "rank 3 and rank 2 both on CUDA device 41000")
+    assert diagnose(two_devices).findings[0].category == "rank_world_size_mismatch"

@@ -288,3 +288,16 @@ def test_a_network_an_nccl_conf_forces_is_the_configuration_files_doing():
     assert _cats(missing)[0] == "net_plugin_missing"
     conf = "$ cat /etc/nccl.conf\nNCCL_NET=IB\nNCCL_SOCKET_IFNAME=ib0\n"
     assert _cats(conf + missing)[0] == "nccl_env_override"
+
+
+def test_a_peer_silent_on_the_network_nccls_interface_is_on_is_a_firewall():
+    timed_out = "ip-a:204:480 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 172.31.5.10<46703> failed : Connection timed out\n"
+    own = "ip-a:204:204 [0] NCCL INFO Bootstrap : Using eth0:172.31.5.11<0>\n"
+    assert _cats(own + timed_out)[0] == "rendezvous_unreachable"
+    # another network than the interface's, or an interface of a container network's overlay: the interface
+    other = own.replace("172.31.5.11", "10.40.1.21")
+    assert _cats(other + timed_out)[0] == "socket_ifname"
+    tunnel = "ip-a:204:204 [0] NCCL INFO Bootstrap : Using tunl0:172.31.5.64<0>\n"
+    assert _cats(tunnel + timed_out)[0] == "socket_ifname"
+    # refused: something answered
+    assert _cats(own + timed_out.replace("Connection timed out", "No route to host"))[0] == "socket_ifname"
