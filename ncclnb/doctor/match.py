@@ -623,10 +623,11 @@ class Matcher:
                     h.blamed.add(r)
                     self.state.add_out_of_range(r, size, ev)
         key = self.rows.key(rank, host, pid)
-        if sig.blame == "values" and key is not None:  # a count every rank should share: kept per rank
+        if sig.blame == "values":  # a count every rank should share: kept per rank (the one the line names, else its own)
+            named = num(groups.get("rank")) if rank is None else None
             kind, value = value_kind(groups.get("what")), num(groups.get("value"), MAX_DIGITS)
-            if kind is not None and value is not None:
-                self.state.add_value(kind, key, value, ev)
+            if kind is not None and value is not None and (named is not None or key is not None):
+                self.state.add_value(kind, named if named is not None else key, value, ev)
         if key is not None and len(h.printers) < MAX_BLAMED:
             h.printers.add(key)
         if host and len(h.hosts) < 64:

@@ -776,7 +776,7 @@ CANDIDATE_KIND_TITLES = {
     "cuda": "unhandled cuda error",
     "reset": "a closed connection",
     "invalid_usage": "invalid usage",
-    "hang": "a stop after NCCL's set-up with no error",
+    "hang": "a hang with no error (a stop after NCCL's set-up, or one someone reports)",
     "kernel_fault": "a GPU kernel fault",
 }
 _STEP = 0.12  # how much one fact for or against moves a candidate

@@ -46,6 +46,7 @@ _WAITING = {"collective_desync", "slow_rank_timeout", "p2p_pairing", "rendezvous
 # cross-rank findings that explain a watchdog timeout (the incident's card when there is one)
 _INCIDENT_CARDS = (
     "watchdog_rank_behind",
+    "watchdog_uneven_data",
     "watchdog_desync",
     "watchdog_seq_differs",
     "watchdog_rank_missing",
@@ -59,6 +60,7 @@ _INCIDENT_CARDS = (
 # cross-rank findings that name what diverged or did not pair (not only who waited): a suspect does not outrank them
 _NAMES_THE_DIVERGENCE = (
     "watchdog_desync",
+    "watchdog_uneven_data",
     "watchdog_seq_differs",
     "watchdog_rank_behind",
     "watchdog_alltoall_unpaired",
@@ -532,15 +534,15 @@ class _Ranker:
         return out
 
     def _candidates(self, facts: set) -> list:
-        """Ranked candidate causes of the generic errors that matched (or of a stop after NCCL's
-        set-up with no error at all), conditioned on the run's facts."""
+        """Ranked candidate causes of the generic errors that matched (or of a hang with no error at
+        all: a stop after NCCL's set-up, or one the reporter describes), conditioned on the run's facts."""
         generic = [(h.first, _GENERIC_KIND[i], h) for i, h in self.hits.items() if i in _GENERIC_KIND]
         if generic:
             first, kind, h = min(generic, key=lambda t: t[0])
             evidence = tuple(h.evidence[:2])
         elif (
             not any(h.sig.severity == "error" and not h.sig.benign for h in self.hits.values())
-            and "init_seen" in facts
+            and ("init_seen" in facts or "stopped" in facts)
             and "completed" not in facts
             and not self.state.watchdog
         ):

@@ -217,16 +217,10 @@ def value_kind(what: str) -> Optional[str]:
     return next((kind for kind, words in _VALUE_KINDS if any(w in what for w in words)), None)
 
 
-def value_tiebreak(state: ReasonState, sides: list) -> Optional[tuple]:
-    """Two sides of a desync with no majority (sets of ranks that called
-    different collectives): the side whose ranks printed the larger count of
-    what every rank should share (batches or steps per epoch first, else the
-    dataset length behind them), when every rank of each side printed it and
-    each side agrees within itself. The side with more runs the loop once
-    more: its collective is the loop's, issued after the others left the loop.
-    Returns (the ranks blamed, the count lines as evidence, one sentence,
-    a few words for a title), or None when the counts do not split the sides
-    that way."""
+def count_split(state: ReasonState, sides: list) -> Optional[tuple]:
+    """Two sets of ranks whose printed counts of what every rank should share (batches or steps per epoch
+    first, else training examples) agree within each side and differ between them: (kind, index of the side
+    with more, its count, the other's, the count lines as evidence, more side first); None otherwise."""
     if len(sides) != 2:
         return None
     for kind, _ in _VALUE_KINDS:
@@ -241,18 +235,59 @@ def value_tiebreak(state: ReasonState, sides: list) -> Optional[tuple]:
             if counts[0] == counts[1]:
                 continue
             more, less = (0, 1) if counts[0] > counts[1] else (1, 0)
-            blamed = set(sides[more])
             evidence = [per[r][1] for i in (more, less) for r in sorted(sides[i])[:2]]
-            what = "batches (steps per epoch)" if kind == "batches" else "training examples (dataset length)"
-            text = (
-                f" No majority decides, but the ranks printed their {what}, which every rank should share, and "
-                f"they differ: {counts[more]} on rank {_ranks_text(sides[more])}, {counts[less]} on rank "
-                f"{_ranks_text(sides[less])}. Rank {_ranks_text(sides[more])} runs more iterations: its collective "
-                "is the loop's, issued once the others had left the loop."
-            )
-            label = "more batches" if kind == "batches" else "more training examples"
-            return blamed, evidence, text, label
+            return kind, more, counts[more], counts[less], evidence
     return None
+
+
+def value_tiebreak(state: ReasonState, sides: list) -> Optional[tuple]:
+    """Two sides of a desync with no majority (sets of ranks that called
+    different collectives): the side whose ranks printed the larger count of
+    what every rank should share (batches or steps per epoch first, else the
+    training examples: :func:`count_split`), when each side agrees within itself.
+    The side with more runs the loop once more: its collective is the loop's,
+    issued after the others left the loop. Returns (the ranks blamed, the count
+    lines as evidence, one sentence, a few words for a title), or None when the
+    counts do not split the sides that way."""
+    split = count_split(state, sides)
+    if split is None:
+        return None
+    kind, more, n_more, n_less, evidence = split
+    less = 1 - more
+    what = "batches (steps per epoch)" if kind == "batches" else "training examples (dataset length)"
+    text = (
+        f" No majority decides, but the ranks printed their {what}, which every rank should share, and "
+        f"they differ: {n_more} on rank {_ranks_text(sides[more])}, {n_less} on rank "
+        f"{_ranks_text(sides[less])}. Rank {_ranks_text(sides[more])} runs more iterations: its collective "
+        "is the loop's, issued once the others had left the loop."
+    )
+    label = "more batches" if kind == "batches" else "more training examples"
+    return set(sides[more]), evidence, text, label
+
+
+def uneven_data(state: ReasonState, waiting: set, others: set, op: str, seq, evidence: tuple) -> Optional[Finding]:
+    """The ranks that wait in a collective the others never called printed more batches (or training
+    examples) than those others: they run the loop once more, and that iteration's collective has no partner.
+    Uneven data per rank (collective_desync), not ranks busy elsewhere; None when the counts do not say so."""
+    split = count_split(state, [waiting, others]) if waiting and others else None
+    if split is None or split[1] != 0:
+        return None  # no counts, or the late ranks have more: nothing says they left the loop
+    kind, _, n_more, n_less, lines = split
+    return _cross_rank(
+        rule="watchdog_uneven_data",
+        confidence=0.8,
+        evidence=tuple(lines + [e for e in evidence if e not in lines])[:8],
+        values=dict(
+            more=_ranks_text(waiting),
+            fewer=_ranks_text(others),
+            what="batches" if kind == "batches" else "training examples",
+            n_more=n_more,
+            n_fewer=n_less,
+            op=op,
+            seq=seq,
+        ),
+        ranks=tuple(sorted(waiting)),
+    )
 
 
 def _cross_rank(rule: str, confidence: float, evidence: tuple, values: dict, ranks: tuple = (), hosts: tuple = ()) -> Finding:
@@ -446,7 +481,9 @@ def watchdog_findings(state: ReasonState, world_size: Optional[int], present=fro
         ]
     behind = progress_findings(state)
     if behind:
-        return behind
+        late = set(behind[0].ranks)
+        uneven = uneven_data(state, timed_out - late, late, ops.most_common(1)[0][0], seqs.most_common(1)[0][0], evidence)
+        return [uneven] if uneven is not None else behind
     if len(seqs) > 1 and len(recs) >= 2:
         # the most common sequence number; on a tie the higher one, so that the ranks behind are named
         common = max(seqs, key=lambda s: (seqs[s], s))
@@ -466,6 +503,9 @@ def watchdog_findings(state: ReasonState, world_size: Optional[int], present=fro
             )
         ]
     if missing:
+        uneven = uneven_data(state, timed_out, missing, ops.most_common(1)[0][0], seqs.most_common(1)[0][0], evidence)
+        if uneven is not None:
+            return [uneven]
         return [
             _cross_rank(
                 rule="watchdog_rank_missing",

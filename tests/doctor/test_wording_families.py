@@ -63,6 +63,12 @@ def test_a_stop_after_set_up_still_raises_the_hang_candidates_even_after_progres
     assert any(f.rule.startswith("candidate.hang") for f in diagnose(no_affinity).findings)
 
 
+def test_a_hang_someone_reports_with_no_log_lines_raises_the_hang_candidates():
+    report = "2x RTX 4090, driver 535.54.03. DDP hangs forever at the first backward, GPU util 100% on both.\n"
+    assert _rules(diagnose(report))[0] == ("p2p_topology", "candidate.hang.p2p_topology")
+    assert not diagnose("2x RTX 4090, driver 535.54.03, DDP runs fine.\n").findings
+
+
 def test_progress_stop_and_set_up_facts():
     assert {"completed", "init_seen"} <= _facts(HEALTHY_219 + "[rank0]: step 10 | loss 9.8712 | tokens/s 412034\n")
     assert "completed" in _facts("  5%|▌         | 512/10000 [03:11<58:49,  2.69it/s, loss=2.31]\n")
