@@ -769,6 +769,9 @@ CANDIDATES = {
         ),
     ),
 }
+# every rank in the job's first collective and none coming back: a transport that does not carry the first transfers,
+# the causes of a stop with no error
+CANDIDATES["first_collective"] = CANDIDATES["hang"]
 CANDIDATE_KIND_TITLES = {
     "system": "unhandled system error",
     "internal": "internal error",
@@ -777,6 +780,7 @@ CANDIDATE_KIND_TITLES = {
     "reset": "a closed connection",
     "invalid_usage": "invalid usage",
     "hang": "a hang with no error (a stop after NCCL's set-up, or one someone reports)",
+    "first_collective": "every rank timed out together in the job's first collective",
     "kernel_fault": "a GPU kernel fault",
 }
 _STEP = 0.12  # how much one fact for or against moves a candidate

@@ -269,6 +269,13 @@ class _Ranker:
                 if g.rule == card and not g.alternative_of:
                     findings[i] = (tier, conf, first, self._fold(g, folded))
                     break
+        stuck = self._stuck_together()
+        if stuck:
+            # every rank is in the collective: none is late, so "all waiting" explains nothing; the candidate causes
+            # of a hang of the first transfers come first, the timeouts after them
+            for i, (tier, conf, first, g) in enumerate(findings):
+                if g.rule == "watchdog_all_waiting" and tier == _TIER_ROOT_ERROR:
+                    findings[i] = (_TIER_CONSEQUENCE, conf, first, g)
         self._suspects_of_an_early_hang(findings)
         self._first_failure(findings)
         for f, first in self._warn_findings():
@@ -280,7 +287,7 @@ class _Ranker:
             for t, _, _, g in findings
         )
         if not known:
-            for f, first in self._candidates(facts):
+            for f, first in self._candidates(facts, stuck):
                 findings.append((_TIER_ALTERNATIVE, f.confidence, first, f))
         return findings
 
@@ -533,13 +540,30 @@ class _Ranker:
             )
         return out
 
-    def _candidates(self, facts: set) -> list:
+    def _stuck_together(self) -> bool:
+        """Every rank of the job timed out in the same one of its first collectives (EARLY_SEQ): rank 0 among
+        them, no rank between them missing, none the world size or another log adds. Nobody was busy
+        elsewhere (the late rank of a set-up barrier is the one that does not time out): the first transfers
+        themselves hung."""
+        recs = self.state.watchdog
+        if len(recs) < 2 or not all(isinstance(r, int) for r in recs):
+            return False
+        if len({(r.op, r.seq) for r in recs.values()}) != 1 or max(r.seq for r in recs.values()) > EARLY_SEQ:
+            return False
+        ranks = set(recs)
+        present = {r for r in self.table.present() if isinstance(r, int)}
+        return ranks == set(range(len(ranks))) and present <= ranks and self.world_size in (None, len(ranks))
+
+    def _candidates(self, facts: set, stuck: bool = False) -> list:
         """Ranked candidate causes of the generic errors that matched (or of a hang with no error at
         all: a stop after NCCL's set-up, or one the reporter describes), conditioned on the run's facts."""
         generic = [(h.first, _GENERIC_KIND[i], h) for i, h in self.hits.items() if i in _GENERIC_KIND]
         if generic:
             first, kind, h = min(generic, key=lambda t: t[0])
             evidence = tuple(h.evidence[:2])
+        elif stuck:
+            kind, first = "first_collective", (10**8,)
+            evidence = tuple(r.evidence for r in sorted(self.state.watchdog.values(), key=lambda r: r.rank)[:2])
         elif (
             not any(h.sig.severity == "error" and not h.sig.benign for h in self.hits.values())
             and ("init_seen" in facts or "stopped" in facts)

@@ -35,3 +35,21 @@ def test_a_suspect_leads_when_the_job_hung_in_its_first_collectives():
 def test_a_suspect_does_not_outrank_a_reading_of_what_diverged():
     log = _wd(0, 2) + _wd(1, 2, "ALLGATHER") + ACS
     assert diagnose(log).findings[0].category == "collective_desync"
+
+
+def test_every_rank_timing_out_together_in_the_first_collective_is_a_transport_hang():
+    together = "".join(_wd(r, 1) for r in (1, 0, 3, 2))
+    top = diagnose(together).findings[0]
+    assert top.rule.startswith("candidate.first_collective.") and top.category == "p2p_topology"
+    rules = [f.rule for f in diagnose(together).findings]
+    assert rules.index("watchdog_all_waiting") > rules.index(top.rule)  # kept, after the candidates
+    # rank 0 not among them (busy before a set-up barrier), a world larger than them, or a later collective:
+    # the reading of the timeouts stands
+    for log in (
+        "".join(_wd(r, 1) for r in (1, 2, 3)),
+        INIT + together,
+        "".join(_wd(r, 512) for r in (1, 0, 3, 2)),
+    ):
+        assert not any(f.rule.startswith("candidate.first_collective.") for f in diagnose(log).findings), log
+    # a suspect the log shows still leads
+    assert diagnose(together + ACS).findings[0].rule == "pcie_acs_enabled"
