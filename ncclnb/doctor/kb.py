@@ -7,8 +7,11 @@ substrings), ``cause``, ``fix``, ``docs`` and optional ``also`` (other
 categories the same lines are consistent with), ``benign`` (a fallback NCCL
 recovers from: info, never above a real error), ``blame`` (whom the finding
 blames: see :data:`BLAME`), ``consequence`` (a wrapper or
-cascade that says something failed, not why) and ``suspect`` (a setting that is
-only a cause when something else failed). Beside each record, ``<id>.log``
+cascade that says something failed, not why), ``suspect`` (a setting that is
+only a cause when something else failed) and ``once_per_message`` (a benign
+line every process prints alike: the first line of each message is read, the
+same message again is not, so that thousands of ranks cost one line each
+message). Beside each record, ``<id>.log``
 holds lines marked ``# ncclnb: hit`` / ``# ncclnb: miss``.
 
 Patterns use the subset of regex syntax that ``grep -E`` also understands
@@ -371,7 +374,7 @@ def _seq_covered(seq, triggers, sp) -> bool:
 
 
 _REQUIRED = ("id", "category", "severity", "confidence", "title", "patterns", "cause", "fix", "docs")
-_OPTIONAL = {"also": list, "benign": bool, "consequence": bool, "suspect": bool, "blame": str}
+_OPTIONAL = {"also": list, "benign": bool, "consequence": bool, "suspect": bool, "blame": str, "once_per_message": bool}
 # whom a signature's finding blames: the ranks that printed it (default), the
 # ranks of the world size that never printed anything ("missing_ranks": the
 # pattern's (?P<expected>) group or the known world size), the rank that
@@ -405,6 +408,7 @@ class Signature:
     consequence: bool = False
     suspect: bool = False
     blame: str = "printers"
+    once_per_message: bool = False
 
     @property
     def compiled(self) -> tuple:
@@ -487,6 +491,8 @@ def _load_record(path: str) -> Signature:
             raise KnowledgeBaseError(f"{name}: {key} must be a {typ.__name__}")
     if data.get("blame", "printers") not in BLAME:
         raise KnowledgeBaseError(f"{name}: blame must be one of {', '.join(BLAME)}")
+    if data.get("once_per_message") and not data.get("benign"):
+        raise KnowledgeBaseError(f"{name}: once_per_message is for benign signatures only")
     for cat in data.get("also", ()):
         if cat not in CATEGORIES:
             raise KnowledgeBaseError(f"{name}: unknown category {cat!r} in also")
@@ -505,6 +511,7 @@ def _load_record(path: str) -> Signature:
         consequence=bool(data.get("consequence", False)),
         suspect=bool(data.get("suspect", False)),
         blame=data.get("blame", "printers"),
+        once_per_message=bool(data.get("once_per_message", False)),
     )
 
 

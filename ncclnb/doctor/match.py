@@ -213,6 +213,8 @@ class Matcher:
         self._normalize = Normalizer(enabled=collapse)  # raw line -> (Line, template); see collapse.py
         self._echoes: dict = {}  # what makes a line an echo (see _echo) -> (its matched text, its signature ids), bounded
         self._inert = InertRests()
+        # messages a once_per_message signature read (every process prints them alike): read no more, bounded
+        self._once_read: set = set()
         self._progress: Optional[ProgressLines] = None  # rests of inert messages still in the match cache (collapse.skip_inert)
         self.rows = rows
         self.hits: dict[str, Hits] = {}
@@ -337,7 +339,7 @@ class Matcher:
             return
         if ctx.prev_no == line_no - 1 and "can_device_access_peer" in ctx.prev_text:
             self.context.observe_pair(ctx.prev_text, ln.text)
-        if tpl is not None and tpl.inert:
+        if (tpl is not None and tpl.inert) or (ln.level != "WARN" and ln.text in self._once_read):
             self._inert_line(ctx, line_no, ln, tpl)
             return
         msg = ln.text
@@ -448,8 +450,12 @@ class Matcher:
             hits = [(sig, m) for sig, m in hits if msg.strip() not in self._superseded.get(sig.id, ())]
         if len(hits) > 1 and ln.level == "WARN" and ln.where:
             hits = self._by_source(hits, len(ln.where), msg.strip())
+        quiet = ln.level != "WARN" and not any(g in msg for g in _LINE_GATES)
+        once = quiet and bool(hits) and all(sig.once_per_message for sig, _ in hits)
+        if once and len(self._once_read) < MATCH_CACHE:
+            self._once_read.add(msg)  # this line is read; the same message again, from any process, is not
         if tpl is not None and tpl.inert is None:
-            tpl.inert = not hits and ln.level != "WARN" and not any(g in msg for g in _LINE_GATES)
+            tpl.inert = quiet and (not hits or once)
         ids = frozenset(sig.id for sig, _ in hits)
         if ctx.prev_no == line_no - 1 and ctx.prev_text and raw[:1] in (b" ", b"\t"):
             # a hard-wrapped message: what only the two halves together say
@@ -498,13 +504,16 @@ class Matcher:
 
     def _inert_line(self, ctx: SourceContext, line_no: int, ln, tpl) -> None:
         """What :meth:`line` does with a line whose message no gate, signature or
-        WARN rule reads (its template says so): the host is seen, the message is
-        the one a hard-wrapped next line would be joined to. Nothing else."""
+        WARN rule reads (its template says so), or one a once_per_message
+        signature has read already: the host is seen, the message is the one a
+        hard-wrapped next line would be joined to. Nothing else."""
         ctx.host = ln.host
         self.context.observe_host(ln.host)
         self.matches(ln.text)  # the same lookups as line(): a message the bounded cache dropped feeds the context again
         ctx.prev_no, ctx.prev_text, ctx.prev_ids = line_no, ln.text[:2000], frozenset()
-        self._inert.add(tpl.rest)  # later lines with it need not reach here at all
+        if tpl is not None:
+            tpl.inert = True  # a rest first seen after its message was read once
+            self._inert.add(tpl.rest)  # later lines with it need not reach here at all
 
     def matches(self, msg: str) -> list:
         """[(signature, match)] for ``msg``; a message seen for the first time also feeds the context."""

@@ -217,10 +217,9 @@ def test_parallel_scan_with_worker_skipping_same_as_plain(tmp_path, monkeypatch,
     assert parallel == plain
     assert found == sorted(found) and len(found) == len(set(found))  # file order, no line twice
     if match_cache is None:
-        # the workers did drop lines: fewer came back than the file has candidates (about half of this log's
-        # candidates are messages every rank's line is read for: versions, comm lines, plugin fallbacks)
+        # the workers did drop lines: fewer came back than the file has candidates
         candidates = sum(1 for line in log.read_bytes().splitlines() if scan.has_trigger(line))
-        assert len(found) < candidates * 0.6
+        assert len(found) < candidates / 2
 
 
 # ---- the bulk path (scan.BulkSkip): the scanner leaves out lines read before, decided per distinct message
