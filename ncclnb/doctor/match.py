@@ -206,6 +206,7 @@ class Matcher:
         self.cut = scrub_cut if redact else (lambda text, limit: text[:limit])
         # flat (signature, literal, regex) list: the per-line loop is the hot path for candidate lines
         self._matchers = [(sig, lit, rx) for sig in sigs for lit, rx in sig.compiled]
+        self._wrapper = {sig.id: sig.consequence for sig in sigs}  # says that something failed, not why
         self._shortlists: dict = {}  # message shape (digits masked) -> the matchers worth trying on it, bounded
         # the matchers whose literal a message's shape cannot rule out: none, or one with a digit (or the mask)
         self._always = {id(entry) for entry in self._matchers if entry[1] is None or _masked(entry[1])}
@@ -647,6 +648,10 @@ class Matcher:
                 self.rows.fill(row, host, pid, source)
                 if sig.severity == "error" and row.first_error is None:
                     row.first_error, row.first_error_at, row.first_rule = self.cut(msg, 200), order, sig.id
+                elif sig.severity == "error" and not sig.consequence and self._wrapper.get(row.first_rule or ""):
+                    # a wrapper said first that the rank failed (DistBackendError, "unhandled system error"); its
+                    # "Last error:" lines say why: that is the rank's own error, as of the wrapper's moment
+                    row.first_error, row.first_rule = self.cut(msg, 200), sig.id
 
 
 _MASK_DIGITS = str.maketrans("0123456789", "\0" * 10)  # a message's shape: its ASCII digits masked

@@ -37,9 +37,12 @@ _BAD_IFACE = re.compile(
 _OWN_ADDRESS = re.compile(
     r"(?:Bootstrap|NET/Socket) ?: ?Using (?:\[[0-9]+\] ?)?[\w.-]+:(?P<net>[0-9]{1,3}\.[0-9]{1,3})\.[0-9]", re.ASCII
 )
-# a connection to a peer whose packets got no answer at all (not refused, not unroutable)
-_CONNECT_TIMED_OUT = re.compile(
-    r"Connect to (?P<net>[0-9]{1,3}\.[0-9]{1,3})\.[0-9.]+<[0-9]+> (?:failed ?: ?|returned 110 ?\()Connection timed out", re.ASCII
+# a connection to a peer that got no answer at all (timed out), or a rejection a firewall sends for a host it guards
+# (firewalld's icmp-host-prohibited reads as "No route to host"); not "refused", which is the peer's own answer
+_CONNECT_UNANSWERED = re.compile(
+    r"Connect to (?P<net>[0-9]{1,3}\.[0-9]{1,3})\.[0-9.]+<[0-9]+> (?:failed ?: ?|returned 11[03] ?\()"
+    r"(?:Connection timed out|No route to host)",
+    re.ASCII,
 )
 _OLD_GPU = re.compile(r"\b(?:Tesla )?(?:[KMP][0-9]{2,3}\b|GTX ?[0-9]{3,4}|GeForce GTX|Quadro [KMP][0-9])", re.ASCII)
 _NEW_GPU = re.compile(
@@ -113,7 +116,11 @@ _HOSTS_ARG = re.compile(r"(?:--host|-H) (?P<list>[\w.-]+(?:,[\w.-]+)+)", re.ASCI
 _NRANKS = re.compile(r"\bn[Rr]anks[= ](?P<n>[0-9]{1,7})", re.ASCII)
 # a job this large: hundreds of ranks, or tens of nodes
 MANY_RANKS, MANY_NODES = 256, 32
-_NNODES = re.compile(r"(?:--nnodes[= ]|nNodes |num_nodes=)(?P<n>[0-9]{1,5})", re.ASCII)
+_NNODES = re.compile(r"(?:--nnodes[= ]|nNodes |num_nodes=|--nodes[= ]|(?:^|\s)-N ?)(?P<n>[0-9]{1,5})\b", re.ASCII)
+# how many GPUs a process sees, as the script prints it ("torch.cuda.device_count() = 4", "device_count=2")
+_DEVICE_COUNT = re.compile(r"device_count(?:\(\))?\s*(?:=|:|is)\s*(?P<n>[0-9]{1,3})\b", re.ASCII)
+# processes a launcher starts on this node, as DeepSpeed's launcher reports it
+_LOCAL_PROCS = re.compile(r"\bnum_local_procs=(?P<n>[0-9]{1,4})\b", re.ASCII)
 # CUDA_VISIBLE_DEVICES as a shell line, an env dump or a launcher's echo sets it: the GPUs each process of the node sees
 _VISIBLE = re.compile(r"CUDA_VISIBLE_DEVICES[\"']?[=:] ?[\"']?(?P<ids>[0-9]{1,3}(?:,[0-9]{1,3})*)\b", re.ASCII)
 # code (a traceback's source line, a snippet) that picks a process's GPU by a physical id out of CUDA_VISIBLE_DEVICES
@@ -142,7 +149,7 @@ _SRUN_NODE = re.compile(r"srun: error: (?P<host>[A-Za-z][\w.-]{0,62}): tasks? [0
 _RANKS_ON = re.compile(r"Rank +[0-9]+ (?:Pid +[0-9]+ )?on +(?P<host>[\w.-]+) +device", re.ASCII)  # nccl-tests' device table
 
 # a rank busy on its own work (data preparation, clustering, a checkpoint) in the lines before a timeout
-_BUSY = ("heckpoint", "reprocess", "okeniz", "Clustering", "ndexing", "Building index")
+_BUSY = ("heckpoint", "reprocess", "okeniz", "Clustering", "ndexing", "Building index", "retry loop", "wandb: Network error")
 # a rank that ended its loop while others may still wait in a collective
 _FINISHED = ("fit` stopped", "raining completed")
 # the communication itself ran to its end (nccl-tests' closing lines, NCCL's communicator torn down in order):
@@ -193,7 +200,8 @@ class LogContext:
     shm_small: bool = False  # df shows a /dev/shm under 1 GB
     cumem: bool = False  # NCCL's cuMem API in play (NCCL_CUMEM_ENABLE set, a cuMem call named)
     single_process: bool = False  # one process drives every GPU (nccl-tests -g N): one host
-    visible_gpus: int = 0  # the most GPUs a CUDA_VISIBLE_DEVICES line of the log lists
+    visible_gpus: int = 0  # the most GPUs a CUDA_VISIBLE_DEVICES line of the log lists, or a script counts
+    local_procs: int = 0  # the processes a launcher says it starts on a node (DeepSpeed's num_local_procs)
     device_by_physical_id: bool = False  # code indexes GPUs by CUDA_VISIBLE_DEVICES's ids (_DEVICE_BY_PHYSICAL_ID)
     device_by_rank: bool = False  # code picks a GPU by the global rank (_DEVICE_BY_RANK)
     object_collective: bool = False  # a traceback passes through an object collective (all_gather_object, ...)
@@ -201,7 +209,7 @@ class LogContext:
     conf_file: bool = False  # an NCCL configuration file is in play (/etc/nccl.conf, ~/.nccl.conf, NCCL_CONF_FILE)
     gpu_processes: dict = field(default_factory=dict)  # GPU index -> pids nvidia-smi's process table lists on it
     own_nets: set = field(default_factory=set)  # the first two octets of the addresses NCCL's interfaces have
-    timed_out_nets: set = field(default_factory=set)  # the same of the peers a connection to timed out
+    timed_out_nets: set = field(default_factory=set)  # the same of the peers a connection to went unanswered
 
     MAX_HOSTS = 64
 
@@ -234,8 +242,8 @@ class LogContext:
                 pids = self.gpu_processes.setdefault(int(m.group("gpu")), set())
                 if len(pids) < 64:
                     pids.add(m.group("pid"))
-        if "Connection timed out" in msg and len(self.timed_out_nets) < 16:
-            self.timed_out_nets.update(_CONNECT_TIMED_OUT.findall(msg))
+        if ("Connection timed out" in msg or "No route to host" in msg) and len(self.timed_out_nets) < 16:
+            self.timed_out_nets.update(_CONNECT_UNANSWERED.findall(msg))
         if "srun: error" in msg:
             m = _SRUN_NODE.search(msg)
             if m:
@@ -280,7 +288,7 @@ class LogContext:
             m = _NRANKS.search(msg)
             if m:
                 self.nranks = max(self.nranks, int(m.group("n")))
-        if "nnodes" in msg or "nNodes" in msg or "num_nodes" in msg:
+        if "nnodes" in msg or "nNodes" in msg or "num_nodes" in msg or "-N" in msg or "--nodes" in msg:
             m = _NNODES.search(msg)
             if m:
                 self.nnodes = max(self.nnodes, int(m.group("n")))
@@ -317,9 +325,18 @@ class LogContext:
             self.cumem = True
         if not self.shm_small and "/dev/shm" in msg and _SMALL_SHM.search(msg.strip()):
             self.shm_small = True
-        if "CUDA_VISIBLE_DEVICES" in msg:
+        if "CUDA_VISIBLE_DEVICES" in msg and "Setting CUDA_VISIBLE_DEVICES" not in msg:
+            # (DeepSpeed's launcher echoes the list it derived from --num_gpus or --include: not GPUs that exist)
             for m in _VISIBLE.finditer(msg):
                 self.visible_gpus = max(self.visible_gpus, len(set(m.group("ids").split(","))))
+        if "device_count" in msg:
+            m = _DEVICE_COUNT.search(msg)
+            if m:
+                self.visible_gpus = max(self.visible_gpus, int(m.group("n")))
+        if "num_local_procs" in msg:
+            m = _LOCAL_PROCS.search(msg)
+            if m:
+                self.local_procs = int(m.group("n"))
         if not self.device_by_physical_id and "CUDA_VISIBLE_DEVICES" in msg and _DEVICE_BY_PHYSICAL_ID.search(msg):
             self.device_by_physical_id = True
         if not self.device_by_rank and "rank" in msg and _DEVICE_BY_RANK.search(msg):
@@ -398,8 +415,9 @@ class LogContext:
         if self.stopped:
             out.add("stopped")
         if self.timed_out_nets & self.own_nets and not self.bad_iface:
-            # a peer on the network this host's interface is on gave no answer: something drops the packets (a
-            # firewall, a cloud security group open only for the rendezvous port), not a wrong interface
+            # a peer on the network this host's interface is on gave no answer, or a firewall's rejection: something
+            # drops the packets (a firewall, a cloud security group open only for the rendezvous port), not a wrong
+            # interface
             out.add("peer_silent_on_own_network")
         piles = sorted((len(pids) for pids in self.gpu_processes.values()), reverse=True)
         if piles and piles[0] >= 2:
@@ -837,7 +855,7 @@ PREFER = (
     # "NET/IB : No device found" is harmless only where nobody meant to use IB: with NCCL_IB_HCA set or an HCA
     # on the node, NCCL did not find the HCAs it was told to use
     (("ib_no_device_found", "libibverbs_missing"), "ib_wanted", "ib_misconfig"),
-    (("socket_connect_failed",), "peer_silent_on_own_network", "rendezvous_unreachable"),
+    (("socket_connect_failed", "network_unreachable"), "peer_silent_on_own_network", "rendezvous_unreachable"),
     # a network NCCL was told to use (NCCL_NET) that this node lacks, beside an NCCL configuration file: the file
     # (a base image's /etc/nccl.conf) forces it, not the job
     (("net_plugin_required_missing",), "conf_file", "nccl_env_override"),

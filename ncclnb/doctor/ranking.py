@@ -494,6 +494,8 @@ class _Ranker:
             # torch's OOM message lists the processes holding memory on the GPU that ran out
             facts.add("processes_share_gpu")
         per_node = {v for opt in ("nproc-per-node", "ntasks-per-node") for v in self.state.launch.get(opt, {})}
+        if not per_node and self.context.local_procs:
+            per_node = {self.context.local_procs}
         if len(per_node) == 1 and self.context.visible_gpus:
             # processes a node's launcher starts against the GPUs CUDA_VISIBLE_DEVICES lists
             facts.add("oversubscribed" if per_node.pop() > self.context.visible_gpus else "one_gpu_per_process")

@@ -123,3 +123,33 @@ def test_three_ranks_nccl_finds_on_one_gpu_is_a_device_mapping_mistake():
     assert diagnose(pairs).findings[0].category == "device_mapping"
     two_devices = pairs.replace("rank 3 and rank 0 both on CUDA device 7000", "rank 3 and rank 2 both on CUDA device 41000")
     assert diagnose(two_devices).findings[0].category == "rank_world_size_mismatch"
+
+
+def test_the_gpus_a_script_counts_and_the_nodes_slurm_starts_settle_it_too():
+    counted = "".join("torch.cuda.device_count() = 4\n" for _ in range(4))
+    assert diagnose("torchrun --nproc_per_node=4 finetune.py\n" + counted + DUPLICATE).findings[0].category == "device_mapping"
+    code = "    torch.cuda.set_device(rank)\n"
+    two_nodes = "srun -N 2 --ntasks-per-node=8 --gpus-per-node=8 python train.py\n"
+    assert diagnose(two_nodes + code + _ordinal([8])).findings[0].category == "device_mapping"
+    # DeepSpeed's launcher echoes the list it derived itself: not GPUs that exist
+    echo = (
+        "[INFO] [launch.py:151:main] nnodes=1, num_local_procs=8, node_rank=0\n"
+        "[INFO] [launch.py:165:main] Setting CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7\n"
+    )
+    assert diagnose(echo + _ordinal([5])).findings[0].category == "rank_world_size_mismatch"
+
+
+def test_a_wrapper_the_rank_printed_first_gives_way_to_the_error_under_it():
+    # rank 7 failed first; its DistBackendError's "Last error:" line says why, and that is the cause of the others' wait
+    log = (
+        "[rank7]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, "
+        "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.6\n"
+        "[rank7]: Last error:\n"
+        "[rank7]: socketStartConnect: Connect to 192.168.122.1<52811> failed : Connection refused\n"
+    ) + "".join(
+        f"[rank{r}]:[E ProcessGroupNCCL.cpp:523] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
+        "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600414 milliseconds before timing out.\n"
+        for r in (3, 12)
+    )
+    top = diagnose(log).findings[0]
+    assert (top.rule, top.ranks) == ("socket_connect_failed", (7,))

@@ -299,5 +299,15 @@ def test_a_peer_silent_on_the_network_nccls_interface_is_on_is_a_firewall():
     assert _cats(other + timed_out)[0] == "socket_ifname"
     tunnel = "ip-a:204:204 [0] NCCL INFO Bootstrap : Using tunl0:172.31.5.64<0>\n"
     assert _cats(tunnel + timed_out)[0] == "socket_ifname"
-    # refused: something answered
-    assert _cats(own + timed_out.replace("Connection timed out", "No route to host"))[0] == "socket_ifname"
+    # a firewall's rejection (firewalld's icmp-host-prohibited reads as "No route to host") is the same; "refused" is
+    # the peer's own answer (nothing listens there), which says nothing of a firewall
+    assert _cats(own + timed_out.replace("Connection timed out", "No route to host"))[0] == "rendezvous_unreachable"
+    assert _cats(own + timed_out.replace("Connection timed out", "Connection refused"))[0] == "socket_ifname"
+
+
+def test_a_rank_stuck_in_an_external_service_retry_is_busy_elsewhere():
+    wd = (
+        "[rank5]:[E ProcessGroupNCCL.cpp:828] [Rank 5] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=20814, "
+        "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800890 milliseconds before timing out.\n"
+    )
+    assert _cats("[rank0]:wandb: Network error (ReadTimeout), entering retry loop.\n" + wd)[0] == "slow_rank_timeout"
