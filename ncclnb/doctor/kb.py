@@ -244,6 +244,8 @@ TRIGGERS = (
     "tasks per node configured",
     "connectFullMesh",
     "pair.cc",
+    "Connect to",
+    "connect [",
     "device_count",
     "num_local_procs",
     "Inconsistent compute device",

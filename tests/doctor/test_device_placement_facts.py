@@ -145,7 +145,7 @@ def test_a_wrapper_the_rank_printed_first_gives_way_to_the_error_under_it():
         "[rank7]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, "
         "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.6\n"
         "[rank7]: Last error:\n"
-        "[rank7]: socketStartConnect: Connect to 192.168.122.1<52811> failed : Connection refused\n"
+        "[rank7]: socketStartConnect: Connect to 10.0.3.7<52811> failed : Connection refused\n"
     ) + "".join(
         f"[rank{r}]:[E ProcessGroupNCCL.cpp:523] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
         "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600414 milliseconds before timing out.\n"
