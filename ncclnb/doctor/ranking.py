@@ -276,7 +276,7 @@ class _Ranker:
             for i, (tier, conf, first, g) in enumerate(findings):
                 if g.rule == "watchdog_all_waiting" and tier == _TIER_ROOT_ERROR:
                     findings[i] = (_TIER_CONSEQUENCE, conf, first, g)
-        self._suspects_of_an_early_hang(findings)
+        self._suspects_of_an_early_hang(findings, facts)
         self._first_failure(findings)
         for f, first in self._warn_findings():
             findings.append((_TIER_ROOT_WARNING, f.confidence, first, f))
@@ -291,15 +291,22 @@ class _Ranker:
                 findings.append((_TIER_ALTERNATIVE, f.confidence, first, f))
         return findings
 
-    def _suspects_of_an_early_hang(self, findings: list) -> None:
+    def _suspects_of_an_early_hang(self, findings: list, facts: set) -> None:
         """A job that hung in its first collectives (every watchdog timeout at a sequence number up to
-        EARLY_SEQ) beside a suspect the log shows (PCIe ACS or the IOMMU on, an unroutable interface, a
+        EARLY_SEQ), or stopped after NCCL's set-up with no error at all, beside a suspect the log shows (PCIe ACS or the IOMMU on, an unroutable interface, a
         topology file from the environment, a tiny /dev/shm): the suspect explains a hang of the first
         transfers, which a rank busy elsewhere or one that never arrived (read from the timeouts alone)
         does not show. It ranks above those readings and the bare timeout lines; not above a cross-rank
         finding that names what diverged. In place."""
         recs = self.state.watchdog
-        if not recs or max(r.seq for r in recs.values()) > EARLY_SEQ:
+        # or a hang with no error at all that someone stopped after NCCL's set-up (the no-error hang's reading)
+        silent_hang = (
+            not recs
+            and {"stopped", "init_seen"} <= facts
+            and "completed" not in facts
+            and not any(h.sig.severity == "error" and not h.sig.benign for h in self.hits.values())
+        )
+        if not silent_hang and (not recs or max(r.seq for r in recs.values()) > EARLY_SEQ):
             return
         suspects = [
             i

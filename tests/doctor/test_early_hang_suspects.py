@@ -53,3 +53,13 @@ def test_every_rank_timing_out_together_in_the_first_collective_is_a_transport_h
         assert not any(f.rule.startswith("candidate.first_collective.") for f in diagnose(log).findings), log
     # a suspect the log shows still leads
     assert diagnose(together + ACS).findings[0].rule == "pcie_acs_enabled"
+
+
+def test_a_suspect_leads_a_hang_with_no_error_that_someone_stopped_after_set_up():
+    topo = "4a1c9e2f70b3:41:41 [0] NCCL INFO NCCL_TOPO_FILE set by environment to /opt/topo/a100-sxm.xml\n"
+    stopped = "^CTraceback (most recent call last):\nKeyboardInterrupt\n"
+    top = diagnose(topo + INIT + stopped).findings[0]
+    assert top.category == "nccl_env_override" and top.severity == "error"
+    # the run went on (a loss after the set-up): nothing hung, the setting is no cause
+    progress = "{'loss': 1.9821, 'learning_rate': 1.9e-05, 'epoch': 0.05}\n"
+    assert diagnose(topo + INIT + progress).findings[0].severity != "error"
