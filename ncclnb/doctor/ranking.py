@@ -293,11 +293,11 @@ class _Ranker:
 
     def _suspects_of_an_early_hang(self, findings: list, facts: set) -> None:
         """A job that hung in its first collectives (every watchdog timeout at a sequence number up to
-        EARLY_SEQ), or stopped after NCCL's set-up with no error at all, beside a suspect the log shows (PCIe ACS or the IOMMU on, an unroutable interface, a
-        topology file from the environment, a tiny /dev/shm): the suspect explains a hang of the first
-        transfers, which a rank busy elsewhere or one that never arrived (read from the timeouts alone)
-        does not show. It ranks above those readings and the bare timeout lines; not above a cross-rank
-        finding that names what diverged. In place."""
+        EARLY_SEQ), or stopped after NCCL's set-up with no error at all, beside a suspect the log shows
+        (PCIe ACS or the IOMMU on, an unroutable interface, a topology file from the environment, a tiny
+        /dev/shm): the suspect explains a hang of the first transfers, which a rank busy elsewhere or one
+        that never arrived (read from the timeouts alone) does not show. It ranks above those readings and
+        the bare timeout lines; not above a cross-rank finding that names what diverged. In place."""
         recs = self.state.watchdog
         # or a hang with no error at all that someone stopped after NCCL's set-up (the no-error hang's reading)
         silent_hang = (
