@@ -244,6 +244,7 @@ TRIGGERS = (
     "tasks per node configured",
     "connectFullMesh",
     "pair.cc",
+    "subset of ranks",
     "Connect to",
     "connect [",
     "device_count",

@@ -430,6 +430,8 @@ class LogContext:
             out.add("tuning_env")
         if self.env.get("NCCL_CUMEM_ENABLE", "0") != "0":
             out.add("cumem")
+        if "NCCL_NET" in self.env:
+            out.add("net_forced")
         if self.env.get("NCCL_SHM_DISABLE") == "1":
             out.add("shm_disabled")
         if self.env.get("NCCL_P2P_DISABLE") == "1" or self.env.get("NCCL_P2P_LEVEL") in ("LOC", "0"):
@@ -859,6 +861,8 @@ PREFER = (
     # a network NCCL was told to use (NCCL_NET) that this node lacks, beside an NCCL configuration file: the file
     # (a base image's /etc/nccl.conf) forces it, not the job
     (("net_plugin_required_missing",), "conf_file", "nccl_env_override"),
+    # the same, forced by NCCL_NET from the environment (a job manifest, an image): unsetting it is the fix
+    (("net_plugin_required_missing",), "net_forced", "nccl_env_override"),
     # a feature refused in NVLS's multicast set-up: the NVSwitch fabric (fabric manager, driver) does not offer it
     (("cuda_operation_not_supported",), "nvls_call", "driver_or_hardware"),
     # a feature refused while NCCL uses the cuMem API: the NCCL and driver do not agree on it

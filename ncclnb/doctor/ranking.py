@@ -311,9 +311,13 @@ class _Ranker:
         suspects = [
             i
             for i, (_, _, _, f) in enumerate(findings)
-            if not f.alternative_of and f.rule in self.hits and self.hits[f.rule].sig.suspect
+            if not f.alternative_of and f.rule in self.hits and _explains_a_stuck_transfer(self.hits[f.rule].sig, silent_hang)
         ]
-        roots = [(c, f) for t, c, _, f in findings if t in (_TIER_FIRST_FAILURE, _TIER_ROOT_ERROR) and not f.alternative_of]
+        roots = [
+            (c, f)
+            for i, (t, c, _, f) in enumerate(findings)
+            if t in (_TIER_FIRST_FAILURE, _TIER_ROOT_ERROR) and not f.alternative_of and i not in suspects
+        ]
         if not suspects or any(f.category not in _WAITING or f.rule in _NAMES_THE_DIVERGENCE for _, f in roots):
             return
         above = min(0.9, max((c for c, _ in roots), default=0.5) + 0.05)
@@ -828,6 +832,19 @@ def _span(ranks) -> str:
     if run:
         out.append(f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)))
     return ", ".join(out)
+
+
+# the categories of a transport that carries (or fails to carry) the first transfers between ranks
+_TRANSPORT = {"p2p_topology", "ib_misconfig", "socket_ifname", "shm_too_small", "driver_or_hardware"}
+
+
+def _explains_a_stuck_transfer(sig: Signature, silent_hang: bool) -> bool:
+    """A setting that is a cause only when something fails (``suspect``), or, beside timeouts of the first
+    collectives, an error of the transport itself (an IOMMU page fault, an IB completion error, ...): what
+    made the first transfers hang, which the timeouts alone do not say."""
+    if sig.suspect:
+        return True
+    return not silent_hang and sig.severity == "error" and not sig.consequence and sig.category in _TRANSPORT
 
 
 def _tier(sig: Signature, f: Finding) -> int:

@@ -63,3 +63,12 @@ def test_a_suspect_leads_a_hang_with_no_error_that_someone_stopped_after_set_up(
     # the run went on (a loss after the set-up): nothing hung, the setting is no cause
     progress = "{'loss': 1.9821, 'learning_rate': 1.9e-05, 'epoch': 0.05}\n"
     assert diagnose(topo + INIT + progress).findings[0].severity != "error"
+
+
+def test_an_error_of_the_transport_itself_leads_a_hang_in_the_first_collectives():
+    fault = "[ 4129.004349] nvidia 0000:01:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x0027 address=0xfb0001000]\n"
+    early = INIT + _wd(3, 1)
+    assert diagnose(early + fault).findings[0].rule == "iommu_dma_fault"
+    # in a job that ran for a while the timeouts' own reading stands, the fault beside it
+    late = INIT + _wd(3, 90412)
+    assert diagnose(late + fault).findings[0].rule != "iommu_dma_fault"

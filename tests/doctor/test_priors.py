@@ -311,3 +311,10 @@ def test_a_rank_stuck_in_an_external_service_retry_is_busy_elsewhere():
         "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800890 milliseconds before timing out.\n"
     )
     assert _cats("[rank0]:wandb: Network error (ReadTimeout), entering retry loop.\n" + wd)[0] == "slow_rank_timeout"
+
+
+def test_a_network_nccl_net_forces_from_the_environment_is_the_settings_doing():
+    missing = "pt-worker-0:57:120 [0] net.cc:631 NCCL WARN Error: network GPUDirectTCPX_v7 not found.\n"
+    assert _cats(missing)[0] == "net_plugin_missing"
+    forced = "pt-worker-0:57:57 [0] NCCL INFO NCCL_NET set by environment to GPUDirectTCPX_v7\n"
+    assert _cats(forced + missing)[0] == "nccl_env_override"
