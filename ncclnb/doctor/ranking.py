@@ -306,7 +306,9 @@ class _Ranker:
             and "completed" not in facts
             and not any(h.sig.severity == "error" and not h.sig.benign for h in self.hits.values())
         )
-        if not silent_hang and (not recs or max(r.seq for r in recs.values()) > EARLY_SEQ):
+        # or a watchdog that itself got stuck (heartbeat monitor) before any collective timed out: NCCL hung
+        stuck_watchdog = not recs and "watchdog_heartbeat_timeout" in self.hits
+        if not (silent_hang or stuck_watchdog) and (not recs or max(r.seq for r in recs.values()) > EARLY_SEQ):
             return
         suspects = [
             i

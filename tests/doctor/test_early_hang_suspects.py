@@ -72,3 +72,13 @@ def test_an_error_of_the_transport_itself_leads_a_hang_in_the_first_collectives(
     # in a job that ran for a while the timeouts' own reading stands, the fault beside it
     late = INIT + _wd(3, 90412)
     assert diagnose(late + fault).findings[0].rule != "iommu_dma_fault"
+
+
+def test_a_suspect_leads_when_the_watchdog_itself_got_stuck_before_any_timeout():
+    bridge = "gpu01:3110:3110 [0] NCCL INFO Bootstrap : Using virbr0:192.168.122.1<0>\n"
+    stuck = (
+        "[rank3]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 3] Heartbeat monitor timed out! Process will be terminated "
+        "after dumping debug info. workMetaList_.size()=1\n"
+    )
+    assert diagnose(bridge + stuck).findings[0].rule == "socket_unroutable_interface"
+    assert diagnose(stuck).findings[0].rule == "watchdog_heartbeat_timeout"
