@@ -451,12 +451,13 @@ class Matcher:
             hits = [(sig, m) for sig, m in hits if msg.strip() not in self._superseded.get(sig.id, ())]
         if len(hits) > 1 and ln.level == "WARN" and ln.where:
             hits = self._by_source(hits, len(ln.where), msg.strip())
-        quiet = ln.level != "WARN" and not any(g in msg for g in _LINE_GATES)
-        once = quiet and bool(hits) and all(sig.once_per_message for sig, _ in hits)
-        if once and len(self._once_read) < MATCH_CACHE:
-            self._once_read.add(msg)  # this line is read; the same message again, from any process, is not
-        if tpl is not None and tpl.inert is None:
-            tpl.inert = quiet and (not hits or once)
+        once = bool(hits) and all(sig.once_per_message for sig, _ in hits)
+        if once or (tpl is not None and tpl.inert is None):  # the gate scan only where it decides something
+            quiet = ln.level != "WARN" and not any(g in msg for g in _LINE_GATES)
+            if once and quiet and len(self._once_read) < MATCH_CACHE:
+                self._once_read.add(msg)  # this line is read; the same message again, from any process, is not
+            if tpl is not None and tpl.inert is None:
+                tpl.inert = quiet and (not hits or once)
         ids = frozenset(sig.id for sig, _ in hits)
         if ctx.prev_no == line_no - 1 and ctx.prev_text and raw[:1] in (b" ", b"\t"):
             # a hard-wrapped message: what only the two halves together say
