@@ -206,7 +206,6 @@ class Matcher:
         self.cut = scrub_cut if redact else (lambda text, limit: text[:limit])
         # flat (signature, literal, regex) list: the per-line loop is the hot path for candidate lines
         self._matchers = [(sig, lit, rx) for sig in sigs for lit, rx in sig.compiled]
-        self._wrapper = {sig.id: sig.consequence for sig in sigs}  # says that something failed, not why
         self._shortlists: dict = {}  # message shape (digits masked) -> the matchers worth trying on it, bounded
         # the matchers whose literal a message's shape cannot rule out: none, or one with a digit (or the mask)
         self._always = {id(entry) for entry in self._matchers if entry[1] is None or _masked(entry[1])}
@@ -504,6 +503,11 @@ class Matcher:
                 h.in_incident += 1
         ctx.prev_no, ctx.prev_text, ctx.prev_ids = line_no, text_[:2000], ids
 
+    def _is_wrapper(self, rule: Optional[str]) -> bool:
+        """Whether ``rule`` (a signature this log hit) says that something failed, not why (``consequence``)."""
+        h = self.hits.get(rule) if rule else None
+        return h is not None and h.sig.consequence
+
     def _inert_line(self, ctx: SourceContext, line_no: int, ln, tpl) -> None:
         """What :meth:`line` does with a line whose message no gate, signature or
         WARN rule reads (its template says so), or one a once_per_message
@@ -649,7 +653,7 @@ class Matcher:
                 self.rows.fill(row, host, pid, source)
                 if sig.severity == "error" and row.first_error is None:
                     row.first_error, row.first_error_at, row.first_rule = self.cut(msg, 200), order, sig.id
-                elif sig.severity == "error" and not sig.consequence and self._wrapper.get(row.first_rule or ""):
+                elif sig.severity == "error" and not sig.consequence and self._is_wrapper(row.first_rule):
                     # a wrapper said first that the rank failed (DistBackendError, "unhandled system error"); its
                     # "Last error:" lines say why: that is the rank's own error, as of the wrapper's moment
                     row.first_error, row.first_rule = self.cut(msg, 200), sig.id

@@ -299,13 +299,8 @@ class _Ranker:
         that never arrived (read from the timeouts alone) does not show. It ranks above those readings and
         the bare timeout lines; not above a cross-rank finding that names what diverged. In place."""
         recs = self.state.watchdog
-        # or a hang with no error at all that someone stopped after NCCL's set-up (the no-error hang's reading)
-        silent_hang = (
-            not recs
-            and {"stopped", "init_seen"} <= facts
-            and "completed" not in facts
-            and not any(h.sig.severity == "error" and not h.sig.benign for h in self.hits.values())
-        )
+        # or a hang with no error at all that someone stopped after NCCL's set-up
+        silent_hang = self._hang_with_no_error(facts) and {"stopped", "init_seen"} <= facts
         # or a watchdog that itself got stuck (heartbeat monitor) before any collective timed out: NCCL hung
         stuck_watchdog = not recs and "watchdog_heartbeat_timeout" in self.hits
         if not (silent_hang or stuck_watchdog) and (not recs or max(r.seq for r in recs.values()) > EARLY_SEQ):
@@ -555,6 +550,15 @@ class _Ranker:
             )
         return out
 
+    def _hang_with_no_error(self, facts: set) -> bool:
+        """No error, no timeout, the run did not go on, and it got past NCCL's set-up or someone says it stopped."""
+        return (
+            not any(h.sig.severity == "error" and not h.sig.benign for h in self.hits.values())
+            and ("init_seen" in facts or "stopped" in facts)
+            and "completed" not in facts
+            and not self.state.watchdog
+        )
+
     def _stuck_together(self) -> bool:
         """Every rank of the job timed out in the same one of its first collectives (EARLY_SEQ): rank 0 among
         them, no rank between them missing, none the world size or another log adds. Nobody was busy
@@ -579,12 +583,7 @@ class _Ranker:
         elif stuck:
             kind, first = "first_collective", (10**8,)
             evidence = tuple(r.evidence for r in sorted(self.state.watchdog.values(), key=lambda r: r.rank)[:2])
-        elif (
-            not any(h.sig.severity == "error" and not h.sig.benign for h in self.hits.values())
-            and ("init_seen" in facts or "stopped" in facts)
-            and "completed" not in facts
-            and not self.state.watchdog
-        ):
+        elif self._hang_with_no_error(facts):
             kind, first, evidence = "hang", (10**8,), ()
         else:
             return []
