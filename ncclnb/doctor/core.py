@@ -22,6 +22,7 @@ from typing import Any, Optional
 from ..errors import tolerate
 from ..model import Diagnosis
 from . import flight_recorder as fr
+from . import ras
 from .collapse import skip_inert
 from .kb import Signature, load_signatures
 from .match import Matcher, SourceContext
@@ -198,6 +199,18 @@ def _read_opened(opened: _Opened, index: int, inputs: Inputs, matcher: Matcher, 
         inputs.blank.append((index, src.name, NCCLNB_JSON))
         return
     try:
+        if head[:1] in (b"{", b" ", b"\n", b"\t", b"\xef") and ras.looks_like_ras_json(head):
+            # ncclras -f json: read whole (bounded), its failures handed on as the lines its text form says them in
+            lines, why = ras.ras_lines(bytes(_read_upto(stream, ras.MAX_RAS + 1, head)))
+            if why:
+                inputs.skipped.append((index, src.name, f"an ncclras JSON report that cannot be read: {why}"))
+                return
+            ctx = SourceContext(src.name, index, None)
+            matcher.rows.add_source(src.name, None)
+            for line_no, raw in lines:
+                matcher.line(ctx, line_no, raw)
+            inputs.lines_read += len(lines)
+            return
         if head[:1] in (b"{", b" ", b"\n", b"\t", b"\xef") and fr.looks_like_dump(head):
             # read at most MAX_DUMP bytes, parse only what stays small in memory, and keep
             # only what the analysis reads (the JSON is dropped at once), MAX_DUMPS_KEPT in all
@@ -264,7 +277,9 @@ def _read_ahead(opened: _Opened, files: FilesAhead) -> bool:
     head, stream = opened.head, opened.stream
     if opened.why or opened.head_error or opened.before is None or opened.src.text or len(head) < 65536:
         return False
-    if _NCCLNB_JSON.match(head[:256]) or (head[:1] in (b"{", b" ", b"\n", b"\t", b"\xef") and fr.looks_like_dump(head)):
+    if _NCCLNB_JSON.match(head[:256]) or (
+        head[:1] in (b"{", b" ", b"\n", b"\t", b"\xef") and (fr.looks_like_dump(head) or ras.looks_like_ras_json(head))
+    ):
         return False
     if looks_binary(head) or opened.src.path is None or not isinstance(stream, io.BufferedReader):
         return False

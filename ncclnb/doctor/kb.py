@@ -187,6 +187,8 @@ TRIGGERS = (
     "mlx5_",
     # NCCL RAS (ncclras) naming the ranks it could not reach; the NVSwitch driver's errors in the kernel log
     "missing rank",
+    "launched up to operation",
+    "not launched any operations",
     "SXid (",
     # wordings of the failure families (arch/build, NVLS/fabric, verbs, RoCE GIDs, memlock, name resolution, ports,
     # the store, device mapping, shm, P2P/ACS/IOMMU, bootstrap checks, topology)

@@ -420,6 +420,79 @@ def test_ras_dead_process_leads_the_ranks_it_left_missing():
     assert diagnose(dead).findings[0].category == "driver_or_hardware"
 
 
+# ncclras -f json: the layout of libnccl.so.2 2.32.3's format strings (tests/doctor/ras/README.md)
+RAS = Path(__file__).parent / "ras"
+
+
+def _timeouts_beside(tmp_path: Path, report: bytes) -> Path:
+    d = tmp_path / "job"
+    d.mkdir()
+    for r in (0, 1):  # the ranks that print the timeout are not the ones RAS names
+        (d / f"rank{r}.log").write_bytes(
+            f"[rank{r}]:[E ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=812, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) "
+            "ran for 600012 milliseconds before timing out.\n".encode()
+        )
+    (d / "ncclras.json").write_bytes(report)
+    return d
+
+
+def test_ras_json_names_the_dead_process_and_the_rank_it_left_missing(tmp_path):
+    diag = diagnose(str(_timeouts_beside(tmp_path, (RAS / "ncclras_dead_rank.json").read_bytes())))
+    first = diag.findings[0]
+    assert first.rule == "ras_dead_process" and first.ranks == (3,)
+    # the evidence points at the JSON line it was read from, and says it is a reading of the JSON
+    ev = first.evidence[0]
+    assert ev.source.endswith("ncclras.json") and ev.line == 76 and ev.text.startswith("ncclras JSON: ")
+    assert "process 31878 on node gpu-node-02" in ev.text
+    missing = next(f for f in diag.findings if f.rule == "ras_missing_ranks")
+    assert missing.ranks == (3,) and missing.evidence[0].line == 74
+
+
+def test_ras_json_blames_the_rank_whose_operation_count_is_behind(tmp_path):
+    diag = diagnose(str(_timeouts_beside(tmp_path, (RAS / "ncclras_rank_behind.json").read_bytes())))
+    first = diag.findings[0]
+    assert (first.rule, first.category, first.ranks) == ("ras_rank_count_differs", "slow_rank_timeout", (2,))
+    assert "behind the 3 ranks that launched up to operation 812" in first.evidence[0].text
+
+
+def test_ras_json_rank_ahead_of_the_others_is_the_one_named(tmp_path):
+    import json
+
+    report = json.loads((RAS / "ncclras_rank_behind.json").read_bytes())
+    for entry in report["communicators"][0]["ranks"]:
+        entry["collective_counts"]["AllReduce"] = 813 if entry["rank"] == 1 else 812
+    # reformatted onto one line (jq -c): still read, the evidence at line 1
+    diag = diagnose(str(_timeouts_beside(tmp_path, json.dumps(report).encode())))
+    odd = next(f for f in diag.findings if f.rule == "ras_rank_count_differs")
+    assert odd.ranks == (1,) and "ahead of the 3 ranks" in odd.evidence[0].text and odd.evidence[0].line == 1
+
+
+def test_ras_json_with_every_count_equal_adds_nothing(tmp_path):
+    import json
+
+    report = json.loads((RAS / "ncclras_rank_behind.json").read_bytes())
+    for entry in report["communicators"][0]["ranks"]:
+        entry["collective_counts"]["AllReduce"] = 812
+    rules = {f.rule for f in diagnose(str(_timeouts_beside(tmp_path, json.dumps(report, indent=2).encode()))).findings}
+    assert not {r for r in rules if r.startswith("ras_")} and "input_skipped" not in rules
+
+
+@pytest.mark.parametrize(
+    "report, why",
+    [
+        ((RAS / "ncclras_dead_rank.json").read_bytes()[:900], "not valid JSON"),
+        (b'{"nccl_version": "2.32.3", "communicators": ' + b"[" * 200_000 + b"]" * 200_000 + b"}", "nested too deeply"),
+        (b'{"nccl_version": "2.32.3", "communicators": {"a": 1}}', "is not a list"),
+    ],
+)
+def test_a_broken_ras_json_is_skipped_in_one_line_and_the_logs_still_read(tmp_path, report, why):
+    diag = diagnose(str(_timeouts_beside(tmp_path, report)))
+    skipped = next(f for f in diag.findings if f.rule == "input_skipped")
+    assert "ncclras JSON report that cannot be read" in skipped.title and why in skipped.title
+    assert any(f.rule == "watchdog_all_waiting" for f in diag.findings)  # the rank logs were read
+
+
 def test_nccl_tests_output_is_evidence_only_when_it_failed():
     run = (
         b"#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
