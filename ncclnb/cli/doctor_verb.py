@@ -18,7 +18,8 @@ def add_parser(subparsers):
         help="find the root cause in the logs of a failed job",
         usage=USAGE,
         description="Read logs (files, directories of per-rank logs, .gz files, - for stdin; kernel logs with "
-        "Xid lines; flight-recorder dumps as JSON or as torch's pickle, read as plain data only) and "
+        "Xid lines; ncclras reports, text or JSON; nccl-tests output; flight-recorder dumps as JSON or as "
+        "torch's pickle, read as plain data only) and "
         "print the most likely root cause with its evidence and fix. Exit 0 whether or not anything "
         "was found (with --fail-on, 1 when a finding is that severe); 2 on unreadable input or input "
         "with no log text.",
