@@ -110,10 +110,17 @@ class InertRests:
     """The rests (bytes after NCCL's prefix) whose message the matcher has
     read, found inert, and still holds in its match cache. ``generation``
     counts the times it was emptied (with that cache): a snapshot taken for a
-    worker holds only while the generation is the same."""
+    worker holds only while the generation is the same.
+
+    ``repeats`` holds whole lines of the source being read whose next
+    occurrence in it the matcher would read to no effect (an echo of a
+    message its process printed before that counts for no signature, or an
+    inert line without NCCL's prefix); it is emptied at each new source and
+    with the caches that make it true."""
 
     def __init__(self, limit: int = MAX_TEMPLATES):
         self.rests: set = set()
+        self.repeats: set = set()
         self.generation = 0
         self.limit = limit
 
@@ -122,26 +129,43 @@ class InertRests:
             self.clear()
         self.rests.add(rest)
 
+    def add_repeat(self, line: bytes) -> None:
+        if len(self.repeats) >= self.limit:
+            self.repeats.clear()
+        self.repeats.add(line)
+
     def clear(self) -> None:
-        self.rests.clear()  # in place: skip_inert holds the set itself
+        self.rests.clear()  # in place: skip_inert holds the sets themselves
+        self.repeats.clear()
         self.generation += 1
 
 
-def skip_inert(lines: Iterator[tuple[int, bytes]], inert) -> Iterator[tuple[int, bytes]]:
+def looks_back(line: bytes, before: bytes) -> bool:
+    """Does the matcher's reading of ``line`` depend on ``before``, the candidate line right before
+    it? Only to rejoin a hard-wrapped message (``line`` starts with a blank or a tab) or to pair a
+    peer-access line with the one after it (``Matcher.line``); nothing else reads the line before."""
+    return line[:1] in (b" ", b"\t") or b"can_device_access_peer" in before
+
+
+def skip_inert(lines: Iterator[tuple[int, bytes]], inert, repeats=frozenset()) -> Iterator[tuple[int, bytes]]:
     """``lines`` (``(line number, raw)`` of one source) without the lines the
     matcher needs no more: NCCL-prefixed lines whose rest is in ``inert``
     (rests whose message the matcher has read and found inert, while its
-    match cache still holds it) and whose host this source already showed.
+    match cache still holds it) and whose host this source already showed,
+    and lines in ``repeats`` (:attr:`InertRests.repeats`).
     What such a line would do is redone by the lines kept: a host is kept the
-    first time it shows, and before each line kept comes the last line
-    skipped since the one before (a line's source state, its host and the
-    message a hard-wrapped next line joins, is the last such line's). The
-    iterator given is closed however this one ends."""
+    first time it shows, and a line skipped right before a kept line that
+    reads the line before it (:func:`looks_back`) is handed over before it
+    (a line's source state, the message a hard-wrapped next line joins, is
+    the last such line's). The iterator given is closed however this one ends."""
     hosts: set = set()
     pending = None
     match = PREFIX.match
     try:
         for item in lines:
+            if item[1] in repeats:
+                pending = item
+                continue
             m = match(item[1])
             if m is not None and item[1][m.end() :] in inert:
                 host = m.group(1)
@@ -150,11 +174,10 @@ def skip_inert(lines: Iterator[tuple[int, bytes]], inert) -> Iterator[tuple[int,
                     continue
                 hosts.add(host)
             if pending is not None:
-                yield pending
+                if pending[0] == item[0] - 1 and looks_back(item[1], pending[1]):
+                    yield pending
                 pending = None
             yield item
-        if pending is not None:
-            yield pending
     finally:
         close = getattr(lines, "close", None)
         if close is not None:

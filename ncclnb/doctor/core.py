@@ -201,15 +201,15 @@ def _read_opened(opened: _Opened, index: int, inputs: Inputs, matcher: Matcher, 
     try:
         if head[:1] in (b"{", b" ", b"\n", b"\t", b"\xef") and ras.looks_like_ras_json(head):
             # ncclras -f json: read whole (bounded), its failures handed on as the lines its text form says them in
-            lines, why = ras.ras_lines(bytes(_read_upto(stream, ras.MAX_RAS + 1, head)))
+            said, why = ras.ras_lines(bytes(_read_upto(stream, ras.MAX_RAS + 1, head)))
             if why:
                 inputs.skipped.append((index, src.name, f"an ncclras JSON report that cannot be read: {why}"))
                 return
             ctx = SourceContext(src.name, index, None)
             matcher.rows.add_source(src.name, None)
-            for line_no, raw in lines:
+            for line_no, raw in said:
                 matcher.line(ctx, line_no, raw)
-            inputs.lines_read += len(lines)
+            inputs.lines_read += len(said)
             return
         if head[:1] in (b"{", b" ", b"\n", b"\t", b"\xef") and fr.looks_like_dump(head):
             # read at most MAX_DUMP bytes, parse only what stays small in memory, and keep
@@ -251,7 +251,11 @@ def _read_opened(opened: _Opened, index: int, inputs: Inputs, matcher: Matcher, 
                 skip=matcher.inert,
             )
         # the scanner leaves out the lines read before only where it can do so in bulk; here the rest
-        lines = skip_inert(iter(scanner), matcher.inert.rests) if matcher.inert is not None else iter(scanner)
+        if matcher.inert is not None:
+            matcher.inert.repeats.clear()  # lines of the source read before: echoes of its processes only
+            lines = skip_inert(iter(scanner), matcher.inert.rests, matcher.inert.repeats)
+        else:
+            lines = iter(scanner)
         try:
             for line_no, raw in lines:
                 matcher.line(ctx, line_no, raw)

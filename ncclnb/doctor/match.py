@@ -22,7 +22,7 @@ from ..model.redact import scrub_cut
 from .collapse import InertRests, Normalizer
 from .kb import PROGRESS_TRIGGERS, TRIGGERS, Signature, pattern_covered
 from .normalize import MAX_DIGITS, clean, num
-from .priors import NAMED_VAR, TUNING_VARS, LogContext, warn_prior
+from .priors import NAMED_VAR, PAIR_ANSWERS, TUNING_VARS, LogContext, warn_prior
 from .rank_table import MAX_BLAMED, MAX_CUT_COUNTED, MAX_RANKS, RankRows, log_stem
 from .reason import (
     BANNER,
@@ -340,7 +340,7 @@ class Matcher:
         if ctx.prev_no == line_no - 1 and "can_device_access_peer" in ctx.prev_text:
             self.context.observe_pair(ctx.prev_text, ln.text)
         if (tpl is not None and tpl.inert) or (ln.level != "WARN" and ln.text in self._once_read):
-            self._inert_line(ctx, line_no, ln, tpl)
+            self._inert_line(ctx, line_no, ln, tpl, raw)
             return
         msg = ln.text
         echo_key = None
@@ -348,7 +348,7 @@ class Matcher:
             echo_key = (ctx.index, ln.host, ln.pid, ln.rank, ln.local_rank, ln.where, msg)
             known = self._echoes.get(echo_key)
             if known is not None:
-                self._echo(ctx, line_no, ln, known)
+                self._echo(ctx, line_no, ln, known, raw)
                 return
         text = raw.decode("utf-8", "replace")
         if ln.host:
@@ -481,14 +481,19 @@ class Matcher:
             if not any(sig.id in INCIDENT_RULES or sig.id in P2P_WAIT_RULES for sig, _ in hits):
                 if len(self._echoes) >= MATCH_CACHE:
                     self._echoes.clear()
+                    self._inert.repeats.clear()  # an echo no longer known is read in full again
                 self._echoes[echo_key] = (text_, ids)
+                if not ids and msg.strip() not in PAIR_ANSWERS:
+                    self._inert.add_repeat(raw)  # this very line again is an echo that counts for nothing
 
-    def _echo(self, ctx: SourceContext, line_no: int, ln, known: tuple) -> None:
+    def _echo(self, ctx: SourceContext, line_no: int, ln, known: tuple, raw: bytes) -> None:
         """What :meth:`line` does with an echo: a message its process (this source, host, pid and rank)
         printed before, read in full then (``known``: its matched text and signature ids). It counts again
         for the signatures it hits and is the line a hard-wrapped next one joins; its evidence, and the
         versions, rows and blame it names, are those of the first time (each of them keeps its first)."""
         text_, ids = known
+        if not ids and ln.text.strip() not in PAIR_ANSWERS:
+            self._inert.add_repeat(raw)
         if ln.host:
             ctx.host = ln.host
             self.context.observe_host(ln.host)
@@ -508,7 +513,7 @@ class Matcher:
         h = self.hits.get(rule) if rule else None
         return h is not None and h.sig.consequence
 
-    def _inert_line(self, ctx: SourceContext, line_no: int, ln, tpl) -> None:
+    def _inert_line(self, ctx: SourceContext, line_no: int, ln, tpl, raw: bytes) -> None:
         """What :meth:`line` does with a line whose message no gate, signature or
         WARN rule reads (its template says so), or one a once_per_message
         signature has read already: the host is seen, the message is the one a
@@ -520,6 +525,8 @@ class Matcher:
         if tpl is not None:
             tpl.inert = True  # a rest first seen after its message was read once
             self._inert.add(tpl.rest)  # later lines with it need not reach here at all
+        elif ln.text.strip() not in PAIR_ANSWERS:
+            self._inert.add_repeat(raw)  # no NCCL prefix to collapse it by: this very line again
 
     def matches(self, msg: str) -> list:
         """[(signature, match)] for ``msg``; a message seen for the first time also feeds the context."""

@@ -170,6 +170,10 @@ _INIT_DONE = (
 )
 
 
+# messages whose reading depends on the line before them (observe_pair): never read as a repeat of themselves
+PAIR_ANSWERS = frozenset({"False"})
+
+
 @dataclass
 class LogContext:
     """Facts of the run read from every candidate line (cheap substring tests first)."""
@@ -349,7 +353,7 @@ class LogContext:
     def observe_pair(self, prev: str, msg: str) -> None:
         """Facts only two consecutive lines carry: the REPL's answer under the call (``>>> ...can_device_access_peer(0, 1)``
         then ``False``)."""
-        if msg.strip() == "False" and "can_device_access_peer" in prev:
+        if msg.strip() in PAIR_ANSWERS and "can_device_access_peer" in prev:
             self.p2p_denied = True
 
     def tuning_var_named(self, msg: str) -> Optional[str]:

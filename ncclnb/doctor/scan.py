@@ -63,6 +63,7 @@ from contextlib import contextmanager
 from typing import BinaryIO, Callable, Iterator, NamedTuple, Optional, cast
 
 from ..errors import NcclnbError, tolerate
+from .collapse import looks_back
 from .kb import TRIGGERS
 from .sources import BINARY
 
@@ -399,8 +400,9 @@ class BulkSkip:
     ``host:pid:tid [dev`` and whose host). A candidate line is skipped when
     its prefix is NCCL's, its rest is one of ``inert.rests`` (messages the
     caller read, found inert and still caches) and its host showed before in
-    this source; before each line kept comes the last one skipped since the
-    one before, as skip_inert does. ``inert.generation`` is looked at before
+    this source; a line skipped right before a kept line that reads the line
+    before it (:func:`~ncclnb.doctor.collapse.looks_back`) is handed over
+    before it, as skip_inert does. ``inert.generation`` is looked at before
     each line handed over: once it changes (the caller emptied its cache),
     the rest of the region's candidates are handed over, every one.
 
@@ -493,24 +495,29 @@ class BulkSkip:
             skipped = at
         cand_at = np.flatnonzero(cand)
         kept = np.setdiff1d(cand_at, skipped, assume_unique=True) if skipped.size else cand_at
-        # before each kept line, the last skipped one since the kept line before it
+        # before a kept line that reads the line before it (collapse.looks_back), the skipped line right
+        # before it
         out = []
         carried = self.pending
+        b1 = base + 1
         if kept.size and skipped.size:
             j = np.searchsorted(skipped, kept) - 1
             prev = np.concatenate(([-1], kept[:-1]))
-            has = j >= 0
-            before = np.where(has, skipped[np.maximum(j, 0)], -1)
-            lead = before > prev
+            before = np.where(j >= 0, skipped[np.maximum(j, 0)], -1)
+            since = before > prev  # a line skipped since the kept line before
+            lead = since & (line_at[np.maximum(before, 0)] + 1 == line_at[kept])
+            for i in np.flatnonzero(lead).tolist():
+                lead[i] = looks_back(lines[int(kept[i])], lines[int(before[i])])
             order = np.concatenate((kept, before[lead]))
             order.sort()
-            if not lead[0] and carried is not None:
-                out.append(carried)
+            carry = not since[0]
         else:
             order = kept
-            if kept.size and carried is not None:
+            carry = bool(kept.size)
+        if carry and carried is not None:
+            first = int(kept[0])
+            if carried[0] + 1 == int(line_at[first]) + b1 and looks_back(lines[first], carried[1]):
                 out.append(carried)
-        b1 = base + 1
         out.extend(zip((line_at[order] + b1).tolist(), map(lines.__getitem__, order.tolist())))
         if skipped.size and (not kept.size or skipped[-1] > kept[-1]):
             after = (int(line_at[skipped[-1]]) + b1, lines[int(skipped[-1])])
@@ -541,11 +548,14 @@ class BulkSkip:
             last = item[0]
         self.pending = got.after
 
-    def flush(self) -> Iterator[tuple[int, bytes]]:
-        """The pending line, before a line handed over by another path or at the end."""
+    def flush(self, before: Optional[tuple] = None) -> Iterator[tuple[int, bytes]]:
+        """The pending line at the end of the scan (``before`` None: the caller, or whoever reads
+        the next range, decides), or before ``before``, a line handed over by another path, when
+        that line reads the line before it."""
         if self.pending is not None:
             item, self.pending = self.pending, None
-            yield item
+            if before is None or (item[0] + 1 == before[0] and looks_back(before[1], item[1])):
+                yield item
 
 
 def _bulk_skip(skip) -> Optional[BulkSkip]:
@@ -674,7 +684,7 @@ class LineScanner:
                 carry = b""
                 if has_trigger(head):
                     if bulk is not None:
-                        yield from bulk.flush()
+                        yield from bulk.flush((base + 1, head))
                     found += 1
                     yield base + 1, head
                 if nl < 0:
@@ -700,7 +710,7 @@ class LineScanner:
                 else:
                     cands, lines = _filter(data, pos, end, max_line)
                     if cands and bulk is not None:
-                        yield from bulk.flush()
+                        yield from bulk.flush((base + 1 + cands[0][0], cands[0][1]))
                     for idx, line in cands:
                         yield base + 1 + idx, line
                     found += len(cands)
@@ -712,7 +722,7 @@ class LineScanner:
                     head = data[pos : pos + max_line]
                     if has_trigger(head):
                         if bulk is not None:
-                            yield from bulk.flush()
+                            yield from bulk.flush((base + 1, head))
                         found += 1
                         yield base + 1, head
                     skipping = True

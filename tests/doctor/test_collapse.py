@@ -253,7 +253,6 @@ def _check_valid_skip(cands: list, out: list, inert: set) -> None:
     by_no = dict(cands)
     assert all(by_no.get(no) == raw for no, raw in out)  # only candidates, unchanged
     kept, shown = set(nos), set()
-    order = [no for no, _ in cands]
 
     def skippable(raw: bytes) -> bool:
         m = collapse.PREFIX.match(raw)
@@ -263,8 +262,10 @@ def _check_valid_skip(cands: list, out: list, inert: set) -> None:
         if no not in kept:
             assert skippable(raw), raw  # a line left out was read before, and its host shown
         else:
-            if i and order[i - 1] not in kept and not skippable(raw):
-                raise AssertionError(f"line {no} kept without the line before it: {raw!r}")
+            before_no, before_raw = cands[i - 1] if i else (None, b"")
+            if i and before_no not in kept and before_no == no - 1 and collapse.looks_back(raw, before_raw):
+                # a line whose reading looks at the line right before it (a hard-wrapped continuation)
+                raise AssertionError(f"line {no} kept without the line it continues: {raw!r}")
             m = collapse.PREFIX.match(raw)
             if m is not None:
                 shown.add(m.group(1))
@@ -288,8 +289,19 @@ def test_bulk_skip_leaves_out_only_what_was_read_before(monkeypatch, chunk, seed
     assert s.lines_read == data.count(b"\n")
     _check_valid_skip(cands, out, inert)
     assert len(out) < len(cands) / 2  # it did leave lines out
+    # a continuation right after a skipped line came with it: the input has such pairs
+    by_no = dict(cands)
+    assert any(raw[:1] == b" " and no - 1 in dict(out) and by_no.get(no - 1, b"").partition(b"]")[2] in inert for no, raw in out)
     # with nothing inert, nothing is left out
     assert list(scan.LineScanner(io.BytesIO(data), chunk=chunk, skip=_Inert())) == cands
+
+
+def test_skip_inert_hands_over_a_skipped_line_only_to_the_line_that_continues_it():
+    a, b = b"h1:1:1 [0] NCCL INFO A", b"h1:1:1 [0] NCCL INFO B"
+    lines = [(1, a), (2, a), (3, b), (4, a), (5, b"   continued"), (6, a), (8, b"   continued"), (9, a)]
+    out = [no for no, _ in collapse.skip_inert(iter(lines), {b" NCCL INFO A"})]
+    # 1 shows the host; 2 and 6 precede lines that do not read them; 4 is what 5 continues; 9 ends the source
+    assert out == [1, 3, 4, 5, 8]
 
 
 def test_bulk_skip_hands_over_every_line_once_the_cache_is_emptied(monkeypatch):
