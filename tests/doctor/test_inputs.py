@@ -437,6 +437,25 @@ def _timeouts_beside(tmp_path: Path, report: bytes) -> Path:
     return d
 
 
+def test_ras_text_report_of_nccl_2_32_is_read(tmp_path):
+    # the text report as NCCL 2.32.3's format strings print it (tests/doctor/ras/README.md): it counts
+    # the missing ranks but does not list them; the dead process is named on the line after
+    report = (
+        b"Errors\n======\n\n"
+        b"DEAD\n  1 job process is considered dead (unreachable via the RAS network)\n"
+        b"  Process 31878 on node gpu-node-02 managing GPU 1\n\n"
+        b"#0-0 (5c1d3e0f7a9b2c41) INCOMPLETE\n  Missing communicator data from 1 rank\n\n"
+        b"Warnings\n========\n\n#0-0 (5c1d3e0f7a9b2c41) MISMATCH\n"
+        b"  Communicator ranks have different AllReduce operation counts\n"
+        b"  2 ranks have launched up to operation 812\n"
+        b"  Rank 2 has launched up to operation 811 -- GPU 0 managed by process 31877 on node gpu-node-02\n"
+    )
+    diag = diagnose(str(_timeouts_beside(tmp_path, report)))
+    rules = [f.rule for f in diag.findings]
+    assert rules[0] == "ras_dead_process" and "ras_missing_ranks" in rules
+    assert next(f for f in diag.findings if f.rule == "ras_rank_count_differs").ranks == (2,)
+
+
 def test_ras_json_names_the_dead_process_and_the_rank_it_left_missing(tmp_path):
     diag = diagnose(str(_timeouts_beside(tmp_path, (RAS / "ncclras_dead_rank.json").read_bytes())))
     first = diag.findings[0]
