@@ -460,13 +460,21 @@ def required_literal(pattern: str) -> Optional[str]:
     except re.error:
         return None
     best, run = "", []
-    for op, arg in parsed:
-        if op is sre_parse.LITERAL:
-            run.append(chr(arg))
-            continue
-        if len(run) > len(best):
-            best = "".join(run)
-        run = []
+
+    def walk(items) -> None:
+        nonlocal best, run
+        for op, arg in items:
+            if op is sre_parse.LITERAL:
+                run.append(chr(arg))
+                continue
+            if op is sre_parse.SUBPATTERN and not arg[1] and not arg[2]:
+                walk(arg[3])  # a group (no flags of its own) is part of the sequence around it
+                continue
+            if len(run) > len(best):
+                best = "".join(run)
+            run = []
+
+    walk(parsed)
     if len(run) > len(best):
         best = "".join(run)
     return best if len(best) >= 3 else None

@@ -211,6 +211,7 @@ class Matcher:
         self._always = {id(entry) for entry in self._matchers if entry[1] is None or _masked(entry[1])}
         self._match_cache: dict = {}  # message -> [(signature, match)], bounded
         self._normalize = Normalizer(enabled=collapse)  # raw line -> (Line, template); see collapse.py
+        self._gates: dict = {}  # message -> (holds a stack gate, a line gate, an echo-unsafe gate), bounded
         self._echoes: dict = {}  # what makes a line an echo (see _echo) -> (its matched text, its signature ids), bounded
         self._inert = InertRests()
         # messages a once_per_message signature read (every process prints them alike): read no more, bounded
@@ -429,7 +430,17 @@ class Matcher:
             m = C10D_FRAME.search(msg)
             if m and (rank in ctx.c10d_calls or len(ctx.c10d_calls) < MAX_RANKS):
                 ctx.c10d_calls[rank] = m.group("fn")
-        if any(g in msg for g in _STACK_GATES) or (ctx.stack is not None and "distributed_c10d.py" in msg):
+        gates = self._gates.get(msg)
+        if gates is None:  # which gate families the message holds, looked up once per distinct message
+            if len(self._gates) >= MATCH_CACHE:
+                self._gates.clear()
+            gates = self._gates[msg] = (
+                any(g in msg for g in _STACK_GATES),
+                any(g in msg for g in _LINE_GATES),
+                any(g in msg for g in _ECHO_UNSAFE),
+            )
+        stack_gate, line_gate, echo_unsafe = gates
+        if stack_gate or (ctx.stack is not None and "distributed_c10d.py" in msg):
             self._stack_line(ctx, line_no, msg.strip(), rank, host, ln.pid, ev)
         if "p2p plan" in msg and PLAN.search(msg):
             from .pairing import parse_plan_line
@@ -452,7 +463,7 @@ class Matcher:
             hits = self._by_source(hits, len(ln.where), msg.strip())
         once = bool(hits) and all(sig.once_per_message for sig, _ in hits)
         if once or (tpl is not None and tpl.inert is None):  # the gate scan only where it decides something
-            quiet = ln.level != "WARN" and not any(g in msg for g in _LINE_GATES)
+            quiet = ln.level != "WARN" and not line_gate
             if once and quiet and len(self._once_read) < MATCH_CACHE:
                 self._once_read.add(msg)  # this line is read; the same message again, from any process, is not
             if tpl is not None and tpl.inert is None:
@@ -464,7 +475,7 @@ class Matcher:
                 if sig.id not in ids and sig.id not in ctx.prev_ids:
                     hits = hits + [(sig, m)]
         ctx.prev_no, ctx.prev_text, ctx.prev_ids = line_no, text_[:2000], ids
-        if any(sig.id in INCIDENT_RULES for sig, _ in hits):
+        if hits and any(sig.id in INCIDENT_RULES for sig, _ in hits):
             ctx.last_watchdog = line_no
         in_incident = line_no - ctx.last_watchdog <= _INCIDENT_SPAN
         for sig, m in hits:
@@ -476,7 +487,7 @@ class Matcher:
                 self.state.add_wait(rank, ctx.c10d_calls.pop(rank, None), ev)
         if ln.level == "WARN" and not hits:
             self._unrecognised_warn(ln.where, msg, rank, host, ln.pid, ev, order)
-        elif echo_key is not None and (hits or any(g in msg for g in _LINE_GATES)) and not any(g in msg for g in _ECHO_UNSAFE):
+        elif echo_key is not None and (hits or line_gate) and not echo_unsafe:
             # (an inert line is not remembered: the collapsed path never shows it here twice, the plain one does)
             if not any(sig.id in INCIDENT_RULES or sig.id in P2P_WAIT_RULES for sig, _ in hits):
                 if len(self._echoes) >= MATCH_CACHE:

@@ -18,6 +18,7 @@ from ncclnb.doctor.kb import (
     grep_patterns,
     load_signatures,
     pattern_covered,
+    required_literal,
     to_grep,
 )
 from ncclnb.model import CATEGORIES
@@ -65,6 +66,22 @@ def test_every_hit_line_contains_a_prefilter_trigger(sig):
             assert any(t in text for t in TRIGGERS), (
                 f"{sig.id}.log:{no} contains no trigger of kb.TRIGGERS; the scanner would never look at it"
             )
+
+
+def test_required_literal_reads_through_groups_but_not_branches_or_flags():
+    assert required_literal("(?P<value>[0-9]{1,12})(?P<what> batches)") == " batches"
+    assert required_literal("Watchdog (?:caught) collective") == "Watchdog caught collective"
+    assert required_literal("(?:abcdef|ghijkl)") is None  # either branch: neither is required
+    assert required_literal("x(?i:abcdef)y") is None  # case-insensitive: not the literal as written
+
+
+@pytest.mark.parametrize("sig", SIGS, ids=lambda s: s.id)
+def test_every_required_literal_is_in_every_line_its_pattern_matches(sig):
+    # the literal gates the regex (Signature.match, Matcher.shortlist): a line the regex alone matches must hold it
+    for _, _, text in fixture_lines(sig.id):
+        for literal, rx in sig.compiled:
+            if literal is not None and rx.search(text):
+                assert literal in text, f"{sig.id}: {literal!r} is not required by {rx.pattern!r}"
 
 
 def test_triggers_are_plain_literals_long_enough_for_the_pair_filter():
