@@ -201,7 +201,8 @@ def _read_opened(opened: _Opened, index: int, inputs: Inputs, matcher: Matcher, 
     try:
         if head[:1] in (b"{", b" ", b"\n", b"\t", b"\xef") and ras.looks_like_ras_json(head):
             # ncclras -f json: read whole (bounded), its failures handed on as the lines its text form says them in
-            said, why = ras.ras_lines(bytes(_read_upto(stream, ras.MAX_RAS + 1, head)))
+            report = bytes(_read_upto(stream, ras.MAX_RAS + 1, head))
+            said, why = ras.ras_lines(report)
             if why:
                 inputs.skipped.append((index, src.name, f"an ncclras JSON report that cannot be read: {why}"))
                 return
@@ -209,7 +210,7 @@ def _read_opened(opened: _Opened, index: int, inputs: Inputs, matcher: Matcher, 
             matcher.rows.add_source(src.name, None)
             for line_no, raw in said:
                 matcher.line(ctx, line_no, raw)
-            inputs.lines_read += len(said)
+            inputs.lines_read += report.count(b"\n") + (not report.endswith(b"\n"))
             return
         if head[:1] in (b"{", b" ", b"\n", b"\t", b"\xef") and fr.looks_like_dump(head):
             # read at most MAX_DUMP bytes, parse only what stays small in memory, and keep
