@@ -29,8 +29,8 @@ import re
 from collections import Counter
 from typing import Any, Optional
 
-MAX_RAS = 64 << 20  # bytes of a report read (a report of 10,000 ranks is a few MB)
-MAX_RAS_ITEMS = 4_000_000  # JSON values a report may hold
+MAX_RAS = 16 << 20  # bytes of a report read (one of 10,000 ranks is about 5 MB)
+MAX_RAS_ITEMS = 1_000_000  # JSON values a report may hold (about 30 a rank)
 MAX_RANKS_LISTED = 64  # ranks named on one line
 PREFIX = "ncclras JSON: "
 _HEAD = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"nccl_version"\s*:\s*"')

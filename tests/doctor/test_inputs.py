@@ -503,6 +503,7 @@ def test_ras_json_with_every_count_equal_adds_nothing(tmp_path):
         ((RAS / "ncclras_dead_rank.json").read_bytes()[:900], "not valid JSON"),
         (b'{"nccl_version": "2.32.3", "communicators": ' + b"[" * 200_000 + b"]" * 200_000 + b"}", "nested too deeply"),
         (b'{"nccl_version": "2.32.3", "communicators": {"a": 1}}', "is not a list"),
+        (b'{"nccl_version": "2.32.3", "communicators": [' + b"{}," * 600_000 + b"{}]}", "JSON values"),
     ],
 )
 def test_a_broken_ras_json_is_skipped_in_one_line_and_the_logs_still_read(tmp_path, report, why):
