@@ -252,6 +252,8 @@ TRIGGERS = (
     "connect [",
     "device_count",
     "num_local_procs",
+    "--gres",
+    "--gpus-per-node",
     "Inconsistent compute device",
     "MiB |",
     "set_device(",

@@ -121,6 +121,10 @@ _NNODES = re.compile(r"(?:--nnodes[= ]|nNodes |num_nodes=|--nodes[= ]|(?:^|\s)-N
 _DEVICE_COUNT = re.compile(r"device_count(?:\(\))?\s*(?:=|:|is)\s*(?P<n>[0-9]{1,3})\b", re.ASCII)
 # processes a launcher starts on this node, as DeepSpeed's launcher reports it
 _LOCAL_PROCS = re.compile(r"\bnum_local_procs=(?P<n>[0-9]{1,4})\b", re.ASCII)
+# the GPUs a Slurm allocation gives each node: --gres=gpu[:type]:N, --gpus-per-node=[type:]N
+_GPUS_PER_NODE = re.compile(
+    r"(?:--gres[= ]gpu(?::[A-Za-z][\w.-]{0,31})?:|--gpus-per-node[= ](?:[A-Za-z][\w.-]{0,31}:)?)(?P<n>[0-9]{1,2})\b", re.ASCII
+)
 # CUDA_VISIBLE_DEVICES as a shell line, an env dump or a launcher's echo sets it: the GPUs each process of the node sees
 _VISIBLE = re.compile(r"CUDA_VISIBLE_DEVICES[\"']?[=:] ?[\"']?(?P<ids>[0-9]{1,3}(?:,[0-9]{1,3})*)\b", re.ASCII)
 # code (a traceback's source line, a snippet) that picks a process's GPU by a physical id out of CUDA_VISIBLE_DEVICES
@@ -204,7 +208,8 @@ class LogContext:
     shm_small: bool = False  # df shows a /dev/shm under 1 GB
     cumem: bool = False  # NCCL's cuMem API in play (NCCL_CUMEM_ENABLE set, a cuMem call named)
     single_process: bool = False  # one process drives every GPU (nccl-tests -g N): one host
-    visible_gpus: int = 0  # the most GPUs a CUDA_VISIBLE_DEVICES line of the log lists, or a script counts
+    visible_gpus: int = 0  # the most GPUs a CUDA_VISIBLE_DEVICES line of the log lists, a script counts, or Slurm gives a node
+    single_views: set = field(default_factory=set)  # the ids of CUDA_VISIBLE_DEVICES lines that list exactly one GPU
     local_procs: int = 0  # the processes a launcher says it starts on a node (DeepSpeed's num_local_procs)
     device_by_physical_id: bool = False  # code indexes GPUs by CUDA_VISIBLE_DEVICES's ids (_DEVICE_BY_PHYSICAL_ID)
     device_by_rank: bool = False  # code picks a GPU by the global rank (_DEVICE_BY_RANK)
@@ -332,7 +337,13 @@ class LogContext:
         if "CUDA_VISIBLE_DEVICES" in msg and "Setting CUDA_VISIBLE_DEVICES" not in msg:
             # (DeepSpeed's launcher echoes the list it derived from --num_gpus or --include: not GPUs that exist)
             for m in _VISIBLE.finditer(msg):
-                self.visible_gpus = max(self.visible_gpus, len(set(m.group("ids").split(","))))
+                ids = set(m.group("ids").split(","))
+                self.visible_gpus = max(self.visible_gpus, len(ids))
+                if len(ids) == 1 and len(self.single_views) < 64:
+                    self.single_views |= ids
+        if "--g" in msg:
+            for m in _GPUS_PER_NODE.finditer(msg):
+                self.visible_gpus = max(self.visible_gpus, int(m.group("n")))
         if "device_count" in msg:
             m = _DEVICE_COUNT.search(msg)
             if m:
@@ -362,6 +373,12 @@ class LogContext:
             if var in TUNING_VARS and (var in self.env or f"{var} was set" in msg or f"{var} set by" in msg):
                 return var
         return None
+
+    @property
+    def node_gpus(self) -> int:
+        """The GPUs a node has, as far as the log shows: the most one process sees or Slurm gives a node, or
+        the GPUs processes shown one each hold between them."""
+        return max(self.visible_gpus, len(self.single_views))
 
     @property
     def several_hosts(self) -> bool:
@@ -430,6 +447,10 @@ class LogContext:
                 out.add("ranks_pile_on_one_gpu")  # every process, or three or more, on one GPU: none set its device
         if self.device_by_physical_id or (self.device_by_rank and self.several_hosts):
             out.add("device_not_local")
+        if len(self.single_views) >= 2:
+            # processes each shown another single GPU (Slurm's --gpus-per-task, Ray, a per-rank launcher): none can
+            # share a GPU by count, and device 0 is the only index each has
+            out.add("one_gpu_per_process")
         if any(var in TUNING_VARS for var in self.env):
             out.add("tuning_env")
         if self.env.get("NCCL_CUMEM_ENABLE", "0") != "0":

@@ -504,9 +504,9 @@ class _Ranker:
         per_node = {v for opt in ("nproc-per-node", "ntasks-per-node") for v in self.state.launch.get(opt, {})}
         if not per_node and self.context.local_procs:
             per_node = {self.context.local_procs}
-        if len(per_node) == 1 and self.context.visible_gpus:
-            # processes a node's launcher starts against the GPUs CUDA_VISIBLE_DEVICES lists
-            facts.add("oversubscribed" if per_node.pop() > self.context.visible_gpus else "one_gpu_per_process")
+        if len(per_node) == 1 and self.context.node_gpus:
+            # processes a node's launcher starts against the GPUs CUDA_VISIBLE_DEVICES lists (or Slurm gives it)
+            facts.add("oversubscribed" if per_node.pop() > self.context.node_gpus else "one_gpu_per_process")
         duplicate = self.hits.get("duplicate_gpu")
         if duplicate is not None:
             on: dict = {}

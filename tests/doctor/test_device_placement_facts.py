@@ -153,3 +153,24 @@ def test_a_wrapper_the_rank_printed_first_gives_way_to_the_error_under_it():
     )
     top = diagnose(log).findings[0]
     assert (top.rule, top.ranks) == ("socket_connect_failed", (7,))
+
+
+def test_processes_each_shown_their_own_single_gpu_cannot_be_too_many():
+    # Slurm's --gpus-per-task, Ray: every process sees one GPU (CUDA_VISIBLE_DEVICES=its own id); an index past 0
+    # is the code's, whatever the launcher's count per node
+    views = "".join(f"rank {r} local_rank {r} CUDA_VISIBLE_DEVICES={r}\n" for r in range(4))
+    launched = "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-task=1\n"
+    top = diagnose(launched + views + _ordinal([1, 2, 3])).findings[0]
+    assert (top.rule, top.category) == ("invalid_device_ordinal", "device_mapping")
+    # one view alone says nothing about the others
+    one = diagnose("#SBATCH --ntasks-per-node=4\nCUDA_VISIBLE_DEVICES=0\n" + _ordinal([1, 2, 3])).findings[0]
+    assert one.category == "rank_world_size_mismatch"
+
+
+def test_the_gpus_slurm_gives_a_node_count_against_its_tasks():
+    for gpus, expected in (("--gres=gpu:4", "device_mapping"), ("--gres=gpu:a100:2", "rank_world_size_mismatch")):
+        log = f"#SBATCH -N 2 --ntasks-per-node=4 {gpus}\n{DUPLICATE}"
+        assert diagnose(log).findings[0].category == expected, gpus
+    assert diagnose(f"srun --gpus-per-node=8 --ntasks-per-node=8 python train.py\n{DUPLICATE}").findings[0].category == (
+        "device_mapping"
+    )
