@@ -350,6 +350,9 @@ TRIGGERS = (
     "--nodes",
     "--ntasks",
     "--nproc",
+    "SLURM_NNODES",
+    "SLURM_JOB_NUM_NODES",
+    "SLURM_NTASKS",
     # a GPU kernel fault, as CUDA's runtime and driver APIs name it
     "illegal memory access",
     "ILLEGAL_ADDRESS",

@@ -65,6 +65,8 @@ COMM_DONE = re.compile(r"comm 0x[0-9a-f]+ rank (?P<rank>[0-9]+) nranks (?P<nrank
 # (collapse.Template.inert) and later lines with it take the short way (_inert_line). A new gate goes here too.
 _LINE_GATES: tuple[str, ...] = (
     "--n",
+    "SLURM_N",
+    "SLURM_JOB_NUM",
     "NCCL version",
     "nRanks",
     " nranks ",
@@ -121,7 +123,7 @@ _LINE_GATES += _STACK_GATES
 # other gate (comm lines that pick the row by the largest comm seen so far, banners, watchdog and progress
 # records, tracebacks and stacks, p2p plans) makes a line never an echo (Matcher._echo); a new gate is unsafe
 # until it is listed here
-_ECHO_SAFE = ("--n", "NCCL version", " nranks ", "can_device_access_peer")
+_ECHO_SAFE = ("--n", "SLURM_N", "SLURM_JOB_NUM", "NCCL version", " nranks ", "can_device_access_peer")
 _ECHO_UNSAFE = tuple(g for g in _LINE_GATES if g not in _ECHO_SAFE)
 
 
@@ -407,7 +409,7 @@ class Matcher:
                 old = self.rows.pid_rank.get((host, ln.pid))
                 if (old is None and len(self.rows.pid_rank) < MAX_CUT_COUNTED) or (old is not None and n > old[0]):
                     self.rows.pid_rank[(host, ln.pid)] = (n, r, old[2] if old is not None else None)
-        if "--n" in msg:
+        if "--n" in msg or "SLURM_N" in msg or "SLURM_JOB_NUM" in msg:
             for m in LAUNCH.finditer(msg):
                 self.state.add_launch(m.group("opt"), launch_count(m.group("n")), ev)
         if "GLOBAL_RANK" in msg:

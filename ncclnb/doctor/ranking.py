@@ -230,7 +230,7 @@ class _Ranker:
             watchdog_findings(self.state, self.world_size, self.table.present())
             + version_findings(self.state, {r: (row.host, row.pid) for r, row in self.rows.items() if isinstance(r, int)})
             + world_size_findings(self.state, known_ranks)
-            + launcher_findings(self.state, self.world_size)
+            + launcher_findings(self.state, self.world_size or self._store_expected())
             + out_of_range_findings(self.state)
             + plan_findings(self.state, fr.ranks_ahead(dumps) if dumps else frozenset())
             + wait_findings(self.state, self.table.present())
@@ -277,6 +277,7 @@ class _Ranker:
                 if g.rule == "watchdog_all_waiting" and tier == _TIER_ROOT_ERROR:
                     findings[i] = (_TIER_CONSEQUENCE, conf, first, g)
         self._suspects_of_an_early_hang(findings, facts)
+        self._store_bound_anyway(findings)
         self._first_failure(findings)
         for f, first in self._warn_findings():
             findings.append((_TIER_ROOT_WARNING, f.confidence, first, f))
@@ -326,6 +327,24 @@ class _Ranker:
                 first,
                 replace(f, severity="error", confidence=above, title=f.title + " (and the job hung in its first collectives)"),
             )
+
+    def _store_expected(self) -> Optional[int]:
+        """The clients the store's server waited for ("N/M clients joined"): the world size it was given."""
+        h = self.hits.get("store_clients_timeout")
+        return num(h.groups.get("expected")) if h is not None else None
+
+    def _store_bound_anyway(self, findings: list) -> None:
+        """A bind of the store's port that failed (torch tries [::] first, then 0.0.0.0, and says so in
+        warnings) while the store's server went on to wait for its clients: the server listened after all, so
+        the port was not what stopped the job. Unless a line says it failed to listen on any address, the port
+        finding goes below the causes, as a warning. In place."""
+        port, server = self.hits.get("master_port_in_use"), self.hits.get("store_clients_timeout")
+        if port is None or server is None or any("listen on any" in e.text for e in port.evidence):
+            return
+        for i, (tier, conf, first, f) in enumerate(findings):
+            if f.rule == "master_port_in_use" and not f.alternative_of and tier <= _TIER_ROOT_WARNING:
+                title = f.title + " (the store's server waited for its clients afterwards: it did listen)"
+                findings[i] = (_TIER_CONSEQUENCE, conf, first, replace(f, severity="warning", title=title))
 
     def _notes(self) -> list:
         """Info findings on the inputs: dumps not read, files cut short, inputs skipped or changed."""

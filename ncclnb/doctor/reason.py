@@ -71,9 +71,17 @@ PLAN = re.compile(r"ncclnb guard: p2p plan \{", re.ASCII)
 # how many processes a launcher starts: Slurm's --nodes/-N, --ntasks-per-node, --ntasks/-n (in #SBATCH lines or
 # on srun's command line) and torchrun's (torch.distributed.launch's) --nnodes, --nproc_per_node / --nproc-per-node
 LAUNCH = re.compile(
-    r"(?P<opt>--nodes|--ntasks-per-node|--ntasks|--nnodes|--nproc[_-]per[_-]node)[= ]+(?P<n>[0-9]{1,5}(?::[0-9]{1,5})?)\b",
+    r"(?P<opt>--nodes|--ntasks-per-node|--ntasks|--nnodes|--nproc[_-]per[_-]node"
+    r"|\bSLURM_(?:NNODES|JOB_NUM_NODES|NTASKS|NTASKS_PER_NODE))[= ]+(?P<n>[0-9]{1,5}(?::[0-9]{1,5})?)\b",
     re.ASCII,
 )
+# Slurm's environment (an env dump, the job's echo) says what its options said
+LAUNCH_ENV = {
+    "SLURM_NNODES": "nodes",
+    "SLURM_JOB_NUM_NODES": "nodes",
+    "SLURM_NTASKS": "ntasks",
+    "SLURM_NTASKS_PER_NODE": "ntasks-per-node",
+}
 
 
 def launch_count(text: str) -> int:
@@ -142,7 +150,7 @@ class ReasonState:
 
     def add_launch(self, option: str, value: int, ev: Evidence) -> None:
         """A launcher's option as a command line or #SBATCH line in the log sets it (the first line per value)."""
-        per = self.launch.setdefault(option.lstrip("-").replace("_", "-"), {})
+        per = self.launch.setdefault(LAUNCH_ENV.get(option) or option.lstrip("-").replace("_", "-"), {})
         if len(per) < 4:
             per.setdefault(value, ev)
 

@@ -51,3 +51,25 @@ def test_every_launcher_option_the_reasoning_reads_is_a_trigger():
     for option in ("--nodes", "--ntasks-per-node", "--ntasks", "--nnodes", "--nproc_per_node", "--nproc-per-node"):
         line = f"srun {option}=4 python train.py"
         assert LAUNCH.search(line) and has_trigger(line.encode()), option
+
+
+STORE_WAIT = "torch.distributed.DistStoreError: Timed out after 1801 seconds waiting for clients. 8/16 clients joined.\n"
+
+
+def test_slurms_environment_and_the_stores_wait_say_the_counts():
+    # SLURM_NTASKS as the job echoes it; the world size the store's server waited for
+    top = diagnose("SLURM_NNODES=1 SLURM_NTASKS=8 WORLD_SIZE=16\n" + STORE_WAIT).findings[0]
+    assert top.rule == "launcher_world_differs" and "starts 8 processes" in top.title and "world size is 16" in top.title
+    # a variable that only ends in the name is not Slurm's
+    assert "launcher_world_differs" not in _rules("MY_SLURM_NTASKS=8\n" + STORE_WAIT)
+
+
+def test_a_bind_warning_before_a_store_that_waited_for_clients_is_not_the_cause():
+    bind = "[W socket.cpp:464] [c10d] The server socket has failed to bind to [::]:53394 (errno: 98 - Address already in use).\n"
+    rules = _rules(bind + STORE_WAIT)
+    assert rules[0] == "store_clients_timeout" and (
+        "master_port_in_use" not in rules or rules.index("master_port_in_use") > rules.index("store_clients_timeout")
+    )
+    # a server that failed to listen on any address did not start: the port is the cause
+    failed = bind + "[E socket.cpp:500] [c10d] The server socket has failed to listen on any local network address.\n"
+    assert _rules(failed + STORE_WAIT)[0] == "master_port_in_use"
