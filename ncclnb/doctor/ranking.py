@@ -321,11 +321,13 @@ class _Ranker:
         above = min(0.9, max((c for c, _ in roots), default=0.5) + 0.05)
         for i in suspects:
             _, _, first, f = findings[i]
+            # an error the transport printed is what hung; a setting that can make it hang comes after it
+            conf = above if self.hits[f.rule].sig.suspect else round(above + 0.02, 3)
             findings[i] = (
                 _TIER_ROOT_ERROR,
-                above,
+                conf,
                 first,
-                replace(f, severity="error", confidence=above, title=f.title + " (and the job hung in its first collectives)"),
+                replace(f, severity="error", confidence=conf, title=f.title + " (and the job hung in its first collectives)"),
             )
 
     def _store_expected(self) -> Optional[int]:

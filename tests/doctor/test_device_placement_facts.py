@@ -174,3 +174,24 @@ def test_the_gpus_slurm_gives_a_node_count_against_its_tasks():
     assert diagnose(f"srun --gpus-per-node=8 --ntasks-per-node=8 python train.py\n{DUPLICATE}").findings[0].category == (
         "device_mapping"
     )
+
+
+BARRIER_GUESS = (
+    "[rank4]:[W1014 02:25:07.091 ProcessGroupNCCL.cpp:3865] [PG 0 Rank 4]  using GPU 4 to perform barrier as devices "
+    "used by this process are currently unknown. This can potentially cause a hang if this rank to GPU mapping is incorrect.\n"
+)
+
+
+def _timeout(seq: int) -> str:
+    return (
+        "[rank4]:[E1014 02:55:07.272 ProcessGroupNCCL.cpp:607] [Rank 4] Watchdog caught collective operation timeout: "
+        f"WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800080 "
+        "milliseconds before timing out.\n"
+    )
+
+
+def test_a_barrier_on_a_guessed_gpu_explains_a_hang_of_the_first_collectives():
+    top = diagnose(BARRIER_GUESS + _timeout(2)).findings[0]
+    assert (top.rule, top.category) == ("barrier_device_unknown", "device_mapping")
+    # thousands of collectives later the guess had been right: the timeout is about something else
+    assert diagnose(BARRIER_GUESS + _timeout(5000)).findings[0].rule != "barrier_device_unknown"
