@@ -129,6 +129,8 @@ def _may_start(kind: str, ch: str) -> bool:
 # first ASCII character -> the prefixes worth trying, in order; any other first character tries them all
 _PREFIXES_BY_FIRST = {chr(c): tuple((kind, rx) for kind, rx in _PREFIXES if _may_start(kind, chr(c))) for c in range(128)}
 _MSG_RANK = re.compile(r"\[(?:PG ID \d+ PG GUID [^\]]{0,80}? )?Rank (?P<rank>\d+)\]", re.ASCII)
+# a script's own print that starts with its rank ("[rank0] val shard: ...", "[rank 3] loss ..."): no launcher's tag
+_OWN_RANK = re.compile(r"\[rank ?(?P<rank>\d+)\] ", re.ASCII)
 
 
 @dataclass
@@ -203,7 +205,7 @@ def normalize(raw: str) -> Optional[Line]:
             break
     out.text = text
     if out.rank is None:
-        m = _MSG_RANK.search(text)
+        m = _MSG_RANK.search(text) or _OWN_RANK.match(text)
         if m:
             out.rank = num(m.group("rank"))
     return out

@@ -564,3 +564,28 @@ def test_a_repro_run_whose_ranks_wrote_nothing_gets_an_empty_diagnosis(tmp_path)
         diagnose(str(tmp_path))
     diag = diagnose_run_dir(tmp_path)
     assert diag.findings == () and diag.lines_read == 0
+
+
+def test_a_scripts_own_rank_print_names_the_rank():
+    from ncclnb.doctor.normalize import normalize
+
+    assert normalize("[rank0] val shard: 2501 samples -> 2501 batches").rank == 0
+    assert normalize("[rank 3] loss 2.31").rank == 3
+    assert normalize("waiting on [rank3] now").rank is None  # only where the line starts with it
+
+
+def test_uneven_batches_printed_by_the_script_itself_explain_a_rank_behind():
+    log = (
+        "[rank3]:[E1121 02:31:07.118 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=25011, OpType=ALLREDUCE, NumelIn=2120, NumelOut=2120, Timeout(ms)=1800000) ran for 1800071 "
+        "milliseconds before timing out.\n"
+        + "".join(
+            f"[rank{r}]:[E1121 02:31:07.120 ProcessGroupNCCL.cpp:2271] [PG ID 0 PG GUID 0(default_pg) Rank {r}]  failure "
+            f"detected by watchdog at work sequence id: 25011 PG status: last enqueued work: {25010 if r == 2 else 25011}, "
+            "last completed work: 25010\n"
+            for r in range(4)
+        )
+        + "".join(f"[rank{r}] val shard: {2500 if r == 2 else 2501} samples -> {2500 if r == 2 else 2501} batches\n" for r in range(4))
+    )
+    top = diagnose(log).findings[0]
+    assert (top.rule, top.category) == ("watchdog_uneven_data", "collective_desync")
