@@ -585,7 +585,7 @@ def test_uneven_batches_printed_by_the_script_itself_explain_a_rank_behind():
             "last completed work: 25010\n"
             for r in range(4)
         )
-        + "".join(f"[rank{r}] val shard: {2500 if r == 2 else 2501} samples -> {2500 if r == 2 else 2501} batches\n" for r in range(4))
+        + "".join(f"[rank{r}] val shard: {n} samples -> {n} batches\n" for r, n in enumerate((2501, 2501, 2500, 2501)))
     )
     top = diagnose(log).findings[0]
     assert (top.rule, top.category) == ("watchdog_uneven_data", "collective_desync")
