@@ -187,6 +187,8 @@ TRIGGERS = (
     "mlx5_",
     # NCCL RAS (ncclras) naming the ranks it could not reach; the NVSwitch driver's errors in the kernel log
     "missing rank",
+    "joining collective",
+    "_MISMATCH",
     "communicator data",
     "launched up to operation",
     "not launched any operations",
