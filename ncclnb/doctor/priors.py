@@ -121,6 +121,8 @@ _NNODES = re.compile(r"(?:--nnodes[= ]|nNodes |num_nodes=|--nodes[= ]|(?:^|\s)-N
 _DEVICE_COUNT = re.compile(r"device_count(?:\(\))?\s*(?:=|:|is)\s*(?P<n>[0-9]{1,3})\b", re.ASCII)
 # processes a launcher starts on this node, as DeepSpeed's launcher reports it
 _LOCAL_PROCS = re.compile(r"\bnum_local_procs=(?P<n>[0-9]{1,4})\b", re.ASCII)
+# a host firewall or a cloud security group in the paste (its status, its rules, the command that lists them)
+_FIREWALL = ("firewall-cmd", "firewalld", "iptables", "ufw status", "ufw allow", "Chain INPUT (policy", "ecurity group")
 # the GPUs a Slurm allocation gives each node: --gres=gpu[:type]:N, --gpus-per-node=[type:]N
 _GPUS_PER_NODE = re.compile(
     r"(?:--gres[= ]gpu(?::[A-Za-z][\w.-]{0,31})?:|--gpus-per-node[= ](?:[A-Za-z][\w.-]{0,31}:)?)(?P<n>[0-9]{1,2})\b", re.ASCII
@@ -206,6 +208,7 @@ class LogContext:
     p2p_denied: bool = False  # torch or the CUDA samples say two GPUs have no peer access
     ib_wanted: bool = False  # NCCL_IB_HCA set, or an HCA (mlx5_*, an ibp* interface) named: IB was meant to be used
     shm_small: bool = False  # df shows a /dev/shm under 1 GB
+    firewall: bool = False  # the paste shows a host firewall or a cloud security group at work (_FIREWALL)
     cumem: bool = False  # NCCL's cuMem API in play (NCCL_CUMEM_ENABLE set, a cuMem call named)
     single_process: bool = False  # one process drives every GPU (nccl-tests -g N): one host
     visible_gpus: int = 0  # the most GPUs a CUDA_VISIBLE_DEVICES line of the log lists, a script counts, or Slurm gives a node
@@ -334,6 +337,8 @@ class LogContext:
             self.cumem = True
         if not self.shm_small and "/dev/shm" in msg and _SMALL_SHM.search(msg.strip()):
             self.shm_small = True
+        if not self.firewall and any(w in msg for w in _FIREWALL):
+            self.firewall = True
         if "CUDA_VISIBLE_DEVICES" in msg and "Setting CUDA_VISIBLE_DEVICES" not in msg:
             # (DeepSpeed's launcher echoes the list it derived from --num_gpus or --include: not GPUs that exist)
             for m in _VISIBLE.finditer(msg):
@@ -418,6 +423,7 @@ class LogContext:
                 "p2p_denied",
                 "ib_wanted",
                 "shm_small",
+                "firewall",
                 "cumem",
                 "several_hosts",
                 "one_host",
@@ -883,6 +889,8 @@ PREFER = (
     # on the node, NCCL did not find the HCAs it was told to use
     (("ib_no_device_found", "libibverbs_missing"), "ib_wanted", "ib_misconfig"),
     (("socket_connect_failed", "network_unreachable"), "peer_silent_on_own_network", "rendezvous_unreachable"),
+    # a host firewall or a security group the paste shows beside a connection that failed: it drops NCCL's ports
+    (("socket_connect_failed", "network_unreachable"), "firewall", "rendezvous_unreachable"),
     # a network NCCL was told to use (NCCL_NET) that this node lacks, beside an NCCL configuration file: the file
     # (a base image's /etc/nccl.conf) forces it, not the job
     (("net_plugin_required_missing",), "conf_file", "nccl_env_override"),

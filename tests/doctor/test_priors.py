@@ -305,6 +305,16 @@ def test_a_peer_silent_on_the_network_nccls_interface_is_on_is_a_firewall():
     assert _cats(own + timed_out.replace("Connection timed out", "Connection refused"))[0] == "socket_ifname"
 
 
+def test_a_firewall_the_paste_shows_beside_a_failed_connection_is_the_cause():
+    failed = (
+        "h20-node1:2210:2385 [1] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.12.0.31<42871> failed : "
+        "Software caused connection abort\n"
+    )
+    assert _cats(failed)[0] == "socket_ifname"
+    for shown in ("[root@h20-node0 ~]# firewall-cmd --list-ports\n5000/tcp 30000/tcp\n", "$ sudo ufw status\nStatus: active\n"):
+        assert _cats(failed + shown)[0] == "rendezvous_unreachable", shown
+
+
 def test_a_rank_stuck_in_an_external_service_retry_is_busy_elsewhere():
     wd = (
         "[rank5]:[E ProcessGroupNCCL.cpp:828] [Rank 5] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=20814, "
