@@ -123,6 +123,8 @@ _DEVICE_COUNT = re.compile(r"device_count(?:\(\))?\s*(?:=|:|is)\s*(?P<n>[0-9]{1,
 _LOCAL_PROCS = re.compile(r"\bnum_local_procs=(?P<n>[0-9]{1,4})\b", re.ASCII)
 # a host firewall or a cloud security group in the paste (its status, its rules, the command that lists them)
 _FIREWALL = ("firewall-cmd", "firewalld", "iptables", "ufw status", "ufw allow", "Chain INPUT (policy", "ecurity group")
+# code or a stack that sends to and receives from chosen peers: its sizes are the program's, per pair
+_P2P_CODE = ("all_to_all", "alltoall", "isend(", "irecv(", "dist.send(", "dist.recv(", "batch_isend_irecv", "P2POp(")
 # the GPUs a Slurm allocation gives each node: --gres=gpu[:type]:N, --gpus-per-node=[type:]N
 _GPUS_PER_NODE = re.compile(
     r"(?:--gres[= ]gpu(?::[A-Za-z][\w.-]{0,31})?:|--gpus-per-node[= ](?:[A-Za-z][\w.-]{0,31}:)?)(?P<n>[0-9]{1,2})\b", re.ASCII
@@ -209,6 +211,7 @@ class LogContext:
     ib_wanted: bool = False  # NCCL_IB_HCA set, or an HCA (mlx5_*, an ibp* interface) named: IB was meant to be used
     shm_small: bool = False  # df shows a /dev/shm under 1 GB
     firewall: bool = False  # the paste shows a host firewall or a cloud security group at work (_FIREWALL)
+    p2p_code: bool = False  # the paste's code or stack exchanges data point to point or all-to-all (_P2P_CODE)
     cumem: bool = False  # NCCL's cuMem API in play (NCCL_CUMEM_ENABLE set, a cuMem call named)
     single_process: bool = False  # one process drives every GPU (nccl-tests -g N): one host
     visible_gpus: int = 0  # the most GPUs a CUDA_VISIBLE_DEVICES line of the log lists, a script counts, or Slurm gives a node
@@ -339,6 +342,8 @@ class LogContext:
             self.shm_small = True
         if not self.firewall and any(w in msg for w in _FIREWALL):
             self.firewall = True
+        if not self.p2p_code and any(w in msg for w in _P2P_CODE):
+            self.p2p_code = True
         if "CUDA_VISIBLE_DEVICES" in msg and "Setting CUDA_VISIBLE_DEVICES" not in msg:
             # (DeepSpeed's launcher echoes the list it derived from --num_gpus or --include: not GPUs that exist)
             for m in _VISIBLE.finditer(msg):
@@ -424,6 +429,7 @@ class LogContext:
                 "ib_wanted",
                 "shm_small",
                 "firewall",
+                "p2p_code",
                 "cumem",
                 "several_hosts",
                 "one_host",
@@ -885,6 +891,9 @@ PREFER = (
     (("store_barrier_timeout",), "over_joined", "rank_world_size_mismatch"),
     (("socket_init_family_0",), "ifname_set", "socket_ifname"),
     (("gloo_op_timeout",), "p2p_ops", "p2p_pairing"),
+    # more bytes than posted, in a program that picks its peers and sizes itself (all-to-all splits, send/recv)
+    (("net_message_truncated",), "p2p_ops", "p2p_pairing"),
+    (("net_message_truncated",), "p2p_code", "p2p_pairing"),
     # "NET/IB : No device found" is harmless only where nobody meant to use IB: with NCCL_IB_HCA set or an HCA
     # on the node, NCCL did not find the HCAs it was told to use
     (("ib_no_device_found", "libibverbs_missing"), "ib_wanted", "ib_misconfig"),

@@ -589,3 +589,18 @@ def test_uneven_batches_printed_by_the_script_itself_explain_a_rank_behind():
     )
     top = diagnose(log).findings[0]
     assert (top.rule, top.category) == ("watchdog_uneven_data", "collective_desync")
+
+
+def test_an_all_to_all_whose_receive_splits_are_not_the_senders_is_a_pairing_mistake():
+    truncated = (
+        "moe-n1:60312:60581 [3] transport/net_socket.cc:419 NCCL WARN NET/Socket : message truncated : receiving 1179648 "
+        "bytes instead of 1048576. If you believe your socket network is in healthy state, there may be a mismatch in "
+        "collective sizes or environment settings (e.g. NCCL_PROTO, NCCL_ALGO) between ranks\n"
+    )
+    top = diagnose(truncated).findings[0]
+    assert (top.rule, top.category) == ("net_message_truncated", "version_mismatch")  # NCCL versions differ, most often
+    code = "    dist.all_to_all_single(out, x, output_splits, input_splits, group=ep_group)\n"
+    assert diagnose(truncated + code).findings[0].category == "p2p_pairing"
+    # bootstrap's own size check is another mechanism: the peer speaks another NCCL
+    boot = "node-a:4121:4188 [3] bootstrap.cc:89 NCCL WARN Message truncated : received 1024 bytes instead of 4096\n"
+    assert diagnose(boot + code).findings[0].rule == "socket_wrong_magic"
