@@ -263,6 +263,8 @@ TRIGGERS = (
     "irecv(",
     "dist.send(",
     "dist.recv(",
+    "ProcessGroupNCCL::send(",
+    "ProcessGroupNCCL::recv(",
     "iptables",
     "ufw status",
     "ufw allow",

@@ -124,7 +124,17 @@ _LOCAL_PROCS = re.compile(r"\bnum_local_procs=(?P<n>[0-9]{1,4})\b", re.ASCII)
 # a host firewall or a cloud security group in the paste (its status, its rules, the command that lists them)
 _FIREWALL = ("firewall-cmd", "firewalld", "iptables", "ufw status", "ufw allow", "Chain INPUT (policy", "ecurity group")
 # code or a stack that sends to and receives from chosen peers: its sizes are the program's, per pair
-_P2P_CODE = ("all_to_all", "alltoall", "isend(", "irecv(", "dist.send(", "dist.recv(", "batch_isend_irecv", "P2POp(")
+_SEND_RECV = (
+    "isend(",
+    "irecv(",
+    "dist.send(",
+    "dist.recv(",
+    "batch_isend_irecv",
+    "P2POp(",
+    "ProcessGroupNCCL::send(",
+    "ProcessGroupNCCL::recv(",
+)
+_P2P_CODE = ("all_to_all", "alltoall") + _SEND_RECV
 # the GPUs a Slurm allocation gives each node: --gres=gpu[:type]:N, --gpus-per-node=[type:]N
 _GPUS_PER_NODE = re.compile(
     r"(?:--gres[= ]gpu(?::[A-Za-z][\w.-]{0,31})?:|--gpus-per-node[= ](?:[A-Za-z][\w.-]{0,31}:)?)(?P<n>[0-9]{1,2})\b", re.ASCII
@@ -212,6 +222,7 @@ class LogContext:
     shm_small: bool = False  # df shows a /dev/shm under 1 GB
     firewall: bool = False  # the paste shows a host firewall or a cloud security group at work (_FIREWALL)
     p2p_code: bool = False  # the paste's code or stack exchanges data point to point or all-to-all (_P2P_CODE)
+    send_recv: bool = False  # ... by send and recv (_SEND_RECV): torch makes a communicator per pair for them, lazily
     cumem: bool = False  # NCCL's cuMem API in play (NCCL_CUMEM_ENABLE set, a cuMem call named)
     single_process: bool = False  # one process drives every GPU (nccl-tests -g N): one host
     visible_gpus: int = 0  # the most GPUs a CUDA_VISIBLE_DEVICES line of the log lists, a script counts, or Slurm gives a node
@@ -344,6 +355,8 @@ class LogContext:
             self.firewall = True
         if not self.p2p_code and any(w in msg for w in _P2P_CODE):
             self.p2p_code = True
+        if not self.send_recv and any(w in msg for w in _SEND_RECV):
+            self.send_recv = True
         if "CUDA_VISIBLE_DEVICES" in msg and "Setting CUDA_VISIBLE_DEVICES" not in msg:
             # (DeepSpeed's launcher echoes the list it derived from --num_gpus or --include: not GPUs that exist)
             for m in _VISIBLE.finditer(msg):
@@ -430,6 +443,7 @@ class LogContext:
                 "shm_small",
                 "firewall",
                 "p2p_code",
+                "send_recv",
                 "cumem",
                 "several_hosts",
                 "one_host",
@@ -870,6 +884,9 @@ PREFER = (
     (("watchdog_timeout", "timeout_at_nccl_work"), "early_barrier", "slow_rank_timeout"),
     (("nccl_unique_id_store_timeout",), "device_unknown", "device_mapping"),
     (("nccl_unique_id_store_timeout",), "busy", "slow_rank_timeout"),
+    # the unique id of a pair's communicator, which torch makes at the pair's first send/recv: the peer never
+    # called the matching recv/send
+    (("nccl_unique_id_store_timeout",), "send_recv", "p2p_pairing"),
     # all the processes (or three or more) on one GPU, as nvidia-smi's process table or NCCL's duplicate pairs show:
     # no process set its device, whatever the counts
     (("duplicate_gpu", "cuda_oom", "cuda_oom_in_nccl"), "ranks_pile_on_one_gpu", "device_mapping"),

@@ -604,3 +604,14 @@ def test_an_all_to_all_whose_receive_splits_are_not_the_senders_is_a_pairing_mis
     # bootstrap's own size check is another mechanism: the peer speaks another NCCL
     boot = "node-a:4121:4188 [3] bootstrap.cc:89 NCCL WARN Message truncated : received 1024 bytes instead of 4096\n"
     assert diagnose(boot + code).findings[0].rule == "socket_wrong_magic"
+
+
+def test_a_pairs_unique_id_never_published_at_a_recv_is_a_pairing_mistake():
+    wait = (
+        "[rank5]: torch.distributed.DistBackendError: [5] is setting up NCCL communicator and retrieving ncclUniqueId from "
+        "[0] via c10d key-value store by key '2', but store->get('2') got error: Socket Timeout\n"
+    )
+    assert diagnose(wait).findings[0].category == "collective_desync"
+    frame = "[rank5]: frame #5: c10d::ProcessGroupNCCL::recv(std::vector<at::Tensor>&, int, int) + 0x1a2\n"
+    top = diagnose(wait + frame).findings[0]
+    assert (top.rule, top.category) == ("nccl_unique_id_store_timeout", "p2p_pairing")
