@@ -904,6 +904,9 @@ PREFER = (
     # map_location, no set_device), not a model too large for its GPU
     (("cuda_oom",), "processes_share_gpu", "device_mapping"),
     (("topology_xml_unreadable", "topology_path_not_found", "topology_node_not_found"), "topo_env", "nccl_env_override"),
+    # NCCL tries P2P only where its topology says the GPUs can: with a topology file from the environment, a refused
+    # peer access is the file describing other hardware (a base image's file for another machine)
+    (("peer_access_unsupported",), "topo_env", "nccl_env_override"),
     (("topology_xml_unreadable", "topology_path_not_found", "topology_node_not_found"), "net_plugin", "version_mismatch"),
     (("store_barrier_timeout",), "over_joined", "rank_world_size_mismatch"),
     (("socket_init_family_0",), "ifname_set", "socket_ifname"),

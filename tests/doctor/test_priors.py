@@ -328,3 +328,13 @@ def test_a_network_nccl_net_forces_from_the_environment_is_the_settings_doing():
     assert _cats(missing)[0] == "net_plugin_missing"
     forced = "pt-worker-0:57:57 [0] NCCL INFO NCCL_NET set by environment to GPUDirectTCPX_v7\n"
     assert _cats(forced + missing)[0] == "nccl_env_override"
+
+
+def test_a_refused_peer_access_under_a_topology_file_from_the_environment_is_the_files_doing():
+    refused = (
+        "l40s-n08:2210:2298 [0] transport/p2p.cc:275 NCCL WARN Cuda failure 'peer access is not supported between "
+        "these two devices'\n"
+    )
+    assert _cats(refused)[0] == "p2p_topology"
+    topo = "l40s-n08:2210:2298 [0] NCCL INFO NCCL_TOPO_FILE set by environment to /etc/nccl/dgxa100-topo.xml\n"
+    assert _cats(topo + refused)[0] == "nccl_env_override"
