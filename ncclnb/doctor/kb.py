@@ -256,6 +256,8 @@ TRIGGERS = (
     "connect [",
     "device_count",
     "num_local_procs",
+    "Driver Version",
+    "Kernel Module",
     "firewall",
     "all_to_all",
     "alltoall",

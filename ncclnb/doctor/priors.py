@@ -135,6 +135,12 @@ _SEND_RECV = (
     "ProcessGroupNCCL::recv(",
 )
 _P2P_CODE = ("all_to_all", "alltoall") + _SEND_RECV
+# the driver's version (nvidia-smi's header, the kernel module's banner) and the CUDA an NCCL was built for
+_DRIVER = re.compile(r"(?:Driver Version: |NVIDIA UNIX [\w-]+ Kernel Module +)(?P<major>[0-9]{3})\.[0-9]", re.ASCII)
+_NCCL_CUDA = re.compile(r"NCCL version [0-9]+\.[0-9]+\.[0-9]+\+cuda(?P<major>[0-9]{2})\.", re.ASCII)
+# the oldest driver of each CUDA major: an older one runs it only through the forward-compatibility package, which
+# leaves out features NCCL uses (the cuMem API, IPC handles)
+_DRIVER_FOR_CUDA = {11: 450, 12: 525, 13: 580}
 # the GPUs a Slurm allocation gives each node: --gres=gpu[:type]:N, --gpus-per-node=[type:]N
 _GPUS_PER_NODE = re.compile(
     r"(?:--gres[= ]gpu(?::[A-Za-z][\w.-]{0,31})?:|--gpus-per-node[= ](?:[A-Za-z][\w.-]{0,31}:)?)(?P<n>[0-9]{1,2})\b", re.ASCII
@@ -222,6 +228,8 @@ class LogContext:
     shm_small: bool = False  # df shows a /dev/shm under 1 GB
     firewall: bool = False  # the paste shows a host firewall or a cloud security group at work (_FIREWALL)
     p2p_code: bool = False  # the paste's code or stack exchanges data point to point or all-to-all (_P2P_CODE)
+    driver_major: int = 0  # the oldest driver the paste shows (470 of 470.199.02)
+    cuda_major: int = 0  # the newest CUDA an NCCL of the paste was built for (12 of +cuda12.4)
     send_recv: bool = False  # ... by send and recv (_SEND_RECV): torch makes a communicator per pair for them, lazily
     cumem: bool = False  # NCCL's cuMem API in play (NCCL_CUMEM_ENABLE set, a cuMem call named)
     single_process: bool = False  # one process drives every GPU (nccl-tests -g N): one host
@@ -353,6 +361,15 @@ class LogContext:
             self.shm_small = True
         if not self.firewall and any(w in msg for w in _FIREWALL):
             self.firewall = True
+        if "Driver Version" in msg or "Kernel Module" in msg:
+            m = _DRIVER.search(msg)
+            if m:
+                major = int(m.group("major"))
+                self.driver_major = min(self.driver_major, major) if self.driver_major else major
+        if "+cuda" in msg:
+            m = _NCCL_CUDA.search(msg)
+            if m:
+                self.cuda_major = max(self.cuda_major, int(m.group("major")))
         if not self.p2p_code and any(w in msg for w in _P2P_CODE):
             self.p2p_code = True
         if not self.send_recv and any(w in msg for w in _SEND_RECV):
@@ -473,6 +490,8 @@ class LogContext:
                 out.add("ranks_pile_on_one_gpu")  # every process, or three or more, on one GPU: none set its device
         if self.device_by_physical_id or (self.device_by_rank and self.several_hosts):
             out.add("device_not_local")
+        if self.driver_major and self.driver_major < _DRIVER_FOR_CUDA.get(self.cuda_major, 0):
+            out.add("driver_behind_cuda")  # an NCCL built for a CUDA newer than the driver: forward compatibility
         if len(self.single_views) >= 2:
             # processes each shown another single GPU (Slurm's --gpus-per-task, Ray, a per-rank launcher): none can
             # share a GPU by count, and device 0 is the only index each has
@@ -925,6 +944,8 @@ PREFER = (
     (("net_plugin_required_missing",), "conf_file", "nccl_env_override"),
     # the same, forced by NCCL_NET from the environment (a job manifest, an image): unsetting it is the fix
     (("net_plugin_required_missing",), "net_forced", "nccl_env_override"),
+    # a feature refused by a driver older than the CUDA the NCCL was built for: the versions do not go together
+    (("cuda_operation_not_supported",), "driver_behind_cuda", "version_mismatch"),
     # a feature refused in NVLS's multicast set-up: the NVSwitch fabric (fabric manager, driver) does not offer it
     (("cuda_operation_not_supported",), "nvls_call", "driver_or_hardware"),
     # a feature refused while NCCL uses the cuMem API: the NCCL and driver do not agree on it

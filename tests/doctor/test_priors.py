@@ -338,3 +338,13 @@ def test_a_refused_peer_access_under_a_topology_file_from_the_environment_is_the
     assert _cats(refused)[0] == "p2p_topology"
     topo = "l40s-n08:2210:2298 [0] NCCL INFO NCCL_TOPO_FILE set by environment to /etc/nccl/dgxa100-topo.xml\n"
     assert _cats(topo + refused)[0] == "nccl_env_override"
+
+
+def test_a_refused_operation_on_a_driver_older_than_ncclss_cuda_is_a_version_mismatch():
+    refused = "dgx1-old:512:740 [0] transport/p2p.cc:236 NCCL WARN Cuda failure 'operation not supported'\n"
+    nccl = "dgx1-old:512:512 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+    old = "| NVIDIA-SMI 470.199.02   Driver Version: 470.199.02   CUDA Version: 12.4     |\n"
+    assert _cats(nccl + refused)[0] != "version_mismatch"
+    assert _cats(nccl + old + refused)[0] == "version_mismatch"
+    # a driver made for that CUDA: nothing to say about versions
+    assert _cats(nccl + old.replace("470.199.02", "550.54.14") + refused)[0] != "version_mismatch"
