@@ -188,6 +188,8 @@ TRIGGERS = (
     # NCCL RAS (ncclras) naming the ranks it could not reach; the NVSwitch driver's errors in the kernel log
     "missing rank",
     "joining collective",
+    "required GPUs exceeds",
+    "placement group of specs",
     "Unable to register memory",
     "_MISMATCH",
     "communicator data",
