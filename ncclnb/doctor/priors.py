@@ -141,6 +141,12 @@ _NCCL_CUDA = re.compile(r"NCCL version [0-9]+\.[0-9]+\.[0-9]+\+cuda(?P<major>[0-
 # the oldest driver of each CUDA major: an older one runs it only through the forward-compatibility package, which
 # leaves out features NCCL uses (the cuMem API, IPC handles)
 _DRIVER_FOR_CUDA = {11: 450, 12: 525, 13: 580}
+# a paste's own statement of a machine's GPUs: "2x RTX 3090", "8 x A100", "4xA10G"
+_GPUS_STATED = re.compile(
+    r"(?<![\w.])(?P<n>[1-9]|1[0-6]) ?[x\u00d7] ?(?:NVIDIA |Nvidia )?(?:GeForce |Tesla )?(?:RTX ?|GTX ?)?"
+    r"(?:A100|A800|H100|H800|H200|H20|B200|L40S|L40|L4|A10G|A10|A30|A40|A6000|A5000|A4000|V100|P100|T4|"
+    r"5090|4090|3090|3080|2080)\b"
+)
 # the GPUs a Slurm allocation gives each node: --gres=gpu[:type]:N, --gpus-per-node=[type:]N
 _GPUS_PER_NODE = re.compile(
     r"(?:--gres[= ]gpu(?::[A-Za-z][\w.-]{0,31})?:|--gpus-per-node[= ](?:[A-Za-z][\w.-]{0,31}:)?)(?P<n>[0-9]{1,2})\b", re.ASCII
@@ -235,6 +241,7 @@ class LogContext:
     single_process: bool = False  # one process drives every GPU (nccl-tests -g N): one host
     visible_gpus: int = 0  # the most GPUs a CUDA_VISIBLE_DEVICES line of the log lists, a script counts, or Slurm gives a node
     single_views: set = field(default_factory=set)  # the ids of CUDA_VISIBLE_DEVICES lines that list exactly one GPU
+    stated_gpus: int = 0  # the GPUs a paste says its machine has ("2x RTX 3090"), when it says so once
     local_procs: int = 0  # the processes a launcher says it starts on a node (DeepSpeed's num_local_procs)
     device_by_physical_id: bool = False  # code indexes GPUs by CUDA_VISIBLE_DEVICES's ids (_DEVICE_BY_PHYSICAL_ID)
     device_by_rank: bool = False  # code picks a GPU by the global rank (_DEVICE_BY_RANK)
@@ -381,6 +388,10 @@ class LogContext:
                 self.visible_gpus = max(self.visible_gpus, len(ids))
                 if len(ids) == 1 and len(self.single_views) < 64:
                     self.single_views |= ids
+        if self.stated_gpus >= 0 and ("x" in msg or "\u00d7" in msg):
+            for m in _GPUS_STATED.finditer(msg):
+                n = int(m.group("n"))
+                self.stated_gpus = n if self.stated_gpus in (0, n) else -1  # two different statements: neither
         if "--g" in msg:
             for m in _GPUS_PER_NODE.finditer(msg):
                 self.visible_gpus = max(self.visible_gpus, int(m.group("n")))
@@ -417,8 +428,8 @@ class LogContext:
     @property
     def node_gpus(self) -> int:
         """The GPUs a node has, as far as the log shows: the most one process sees or Slurm gives a node, or
-        the GPUs processes shown one each hold between them."""
-        return max(self.visible_gpus, len(self.single_views))
+        the GPUs processes shown one each hold between them; else what the paste says its machine has."""
+        return max(self.visible_gpus, len(self.single_views)) or max(self.stated_gpus, 0)
 
     @property
     def several_hosts(self) -> bool:

@@ -195,3 +195,14 @@ def test_a_barrier_on_a_guessed_gpu_explains_a_hang_of_the_first_collectives():
     assert (top.rule, top.category) == ("barrier_device_unknown", "device_mapping")
     # thousands of collectives later the guess had been right: the timeout is about something else
     assert diagnose(BARRIER_GUESS + _timeout(5000)).findings[0].rule != "barrier_device_unknown"
+
+
+def test_the_gpus_a_paste_says_its_machine_has_count_when_nothing_else_does():
+    two = "2x RTX 3090, torch 2.4.1, python -m torch.distributed.run --nproc_per_node 2 ddp.py\n"
+    assert diagnose(two + DUPLICATE).findings[0].category == "device_mapping"
+    assert diagnose(two.replace("--nproc_per_node 2", "--nproc_per_node 4") + DUPLICATE).findings[0].category == (
+        "rank_world_size_mismatch"
+    )
+    # two different statements (two machines, or a typo): neither is taken
+    both = "node a: 2x RTX 3090; node b: 4x RTX 3090\npython -m torch.distributed.run --nproc_per_node 2 ddp.py\n"
+    assert diagnose(both + DUPLICATE).findings[0].category == "rank_world_size_mismatch"
