@@ -188,6 +188,9 @@ TRIGGERS = (
     # NCCL RAS (ncclras) naming the ranks it could not reach; the NVSwitch driver's errors in the kernel log
     "missing rank",
     "joining collective",
+    "Mismatched",
+    "Verification error @",
+    "does not contain rank",
     "required GPUs exceeds",
     "placement group of specs",
     "Unable to register memory",
