@@ -278,7 +278,7 @@ def test_a_warn_with_no_source_location_leans_by_what_it_says():
     for line, category in (
         ("node1:77:88 [0] NCCL WARN Error: failed to extend /dev/shm/nccl-abc to 9637892 bytes", "shm_too_small"),
         ("node1:77:88 [0] NCCL WARN Call to posix_memalign failed : Cannot allocate memory", "oom_or_resource"),
-        ("node1:77:88 [0] NCCL WARN NET/OFI Unable to register memory (type = 2) RC: -22", "ib_misconfig"),
+        ("node1:77:88 [0] NCCL WARN NET/OFI Endpoint bring-up stalled on device 0", "ib_misconfig"),
     ):
         assert diagnose(line + "\n").findings[0].category == category, line
 
