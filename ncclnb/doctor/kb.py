@@ -188,6 +188,8 @@ TRIGGERS = (
     # NCCL RAS (ncclras) naming the ranks it could not reach; the NVSwitch driver's errors in the kernel log
     "missing rank",
     "joining collective",
+    "not permitted",
+    "cudaErrorNotPermitted",
     "Mismatched",
     "Verification error @",
     "does not contain rank",

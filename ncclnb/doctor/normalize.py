@@ -61,6 +61,15 @@ _PREFIXES = (
     ("local", re.compile(r"\[default(?P<local>\d+)\]:[ \t]?", re.ASCII)),
     # any other launcher's per-process tag ([trainer3]:, [worker0]:): stripped, its number not trusted as a rank
     ("tag", re.compile(r"\[[A-Za-z][A-Za-z_-]{0,30}\d{1,5}\]:[ \t]?", re.ASCII)),
+    # a paste's own host label in front of a line NCCL or torch printed ("[nodeB] a3-vm-2:2987:2987 [0] NCCL INFO",
+    # "[nodeA] [rank0]: ..."): the host, when nothing after it names one
+    (
+        "label",
+        re.compile(
+            r"\[(?P<host>[A-Za-z][\w.-]{0,62})\] (?=[A-Za-z][\w.-]{0,254}:[0-9]{1,9}:[0-9]{1,9} \[|\[rank[0-9]{1,7}\]:|\[default[0-9]{1,4}\]:)",
+            re.ASCII,
+        ),
+    ),
     ("ray", re.compile(r"\((?:[A-Za-z_][\w.]{0,60} )?pid=(?P<pid>\d+)(?:, ip=[\w.:-]+)?\)[ \t]*", re.ASCII)),
     (
         "pylog",
@@ -106,6 +115,7 @@ _CAN_START = {
     "rank": "[",
     "local": "[",
     "tag": "[",
+    "label": "[",
     "ray": "(",
     "pylog": "DIWEC",
     "glog2": "IWEF",

@@ -68,6 +68,8 @@ _NAMES_THE_DIVERGENCE = (
     "watchdog_p2p_batch",
     "watchdog_p2p_beside_collective",
 )
+# cross-rank findings that name ranks that never reached the collective the others waited in
+_NEVER_ARRIVED = ("watchdog_rank_missing", "traceback_rank_missing")
 # "Process 55120 has 7.21 GiB memory in use" in torch's CUDA OOM message (2.1+)
 _OOM_PROCESS = re.compile(r"Process ([0-9]{1,9}) has [0-9.]{1,12} [KMGT]iB memory in use", re.ASCII)
 EARLY_SEQ = 8  # a timeout at this sequence number or below is in the job's first collectives
@@ -236,6 +238,7 @@ class _Ranker:
             + wait_findings(self.state, self.table.present())
         )
         reasoned_categories = {f.category for f in reasoned}
+        settled = bool(reasoned_categories - _WAITING)
         for f in reasoned:
             findings.append((_TIER_ROOT_ERROR, f.confidence, (-1,), f))
 
@@ -251,7 +254,9 @@ class _Ranker:
             if sig.id == "watchdog_timeout" and reasoned_categories & {"collective_desync", "slow_rank_timeout"}:
                 tier = _TIER_CONSEQUENCE  # the cross-rank finding says more than one timeout line
             others = sig.also
-            cat = preferred_category(sig.id, sig.category, sig.also, facts) if sig.also and not reasoned else sig.category
+            # the rest of the log settles the category, unless a cross-rank finding names a cause of its own (a
+            # version or world-size split); one that only says who waited (the timeouts) settles nothing here
+            cat = preferred_category(sig.id, sig.category, sig.also, facts) if sig.also and not settled else sig.category
             if cat != sig.category:  # another line of the log settles which of its categories holds
                 others = (sig.category,) + tuple(c for c in sig.also if c != cat)
                 f = replace(
@@ -318,6 +323,12 @@ class _Ranker:
         ]
         if not suspects or any(f.category not in _WAITING or f.rule in _NAMES_THE_DIVERGENCE for _, f in roots):
             return
+        # a process unsure of its own GPU (a barrier on a guessed device) is the weakest suspect: torch prints it
+        # in many runs that work. It explains the hang only when nothing else can, not beside a suspect of the
+        # transport nor when a rank is named that never reached the collective (the guess would stall them all)
+        own_device = [i for i in suspects if self.hits[findings[i][3].rule].sig.category == "device_mapping"]
+        if own_device and (len(own_device) < len(suspects) or any(f.rule in _NEVER_ARRIVED and f.ranks for _, f in roots)):
+            suspects = [i for i in suspects if i not in own_device]
         above = min(0.9, max((c for c, _ in roots), default=0.5) + 0.05)
         for i in suspects:
             _, _, first, f = findings[i]

@@ -615,3 +615,39 @@ def test_a_pairs_unique_id_never_published_at_a_recv_is_a_pairing_mistake():
     frame = "[rank5]: frame #5: c10d::ProcessGroupNCCL::recv(std::vector<at::Tensor>&, int, int) + 0x1a2\n"
     top = diagnose(wait + frame).findings[0]
     assert (top.rule, top.category) == ("nccl_unique_id_store_timeout", "p2p_pairing")
+
+
+def test_a_pastes_own_host_label_in_front_of_ncclss_or_torchs_prefix():
+    from ncclnb.doctor.normalize import normalize
+
+    ln = normalize("[nodeB] a3-vm-2:2987:2987 [0] NCCL INFO NCCL version 2.26.2+cuda12.6")
+    assert (ln.host, ln.pid, ln.text) == ("a3-vm-2", 2987, "NCCL version 2.26.2+cuda12.6")
+    ln = normalize("[nodeA] [rank0]: torch.distributed.DistBackendError: NCCL error")
+    assert (ln.host, ln.rank) == ("nodeA", 0)
+    assert normalize("[INFO] starting").host is None  # a bracketed word before anything else is not a host
+
+
+def test_versions_of_labelled_hosts_are_compared():
+    log = (
+        "[nodeB] a3-vm-2:2987:2987 [0] NCCL INFO NCCL version 2.26.2+cuda12.6\n"
+        "[nodeA] [rank0]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+        "ProcessGroupNCCL.cpp:2027, internal error - please report this issue to the NCCL developers, NCCL version 2.21.5\n"
+    )
+    assert diagnose(log).findings[0].rule == "nccl_version_differs_across_hosts"
+
+
+def test_timeouts_that_only_say_who_waited_leave_a_socket_errors_category_to_the_rest_of_the_log():
+    # rank 0's timeout and rank 4's error make a cross-rank reading of who waited; the firewall still settles the
+    # category of the refused connection
+    log = (
+        "host-a:44120:44120 [0] NCCL INFO Bootstrap : Using enp94s0f0:192.168.50.11<0>\n"
+        "host-b:9021:9088 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 192.168.50.11<38817> "
+        "failed : No route to host\n"
+        "[rank4]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:"
+        "1691, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.6\n"
+        "[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL("
+        "SeqNum=1, OpType=BROADCAST, NumelIn=31268, NumelOut=31268, Timeout(ms)=600000) ran for 600388 milliseconds before "
+        "timing out.\n"
+        "# on host-a: firewall-cmd --list-ports -> 29500/tcp 22/tcp\n"
+    )
+    assert diagnose(log).findings[0].category == "rendezvous_unreachable"

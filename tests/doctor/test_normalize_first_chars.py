@@ -22,6 +22,7 @@ EXAMPLES = {
     "rank": ["[rank3]: Error x"],
     "local": ["[default3]: Error x"],
     "tag": ["[trainer3]: Error x"],
+    "label": ["[nodeB] a3-vm-2:2987:2987 [0] NCCL INFO Error x", "[nodeA] [rank0]: Error x"],
     "ray": ["(RayWorkerWrapper pid=11305) Error x", "(pid=11305, ip=10.0.0.1) Error x"],
     "pylog": [f"{lvl} 08-27 05:12:18 worker.py:38] Error x" for lvl in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")],
     "glog2": [f"{lvl}0104 13:46:27.896000 80302 run.py:792] Error x" for lvl in "IWEF"],
