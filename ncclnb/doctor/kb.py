@@ -188,6 +188,7 @@ TRIGGERS = (
     # NCCL RAS (ncclras) naming the ranks it could not reach; the NVSwitch driver's errors in the kernel log
     "missing rank",
     "joining collective",
+    "EmptyDir volume",
     "not permitted",
     "cudaErrorNotPermitted",
     "Mismatched",

@@ -536,7 +536,8 @@ class _Ranker:
         per_node = {v for opt in ("nproc-per-node", "ntasks-per-node") for v in self.state.launch.get(opt, {})}
         if not per_node and self.context.local_procs:
             per_node = {self.context.local_procs}
-        if len(per_node) == 1 and self.context.node_gpus:
+        if len(per_node) == 1 and self.context.node_gpus and "one_gpu_per_process" not in facts:
+            # (processes each shown their own single GPU cannot be too many, however few of them the paste shows)
             # processes a node's launcher starts against the GPUs CUDA_VISIBLE_DEVICES lists (or Slurm gives it)
             facts.add("oversubscribed" if per_node.pop() > self.context.node_gpus else "one_gpu_per_process")
         duplicate = self.hits.get("duplicate_gpu")

@@ -162,6 +162,9 @@ def test_processes_each_shown_their_own_single_gpu_cannot_be_too_many():
     launched = "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-task=1\n"
     top = diagnose(launched + views + _ordinal([1, 2, 3])).findings[0]
     assert (top.rule, top.category) == ("invalid_device_ordinal", "device_mapping")
+    # a paste that shows only some of the processes' views (3 of 4) says the same
+    three = "".join(f"rank {r} local_rank {r} CUDA_VISIBLE_DEVICES={r}\n" for r in (0, 1, 3))
+    assert diagnose(launched + three + _ordinal([1, 3])).findings[0].category == "device_mapping"
     # one view alone says nothing about the others
     one = diagnose("#SBATCH --ntasks-per-node=4\nCUDA_VISIBLE_DEVICES=0\n" + _ordinal([1, 2, 3])).findings[0]
     assert one.category == "rank_world_size_mismatch"
