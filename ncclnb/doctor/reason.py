@@ -630,6 +630,28 @@ def launcher_findings(state: ReasonState, world_size: Optional[int]) -> list[Fin
         return []
     if any(value < 0 for value, _ in one.values()):
         return []  # an elastic range of nodes: how many run is not in the log
+    if "nnodes" in one and one["nnodes"][0] > 0:
+        # srun starting torchrun: each Slurm task is an agent, and the rendezvous waits for --nnodes of them
+        if "nodes" in one and "ntasks-per-node" in one:
+            agents, agent_opts = one["nodes"][0] * one["ntasks-per-node"][0], ("nodes", "ntasks-per-node")
+        elif "ntasks" in one:
+            agents, agent_opts = one["ntasks"][0], ("ntasks",)
+        else:
+            agents, agent_opts = 0, ()
+        if agents and agents != one["nnodes"][0]:
+            return [
+                _cross_rank(
+                    rule="launcher_nodes_differ",
+                    confidence=0.85,  # two counts the paste states that cannot both hold: above what follows from them
+                    evidence=tuple(dict.fromkeys(one[opt][1] for opt in agent_opts + ("nnodes",)))[:8],
+                    values=dict(
+                        nnodes=one["nnodes"][0],
+                        agents=agents,
+                        s="" if agents == 1 else "s",
+                        options=" and ".join(f"--{opt} {one[opt][0]}" for opt in agent_opts),
+                    ),
+                )
+            ]
     used: tuple[str, ...]
     if "nproc-per-node" in one:
         nodes = one.get("nnodes", (1, None))[0]

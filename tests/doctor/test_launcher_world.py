@@ -73,3 +73,14 @@ def test_a_bind_warning_before_a_store_that_waited_for_clients_is_not_the_cause(
     # a server that failed to listen on any address did not start: the port is the cause
     failed = bind + "[E socket.cpp:500] [c10d] The server socket has failed to listen on any local network address.\n"
     assert _rules(failed + STORE_WAIT)[0] == "master_port_in_use"
+
+
+def test_torchrun_waiting_for_more_nodes_than_slurm_starts_agents():
+    launch = "srun --nodes=2 --ntasks-per-node=1 bash -c 'torchrun --nnodes={n} --nproc_per_node=8 train.py'\n"
+    timeout = "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError\n"
+    top = diagnose(launch.format(n=4) + timeout).findings[0]
+    assert (top.rule, top.category) == ("launcher_nodes_differ", "rank_world_size_mismatch")
+    assert "waits for 4 nodes but Slurm starts 2 torchrun agents" in top.title
+    assert "launcher_nodes_differ" not in _rules(launch.format(n=2) + timeout)
+    # an elastic range of nodes: how many join is not fixed
+    assert "launcher_nodes_differ" not in _rules(launch.format(n="1:4") + timeout)
