@@ -362,7 +362,9 @@ def _code_rests(new) -> None:
 
 def _code_heads(new) -> None:
     new = list(new)
-    hit = _holding_trigger(new)
+    # each head filtered with the "]" that follows it in the log (no trigger holds one): the gram table's windows
+    # then look like the log it was sampled from, not like heads cut off by a newline
+    hit = _holding_trigger([head + b"]" for head in new])
     for i, head in enumerate(new):
         m = _HEAD.fullmatch(head)
         hid = -1
