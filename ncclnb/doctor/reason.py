@@ -495,19 +495,19 @@ def watchdog_findings(state: ReasonState, world_size: Optional[int], present=fro
     if len(seqs) > 1 and len(recs) >= 2:
         # the most common sequence number; on a tie the higher one, so that the ranks behind are named
         common = max(seqs, key=lambda s: (seqs[s], s))
-        behind = {r.rank for r in recs.values() if r.seq != common}
+        off_seq = {r.rank for r in recs.values() if r.seq != common}
         return [
             _cross_rank(
                 rule="watchdog_seq_differs",
                 confidence=0.7,
                 evidence=evidence,
                 values=dict(
-                    behind=_ranks_text(behind),
+                    behind=_ranks_text(off_seq),
                     op=ops.most_common(1)[0][0],
                     their_seqs=", ".join(str(s) for s in sorted(seqs) if s != common),
                     common=common,
                 ),
-                ranks=tuple(sorted(behind)),
+                ranks=tuple(sorted(off_seq)),
             )
         ]
     if missing:
@@ -562,7 +562,7 @@ def version_findings(state: ReasonState, rank_hosts: dict) -> list[Finding]:
         return []
     common = counts.most_common(1)[0][0]
     odd = {k: v for k, (v, _, _) in state.versions.items() if v != common}
-    shown = {}
+    shown: dict = {}
     for key, (ver, cuda, ev) in state.versions.items():
         shown.setdefault(ver, ev)
     evidence = tuple(shown.values())[:8]
@@ -571,7 +571,8 @@ def version_findings(state: ReasonState, rank_hosts: dict) -> list[Finding]:
     ranks = tuple(
         sorted(r for r, (h, pid) in rank_hosts.items() if (h, pid) in odd_procs or (h, r) in odd_procs or (None, r) in odd_procs)
     )
-    hosts_per_version, procs_per_version = {}, Counter()
+    hosts_per_version: dict = {}
+    procs_per_version: Counter = Counter()
     for (h, _), (ver, _, _) in state.versions.items():
         procs_per_version[ver] += 1
         if h is not None:
@@ -632,6 +633,7 @@ def launcher_findings(state: ReasonState, world_size: Optional[int]) -> list[Fin
         return []  # an elastic range of nodes: how many run is not in the log
     if "nnodes" in one and one["nnodes"][0] > 0:
         # srun starting torchrun: each Slurm task is an agent, and the rendezvous waits for --nnodes of them
+        agent_opts: tuple[str, ...]
         if "nodes" in one and "ntasks-per-node" in one:
             agents, agent_opts = one["nodes"][0] * one["ntasks-per-node"][0], ("nodes", "ntasks-per-node")
         elif "ntasks" in one:
