@@ -45,3 +45,29 @@ def test_every_trigger_is_flagged_at_every_alignment(shift):
     want = {2 * i for i in range(len(lines))}
     assert _trigger_lines(data) == want
     assert want <= _flagged_lines(table, data)
+
+
+def test_no_trigger_flags_the_heads_of_nccls_lines(monkeypatch):
+    # A trigger's rarest gram can share its hash with a gram every NCCL prefix holds ("x L4" once collided with
+    # " [2\n" and sent every head of a 1024-rank log through the per-trigger loop). The heads are checked the way the
+    # bulk path checks them (scan._code_heads: each with the "]" after it), with a table built from a real capture.
+    import random
+
+    data = CAPTURES[0].read_bytes()
+    table = scan._QuadTable(np, data)
+    rng = random.Random(7)
+    heads = {
+        f"{host}:{rng.randrange(100, 99999)}:{rng.randrange(100, 99999)} [{dev}".encode()
+        for host in ("node001", "gpu-node-113", "ip-10-0-12-44", "h200-a017", "dgx1-old", "srv4090", "worker-7")
+        for dev in range(8)
+        for _ in range(300)
+    }
+    pieces = [head + b"]" for head in sorted(heads)]
+    blob = b"\n".join(pieces) + b"\n"
+    flagged = _flagged_lines(table, blob)
+    assert not any(scan._has_trigger(p) for p in pieces)  # no head holds a trigger
+    assert len(flagged) < len(pieces) / 100, f"{len(flagged)} of {len(pieces)} heads flagged"
+    # the check sees such a trigger: one whose grams are a head's own
+    monkeypatch.setattr(scan, "_LITERALS", scan._LITERALS + (b"0 [3]",))
+    bad = scan._QuadTable(np, data)
+    assert len(_flagged_lines(bad, blob)) >= len(pieces) / 100
