@@ -10,7 +10,6 @@ and the findings ranked (:mod:`ncclnb.doctor.ranking`).
 from __future__ import annotations
 
 import io
-import json
 import os
 import re
 import stat
@@ -37,6 +36,7 @@ from .sources import (
     changed_while_read,
     expand_groups,
     nothing_readable,
+    parse_bounded_json,
     rank_from_name,
     regular_stat,
 )
@@ -356,25 +356,8 @@ def _parallel_workers(stream) -> int:
 
 
 def _parse_dump_bytes(data: bytes):
-    """(parsed dict, "") or (None, why) for the bytes of a dump. Size, the
-    number of JSON values (counted from the separators before parsing) and
-    nesting are bounded, so a hostile file cannot exhaust memory or the stack."""
-    if len(data) > MAX_DUMP:
-        return None, f"larger than {MAX_DUMP >> 20} MiB"
-    items = data.count(b",") + data.count(b"[") + data.count(b"{")
-    if items > MAX_DUMP_ITEMS:
-        return None, f"holds about {items:,} JSON values, more than the {MAX_DUMP_ITEMS:,} read"
-    try:
-        parsed = json.loads(data.decode("utf-8", "replace"))
-    except RecursionError:
-        return None, "nested too deeply to be a flight-recorder dump"
-    except ValueError as exc:  # also an integer past int()'s 4300 digits
-        return None, f"not valid JSON ({getattr(exc, 'msg', exc)})".splitlines()[0][:200]
-    except MemoryError:
-        return None, "too large to parse in memory"
-    if not isinstance(parsed, dict):
-        return None, "not a JSON object"
-    return parsed, ""
+    """(parsed dict, "") or (None, why) for the bytes of a dump, bounded (sources.parse_bounded_json)."""
+    return parse_bounded_json(data, MAX_DUMP, MAX_DUMP_ITEMS, "a flight-recorder dump")
 
 
 def _read_upto(stream, limit: int, head: bytes = b"") -> bytearray:

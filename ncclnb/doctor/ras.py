@@ -19,15 +19,17 @@ the JSON one too, and the evidence points into the file. Only facts that
 name a failure become lines: ranks missing from a communicator, processes
 considered dead, and ranks whose operation count differs from most ranks
 of their communicator. The file is parsed with ``json.loads`` (never
-evaluated), its size, value count and nesting bounded.
+evaluated), its size, value count and nesting bounded
+(:func:`~ncclnb.doctor.sources.parse_bounded_json`).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from typing import Any, Optional
+
+from .sources import parse_bounded_json
 
 MAX_RAS = 16 << 20  # bytes of a report read (one of 10,000 ranks is about 5 MB)
 MAX_RAS_ITEMS = 1_000_000  # JSON values a report may hold (about 30 a rank)
@@ -48,24 +50,10 @@ def looks_like_ras_json(head: bytes) -> bool:
 
 def parse(data: bytes) -> tuple[Optional[dict], str]:
     """(the parsed report, "") or (None, why not) for a report's bytes, bounded like a dump's."""
-    if len(data) > MAX_RAS:
-        return None, f"larger than {MAX_RAS >> 20} MiB"
-    items = data.count(b",") + data.count(b"[") + data.count(b"{")
-    if items > MAX_RAS_ITEMS:
-        return None, f"holds about {items:,} JSON values, more than the {MAX_RAS_ITEMS:,} read"
-    try:
-        parsed = json.loads(data.decode("utf-8", "replace"))
-    except RecursionError:
-        return None, "nested too deeply to be an ncclras report"
-    except ValueError as exc:
-        return None, f"not valid JSON ({getattr(exc, 'msg', exc)})".splitlines()[0][:200]
-    except MemoryError:
-        return None, "too large to parse in memory"
-    if not isinstance(parsed, dict):
-        return None, "not a JSON object"
-    if not isinstance(parsed.get("communicators", []), list):
+    report, why = parse_bounded_json(data, MAX_RAS, MAX_RAS_ITEMS, "an ncclras report")
+    if report is not None and not isinstance(report.get("communicators", []), list):
         return None, '"communicators" is not a list'
-    return parsed, ""
+    return report, why
 
 
 class _LineIndex:

@@ -622,6 +622,15 @@ def world_size_findings(state: ReasonState, known_ranks: set) -> list[Finding]:
     ]
 
 
+def _slurm_tasks(one: dict) -> tuple[int, tuple[str, ...]]:
+    """(the tasks Slurm starts: --nodes x --ntasks-per-node, else --ntasks; the options that say so), or (0, ())."""
+    if "nodes" in one and "ntasks-per-node" in one:
+        return one["nodes"][0] * one["ntasks-per-node"][0], ("nodes", "ntasks-per-node")
+    if "ntasks" in one:
+        return one["ntasks"][0], ("ntasks",)
+    return 0, ()
+
+
 def launcher_findings(state: ReasonState, world_size: Optional[int]) -> list[Finding]:
     """The launcher starts another number of processes than the job's world size says (framework banners'
     MEMBER k/N, else NCCL's nRanks): torchrun's nnodes x nproc_per_node, else Slurm's nodes x ntasks-per-node
@@ -631,15 +640,10 @@ def launcher_findings(state: ReasonState, world_size: Optional[int]) -> list[Fin
         return []
     if any(value < 0 for value, _ in one.values()):
         return []  # an elastic range of nodes: how many run is not in the log
+    tasks, task_opts = _slurm_tasks(one)
     if "nnodes" in one and one["nnodes"][0] > 0:
         # srun starting torchrun: each Slurm task is an agent, and the rendezvous waits for --nnodes of them
-        agent_opts: tuple[str, ...]
-        if "nodes" in one and "ntasks-per-node" in one:
-            agents, agent_opts = one["nodes"][0] * one["ntasks-per-node"][0], ("nodes", "ntasks-per-node")
-        elif "ntasks" in one:
-            agents, agent_opts = one["ntasks"][0], ("ntasks",)
-        else:
-            agents, agent_opts = 0, ()
+        agents, agent_opts = tasks, task_opts
         if agents and agents != one["nnodes"][0]:
             return [
                 _cross_rank(
@@ -658,10 +662,8 @@ def launcher_findings(state: ReasonState, world_size: Optional[int]) -> list[Fin
     if "nproc-per-node" in one:
         nodes = one.get("nnodes", (1, None))[0]
         launched, how, used = nodes * one["nproc-per-node"][0], "torchrun", ("nnodes", "nproc-per-node")
-    elif "nodes" in one and "ntasks-per-node" in one:
-        launched, how, used = one["nodes"][0] * one["ntasks-per-node"][0], "Slurm", ("nodes", "ntasks-per-node")
-    elif "ntasks" in one:
-        launched, how, used = one["ntasks"][0], "Slurm", ("ntasks",)
+    elif tasks:
+        launched, how, used = tasks, "Slurm", task_opts
     else:
         return []
     sizes = {size for size, _ in state.claims}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import io
+import json
 import os
 import re
 import stat
@@ -338,3 +339,25 @@ def rank_from_name(name: str, *, trailing_number: bool = False) -> Union[int, No
         text = m.group(1)
     rank = int(text) if len(text) <= 9 else None
     return rank if rank is not None and rank < MAX_RANK else None
+
+
+def parse_bounded_json(data: bytes, max_bytes: int, max_items: int, what: str) -> tuple:
+    """(parsed dict, "") or (None, why) for the bytes of a JSON input (a flight-recorder dump, an ncclras
+    report; ``what`` names it). Size, the number of JSON values (counted from the separators before
+    parsing) and nesting are bounded, so a hostile file cannot exhaust memory or the stack."""
+    if len(data) > max_bytes:
+        return None, f"larger than {max_bytes >> 20} MiB"
+    items = data.count(b",") + data.count(b"[") + data.count(b"{")
+    if items > max_items:
+        return None, f"holds about {items:,} JSON values, more than the {max_items:,} read"
+    try:
+        parsed = json.loads(data.decode("utf-8", "replace"))
+    except RecursionError:
+        return None, f"nested too deeply to be {what}"
+    except ValueError as exc:  # also an integer past int()'s 4300 digits
+        return None, f"not valid JSON ({getattr(exc, 'msg', exc)})".splitlines()[0][:200]
+    except MemoryError:
+        return None, "too large to parse in memory"
+    if not isinstance(parsed, dict):
+        return None, "not a JSON object"
+    return parsed, ""
