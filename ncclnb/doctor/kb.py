@@ -407,14 +407,20 @@ TRIGGERS = (
 )
 
 
-def pattern_covered(pattern: str, triggers=TRIGGERS) -> bool:
-    """True when every string ``pattern`` matches contains one of ``triggers``:
-    some literal run the pattern requires (at top level, or in every branch of
-    a required alternation) contains a trigger."""
+def _sre_parse():
+    """The regex parser of the running Python (re._parser since 3.11, sre_parse before)."""
     try:
         from re import _parser as sre_parse  # Python >= 3.11
     except ImportError:  # pragma: no cover - Python 3.10
         import sre_parse  # type: ignore[no-redef]
+    return sre_parse
+
+
+def pattern_covered(pattern: str, triggers=TRIGGERS) -> bool:
+    """True when every string ``pattern`` matches contains one of ``triggers``:
+    some literal run the pattern requires (at top level, or in every branch of
+    a required alternation) contains a trigger."""
+    sre_parse = _sre_parse()
     return _seq_covered(list(sre_parse.parse(pattern)), tuple(triggers), sre_parse)
 
 
@@ -496,10 +502,7 @@ def _compile(patterns: tuple[str, ...]) -> tuple:
 def required_literal(pattern: str) -> Optional[str]:
     """The longest literal run every match of ``pattern`` contains, or None.
     A cheap ``in`` test on it skips the regex for most candidate lines."""
-    try:
-        from re import _parser as sre_parse  # Python >= 3.11
-    except ImportError:  # pragma: no cover - Python 3.10
-        import sre_parse  # type: ignore[no-redef]
+    sre_parse = _sre_parse()
     try:
         parsed = sre_parse.parse(pattern)
     except re.error:
@@ -523,6 +526,63 @@ def required_literal(pattern: str) -> Optional[str]:
     if len(run) > len(best):
         best = "".join(run)
     return best if len(best) >= 3 else None
+
+
+def required_any(pattern: str, flags: int = 0) -> Optional[tuple[str, ...]]:
+    """Literals of at least 3 characters one of which every match of ``pattern``
+    contains (a literal run it requires, or one run from each branch of an
+    alternation it requires), or None. Of the choices, the one whose shortest
+    literal is longest, then the one with fewest literals. Where no single
+    literal is required (``"Hangs?|Stuck"``), a few ``in`` tests still rule
+    out most lines before the regex runs. None for a case-insensitive pattern
+    (``flags`` holding re.IGNORECASE, or an inline flag)."""
+    if flags & re.IGNORECASE:
+        return None
+    sre_parse = _sre_parse()
+    try:
+        parsed = sre_parse.parse(pattern)
+    except re.error:
+        return None
+    if parsed.state.flags & re.IGNORECASE:
+        return None
+    return _seq_required(list(parsed), sre_parse)
+
+
+def _seq_required(seq: list, sp) -> Optional[tuple[str, ...]]:
+    flat: list = []
+
+    def inline(items) -> None:
+        for op, arg in items:
+            if op is sp.SUBPATTERN and not arg[1] and not arg[2]:
+                inline(arg[3])  # a group (no flags of its own) is part of the sequence around it
+            else:
+                flat.append((op, arg))
+
+    inline(seq)
+    choices: list[tuple[str, ...]] = []
+    run: list[str] = []
+    for op, arg in flat + [(None, None)]:
+        if op is sp.LITERAL:
+            run.append(chr(arg))
+            continue
+        if run:
+            choices.append(("".join(run),))
+        run = []
+        got: Optional[tuple[str, ...]] = None
+        if op is sp.BRANCH:
+            each = [_seq_required(list(b), sp) for b in arg[1]]
+            if all(e is not None for e in each):
+                lits = list(dict.fromkeys(lit for e in each for lit in e or ()))
+                # a literal holding another one adds no line the other does not let through
+                got = tuple(a for a in lits if not any(b != a and b in a for b in lits))
+        elif op in (sp.MAX_REPEAT, sp.MIN_REPEAT) and arg[0] >= 1:
+            got = _seq_required(list(arg[2]), sp)
+        if got:
+            choices.append(got)
+    choices = [c for c in choices if min(map(len, c)) >= 3]
+    if not choices:
+        return None
+    return max(choices, key=lambda c: (min(map(len, c)), -len(c)))
 
 
 def _load_record(path: str) -> Signature:

@@ -20,7 +20,7 @@ from typing import Optional
 from ..model import Evidence
 from ..model.redact import scrub_cut
 from .collapse import InertRests, Normalizer
-from .kb import PROGRESS_TRIGGERS, TRIGGERS, Signature, pattern_covered
+from .kb import PROGRESS_TRIGGERS, TRIGGERS, Signature, pattern_covered, required_any
 from .normalize import MAX_DIGITS, clean, num
 from .priors import NAMED_VAR, PAIR_ANSWERS, TUNING_VARS, LogContext, warn_prior
 from .rank_table import MAX_BLAMED, MAX_CUT_COUNTED, MAX_RANKS, RankRows, log_stem
@@ -209,8 +209,18 @@ class Matcher:
         # flat (signature, literal, regex) list: the per-line loop is the hot path for candidate lines
         self._matchers = [(sig, lit, rx) for sig in sigs for lit, rx in sig.compiled]
         self._shortlists: dict = {}  # message shape (digits masked) -> the matchers worth trying on it, bounded
-        # the matchers whose literal a message's shape cannot rule out: none, or one with a digit (or the mask)
-        self._always = {id(entry) for entry in self._matchers if entry[1] is None or _masked(entry[1])}
+        # a matcher with no single literal may still require one of a few (kb.required_any: one per branch)
+        self._any: dict = {}
+        for entry in self._matchers:
+            alts = required_any(entry[2].pattern, entry[2].flags) if entry[1] is None else None
+            if alts is not None and not any(map(_masked, alts)):
+                self._any[id(entry)] = alts
+        # the matchers whose literals a message's shape cannot rule out: none, or one with a digit (or the mask)
+        self._always = {
+            id(entry)
+            for entry in self._matchers
+            if (entry[1] is None and id(entry) not in self._any) or (entry[1] is not None and _masked(entry[1]))
+        }
         self._match_cache: dict = {}  # message -> [(signature, match)], bounded
         self._normalize = Normalizer(enabled=collapse)  # raw line -> (Line, template); see collapse.py
         self._gates: dict = {}  # message -> (holds a stack gate, a line gate, an echo-unsafe gate), bounded
@@ -568,12 +578,19 @@ class Matcher:
         thousands of messages that differ only in their numbers (a rank, a comm address), each new to the
         match cache; they share a shape (ASCII digits masked), and a literal with no digit (nor the mask)
         is in a message exactly when it is in its shape, so the literal tests are made once per shape.
-        Literals with a digit stay on the list, to be tested on the message itself (as are all kept)."""
+        Literals with a digit stay on the list, to be tested on the message itself (as are all kept). A
+        matcher with no literal of its own stays when its shape holds one of the few its regex requires
+        one of (kb.required_any), or when those have a digit."""
         shape = msg.translate(_MASK_DIGITS)
         got = self._shortlists.get(shape)
         if got is None:
-            always = self._always
-            got = [entry for entry in self._matchers if id(entry) in always or entry[1] in shape]
+            always, alts = self._always, self._any
+            got = [
+                entry
+                for entry in self._matchers
+                if id(entry) in always
+                or (entry[1] in shape if entry[1] is not None else any(a in shape for a in alts[id(entry)]))
+            ]
             if len(self._shortlists) >= MATCH_CACHE:
                 self._shortlists.clear()
             self._shortlists[shape] = got

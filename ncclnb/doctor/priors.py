@@ -23,6 +23,37 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..model.derive import parse_version
+from .kb import required_any
+
+
+class _Gated:
+    """A regex searched only where one of the literals every match of it holds
+    (kb.required_any) shows: the same answers, for a few ``in`` tests on most
+    messages instead of a search. observe runs once per distinct message, and
+    a big log has tens of thousands."""
+
+    __slots__ = ("rx", "lits")
+
+    def __init__(self, rx: re.Pattern):
+        self.rx, self.lits = rx, required_any(rx.pattern, rx.flags)
+
+    def search(self, text: str) -> Optional[re.Match]:
+        if self.lits is not None:
+            for lit in self.lits:
+                if lit in text:
+                    break
+            else:
+                return None
+        return self.rx.search(text)
+
+
+def _holds(text: str, words: tuple) -> bool:
+    """Whether ``text`` holds one of ``words`` (any() over a generator costs twice this loop)."""
+    for w in words:
+        if w in text:
+            return True
+    return False
+
 
 # ---- facts of the run -------------------------------------------------------
 _CONTAINER_HOST = re.compile(r"[0-9a-f]{12}", re.ASCII)  # docker's default hostname
@@ -45,14 +76,16 @@ _CONNECT_UNANSWERED = re.compile(
     re.ASCII,
 )
 _OLD_GPU = re.compile(r"\b(?:Tesla )?(?:[KMP][0-9]{2,3}\b|GTX ?[0-9]{3,4}|GeForce GTX|Quadro [KMP][0-9])", re.ASCII)
-_NEW_GPU = re.compile(
-    r"\b(?:[GH]100|H200|H800|H20\b|GH200|[GB]200|B100|GB300|NVSwitch|NVLS|NVLink SHARP|[Ff]abric ?[Mm]anager|MNNVL [1-9])",
-    re.ASCII,
+_NEW_GPU = _Gated(
+    re.compile(
+        r"\b(?:[GH]100|H200|H800|H20\b|GH200|[GB]200|B100|GB300|NVSwitch|NVLS|NVLink SHARP|[Ff]abric ?[Mm]anager|MNNVL [1-9])",
+        re.ASCII,
+    )
 )
 # a cuMem driver call NCCL made, named with how it ended ("cuMemCreate failed", "cuMemMap returned 1")
 _CUMEM_CALL = re.compile(r"\bcuMem[A-Z][A-Za-z]+(?:\(\))? ?(?:failed|returned|error)", re.ASCII)
 _HCA = re.compile(r"\bmlx[45]_[0-9a-z]+|\bibp[0-9]+s[0-9]+", re.ASCII)
-_CONSUMER_GPU = re.compile(r"GeForce|\bRTX ?[0-9]{4}\b|TITAN|PCIE", re.ASCII)
+_CONSUMER_GPU = _Gated(re.compile(r"GeForce|\bRTX ?[0-9]{4}\b|TITAN|PCIE", re.ASCII))
 # NCCL's own line for a variable it read ("NCCL_ALGO set by environment to Tree"; old releases and a few
 # variables: "NCCL_IB_HCA set to mlx5_0"), and a whole line of a shell or config file that sets one
 # ("export NCCL_PROTO=LL128", "NCCL_TOPO_FILE=/opt/x.xml" in /etc/nccl.conf): never a variable named in prose
@@ -103,14 +136,16 @@ _PROGRESS = re.compile(
     re.ASCII,
 )
 # someone says it stopped: a hang, a stuck rank, an interrupt, a stack dump of the living process (py-spy, faulthandler)
-_STOPPED = re.compile(
-    r"\b(?:[Hh]angs?|[Hh]anging|[Hh]ung|HANG|[Ss]tuck|[Ff]roze|[Ff]reezes|never (?:returns|finishes|completes))\b|"
-    r"KeyboardInterrupt|py-spy|\(most recent call first\)|^Thread (?:0x[0-9a-f]+|[0-9]+) \((?:idle|active)",
-    re.ASCII,
+_STOPPED = _Gated(
+    re.compile(
+        r"\b(?:[Hh]angs?|[Hh]anging|[Hh]ung|HANG|[Ss]tuck|[Ff]roze|[Ff]reezes|never (?:returns|finishes|completes))\b|"
+        r"KeyboardInterrupt|py-spy|\(most recent call first\)|^Thread (?:0x[0-9a-f]+|[0-9]+) \((?:idle|active)",
+        re.ASCII,
+    )
 )
 # a warning that something could hang ("... this can cause the process to hang"), not a report that it did
 _MAY_HANG = re.compile(r"\b(?:can|could|may|might|will|would)\b[^.!?]{0,40}\b(?:hang|freeze|get stuck)\b", re.ASCII)
-_OLD_WORDING = re.compile(r"NCCL Error [0-9]+:|compiled with NCCL 1\.|NCCL 1\.[0-9]", re.ASCII)
+_OLD_WORDING = _Gated(re.compile(r"NCCL Error [0-9]+:|compiled with NCCL 1\.|NCCL 1\.[0-9]", re.ASCII))
 _NCCL_VERSION = re.compile(r"NCCL version:? ?(?P<ver>[0-9]{1,2}\.[0-9]{1,3}\.[0-9]{1,3})", re.ASCII)
 _HOSTS_ARG = re.compile(r"(?:--host|-H) (?P<list>[\w.-]+(?:,[\w.-]+)+)", re.ASCII)
 _NRANKS = re.compile(r"\bn[Rr]anks[= ](?P<n>[0-9]{1,7})", re.ASCII)
@@ -339,13 +374,13 @@ class LogContext:
                 self.observe_host(m.group("host"))
         if "nGpus" in msg and "nThread" in msg and "mpirun" not in msg:
             self.single_process = True
-        if any(w in msg for w in _BUSY):
+        if _holds(msg, _BUSY):
             self.busy = True
-        if any(w in msg for w in _FINISHED):
+        if _holds(msg, _FINISHED):
             self.finished = True
-        if any(w in msg for w in _COMPLETED):
+        if _holds(msg, _COMPLETED):
             self.completed = True
-        if any(w in msg for w in _INIT_DONE):
+        if _holds(msg, _INIT_DONE):
             self.init_seen = True
         if not self.progress and (
             "loss" in msg
@@ -366,7 +401,7 @@ class LogContext:
             self.cumem = True
         if not self.shm_small and "/dev/shm" in msg and _SMALL_SHM.search(msg.strip()):
             self.shm_small = True
-        if not self.firewall and any(w in msg for w in _FIREWALL):
+        if not self.firewall and _holds(msg, _FIREWALL):
             self.firewall = True
         if "Driver Version" in msg or "Kernel Module" in msg:
             m = _DRIVER.search(msg)
@@ -377,9 +412,9 @@ class LogContext:
             m = _NCCL_CUDA.search(msg)
             if m:
                 self.cuda_major = max(self.cuda_major, int(m.group("major")))
-        if not self.p2p_code and any(w in msg for w in _P2P_CODE):
+        if not self.p2p_code and _holds(msg, _P2P_CODE):
             self.p2p_code = True
-        if not self.send_recv and any(w in msg for w in _SEND_RECV):
+        if not self.send_recv and _holds(msg, _SEND_RECV):
             self.send_recv = True
         if "CUDA_VISIBLE_DEVICES" in msg and "Setting CUDA_VISIBLE_DEVICES" not in msg:
             # (DeepSpeed's launcher echoes the list it derived from --num_gpus or --include: not GPUs that exist)

@@ -18,6 +18,7 @@ from ncclnb.doctor.kb import (
     grep_patterns,
     load_signatures,
     pattern_covered,
+    required_any,
     required_literal,
     to_grep,
 )
@@ -75,6 +76,50 @@ def test_required_literal_reads_through_groups_but_not_branches_or_flags():
     assert required_literal("x(?i:abcdef)y") is None  # case-insensitive: not the literal as written
 
 
+def test_required_any_takes_one_literal_from_each_branch_of_a_required_alternation():
+    assert required_any("Watchdog (?:caught) collective") == ("Watchdog caught collective",)
+    assert required_any("ab(?:cdef|ghij)k") == ("cdef", "ghij")  # the runs beside it are too short
+    assert required_any(r"\b(?:[Hh]angs?|[Hh]anging|[Ss]tuck)\b") == ("ang", "tuck")  # "anging" holds "ang"
+    assert required_any("(?:abcd)+xy") == ("abcd",)  # repeated at least once
+    assert required_any("(?:abcd)*xy") is None  # perhaps never
+    assert required_any("(?:abcdef|[0-9]+)") is None  # a branch with no literal: none is required
+    assert required_any("(?i)abcdef") is None and required_any("abcdef", re.IGNORECASE) is None
+    assert required_any("x(?i:abcdef)y") is None
+
+
+def test_the_gated_searches_of_the_run_facts_answer_as_their_regexes():
+    # priors._Gated skips a regex when none of its required literals shows: the same answers, on every line
+    # the fixtures hold and on lines written to hit each branch
+    from ncclnb.doctor import priors
+
+    gated = [v for v in vars(priors).values() if isinstance(v, priors._Gated)]
+    assert len(gated) >= 4 and all(g.lits for g in gated)
+    lines = [text for sig in SIGS for _, _, text in fixture_lines(sig.id)]
+    lines += [
+        "the job hangs",
+        "it was Hanging",
+        "rank 3 is STUCK",
+        "HANG",
+        "froze at step 3",
+        "it never returns",
+        "Thread 0x7f00 (idle): x",
+        "2x RTX 3090",
+        "NVIDIA GeForce RTX 4090",
+        "GH200",
+        "MNNVL 1",
+        "MNNVL 0",
+        "Fabric Manager",
+        "NCCL Error 2: x",
+        "NCCL 1.3",
+        "compiled with NCCL 1.",
+        "H20 node",
+        "B200",
+    ]
+    for g in gated:
+        for text in lines:
+            assert bool(g.search(text)) == bool(g.rx.search(text)), (g.rx.pattern, text)
+
+
 @pytest.mark.parametrize("sig", SIGS, ids=lambda s: s.id)
 def test_every_required_literal_is_in_every_line_its_pattern_matches(sig):
     # the literal gates the regex (Signature.match, Matcher.shortlist): a line the regex alone matches must hold it
@@ -82,6 +127,9 @@ def test_every_required_literal_is_in_every_line_its_pattern_matches(sig):
         for literal, rx in sig.compiled:
             if literal is not None and rx.search(text):
                 assert literal in text, f"{sig.id}: {literal!r} is not required by {rx.pattern!r}"
+            alts = required_any(rx.pattern, rx.flags) if literal is None else None
+            if alts is not None and rx.search(text):  # Matcher.shortlist keeps such a matcher only where one shows
+                assert any(a in text for a in alts), f"{sig.id}: none of {alts!r} is in a line {rx.pattern!r} matches"
 
 
 def test_triggers_are_plain_literals_long_enough_for_the_pair_filter():
