@@ -44,7 +44,22 @@ FIXTURE_MARK = re.compile(r"\s+# ncclnb: (hit|miss)\s*$")
 # phrases for the INFO-level lines that carry no error word.
 # the triggers of a line that says the run went on (a step, a loss, a rate, a bandwidth figure): once the log has
 # shown one, a line that holds only these tells nothing more (match.Matcher.line passes it by)
-PROGRESS_TRIGGERS = ("'loss'", "loss:", "loss=", "it/s,", "s/it,", "busbw", "step ", "Step ", "step=", "PerSec=", "teration ")
+# (and of a server that came up and serves: uvicorn's banner, an engine's throughput report)
+PROGRESS_TRIGGERS = (
+    "'loss'",
+    "loss:",
+    "loss=",
+    "it/s,",
+    "s/it,",
+    "busbw",
+    "step ",
+    "Step ",
+    "step=",
+    "PerSec=",
+    "teration ",
+    "Uvicorn running on",
+    "tokens/s",
+)
 
 TRIGGERS = (
     # error words
@@ -304,6 +319,7 @@ TRIGGERS = (
     "PeerAccess",
     "IpcOpenMemHandle",
     "Could not find",
+    "could not find",
     "Loading topology",
     "Loading graph",
     "cannot be retrieved",
@@ -404,6 +420,14 @@ TRIGGERS = (
     # a CUDA feature the driver or system lacks (cuMem shareable handles, IPC): the driver API's name, cuMem calls
     "NOT_SUPPORTED",
     "cuMem",
+    # the rendezvous store's protocol (a reply a TCPStore client does not expect)
+    "response is expected",
+    "response expected",
+    # the NCCL version as torch reports it, a tuple
+    "NCCL (",
+    "nccl (",
+    "nccl version",
+    "ccl.version()",
 )
 
 

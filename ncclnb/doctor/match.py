@@ -34,6 +34,7 @@ from .reason import (
     PROGRESS,
     REASONING_PATTERNS,
     VERSION,
+    VERSION_TUPLE,
     WATCHDOG,
     WORK,
     CommRecord,
@@ -68,6 +69,10 @@ _LINE_GATES: tuple[str, ...] = (
     "SLURM_N",
     "SLURM_JOB_NUM",
     "NCCL version",
+    "ccl version",
+    "CCL (",
+    "ccl (",
+    "ccl.version()",
     "nRanks",
     " nranks ",
     "GLOBAL_RANK",
@@ -83,7 +88,11 @@ _LINE_GATES: tuple[str, ...] = (
 # py-spy dump ("Process 31207: python train.py", 'Thread 31207 (idle): "MainThread"', frames "fn (file.py:410)") and
 # faulthandler ("Thread 0x00007f... (most recent call first):", frames 'File "file.py", line 410 in fn') list the
 # innermost frame first: the first call of torch.distributed or of a pipeline's send/recv wrapper is where the rank waits
-STACK_PROCESS = re.compile(r"^Process (?P<pid>[0-9]{1,9}): (?P<cmd>.*)$", re.ASCII)
+# (or the py-spy command the paste shows in its place, with what the reporter wrote after it: "py-spy dump --pid 40112
+# (stage 1, rank 1)")
+STACK_PROCESS = re.compile(
+    r"^(?:Process (?P<pid>[0-9]{1,9}): |(?:\$ )?(?:sudo )?py-spy dump (?:--pid|-p) (?P<pid2>[0-9]{1,9})\b)(?P<cmd>.*)$", re.ASCII
+)
 STACK_THREAD = re.compile(
     r"^(?:Thread (?:0x[0-9a-fA-F]+|[0-9]+) \((?:idle|active)[^)]{0,20}\): "
     r"|(?:Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):)",
@@ -115,7 +124,17 @@ STACK_P2P = {
 # the calls under those wrappers that name no direction: the wrapper a frame further out names it
 _STACK_P2P_GENERIC = {"_communicate": "batch_isend_irecv", "batch_isend_irecv": "batch_isend_irecv", "P2POp": "batch_isend_irecv"}
 _STACK_SPAN = 64  # lines between a stack's header and its frames (or between its frames) at most
-_STACK_GATES = ("Process ", "(idle)", "(active", "most recent call first", *STACK_P2P, *_STACK_P2P_GENERIC, "isend", "irecv")
+_STACK_GATES = (
+    "Process ",
+    "py-spy dump",
+    "(idle)",
+    "(active",
+    "most recent call first",
+    *STACK_P2P,
+    *_STACK_P2P_GENERIC,
+    "isend",
+    "irecv",
+)
 
 _LINE_GATES += _STACK_GATES
 # the gates whose reading of a line is the same again when one process prints it again: each keeps its first
@@ -123,7 +142,18 @@ _LINE_GATES += _STACK_GATES
 # other gate (comm lines that pick the row by the largest comm seen so far, banners, watchdog and progress
 # records, tracebacks and stacks, p2p plans) makes a line never an echo (Matcher._echo); a new gate is unsafe
 # until it is listed here
-_ECHO_SAFE = ("--n", "SLURM_N", "SLURM_JOB_NUM", "NCCL version", " nranks ", "can_device_access_peer")
+_ECHO_SAFE = (
+    "--n",
+    "SLURM_N",
+    "SLURM_JOB_NUM",
+    "NCCL version",
+    "ccl version",
+    "CCL (",
+    "ccl (",
+    "ccl.version()",
+    " nranks ",
+    "can_device_access_peer",
+)
 _ECHO_UNSAFE = tuple(g for g in _LINE_GATES if g not in _ECHO_SAFE)
 
 
@@ -290,7 +320,7 @@ class Matcher:
             r = _CMD_RANK.search(m.group("cmd"))
             got = num(r.group("r") or r.group("r2")) if r else None
             if got is None:
-                known = self.rows.pid_rank.get((host, num(m.group("pid"))))
+                known = self.rows.pid_rank.get((host, num(m.group("pid") or m.group("pid2"))))
                 got = known[1] if known is not None else rank
             ctx.stack_rank, ctx.stack = got, None
             return
@@ -371,11 +401,17 @@ class Matcher:
         ev = Evidence(ctx.name, line_no, self.cut(clean(text), MAX_TEXT))
         order = (ctx.index, line_no)
 
-        if "NCCL version" in msg:
+        if "NCCL version" in msg or "ccl version" in msg or "CCL (" in msg or "ccl (" in msg or "ccl.version()" in msg:
+            ver: Optional[str] = None
+            cuda: Optional[str] = None
             m = VERSION.search(msg)
-            if m and msg[m.end("ver") : m.end("ver") + 1].isdigit():
-                m = None  # a version part longer than VERSION reads: not a version
-            if m:
+            if m and not msg[m.end("ver") : m.end("ver") + 1].isdigit():  # a part longer than VERSION reads: none
+                ver, cuda = m.group("ver"), m.group("cuda")
+            elif m is None:
+                t = VERSION_TUPLE.search(msg)
+                if t:
+                    ver = f"{t.group('a')}.{t.group('b')}.{t.group('c')}"
+            if ver is not None:
                 # one entry per process: two processes on one host may load different libraries. A line
                 # with no host is kept hostless (never the host of the line before it, which in a log of
                 # many hosts is anyone's), by its rank or else its source and pid
@@ -384,10 +420,10 @@ class Matcher:
                     if host
                     else (None, rank if rank is not None else f"{ctx.name}:{ln.pid}")
                 )
-                self.state.add_version(where, m.group("ver"), m.group("cuda"), ev)
+                self.state.add_version(where, ver, cuda, ev)
                 row = self.rows.row(self.rows.key(rank, host, ln.pid))
                 if row is not None:
-                    row.nccl_version = row.nccl_version or m.group("ver") + (f"+cuda{m.group('cuda')}" if m.group("cuda") else "")
+                    row.nccl_version = row.nccl_version or ver + (f"+cuda{cuda}" if cuda else "")
                     self.rows.fill(row, host, ln.pid, ctx.name)
         if "nRanks" in msg:
             m = COMM.search(msg)

@@ -132,7 +132,9 @@ _SMALL_SHM = re.compile(r"^\S+ +(?:[0-9.]+[KM]i?|[0-9]{1,6}) +\S+ +\S+ +[0-9]+% 
 # the run got on after NCCL's set-up: a training step, a loss, a rate, a bandwidth figure
 _PROGRESS = re.compile(
     r"['\"]loss['\"]: ?-?[0-9]|\bloss[ :=]+-?[0-9]|[0-9] ?(?:it/s|s/it)\b|\bbusbw\b[^0-9\n]{0,8}[0-9]|"
-    r"\b(?:[Ss]tep|[Ii]teration) +[0-9]+ *(?:/|\||,|:)|\bstep=[0-9]+[,/ ]|SamplesPerSec=[0-9]",
+    r"\b(?:[Ss]tep|[Ii]teration) +[0-9]+ *(?:/|\||,|:)|\bstep=[0-9]+[,/ ]|SamplesPerSec=[0-9]|"
+    # a server that came up and serves (after its engine's NCCL set-up): uvicorn's banner, a throughput report
+    r"\bUvicorn running on |throughput: [0-9.]+ tokens/s",
     re.ASCII,
 )
 # someone says it stopped: a hang, a stuck rank, an interrupt, a stack dump of the living process (py-spy, faulthandler)
@@ -391,6 +393,8 @@ class LogContext:
             or "tep=" in msg
             or "PerSec=" in msg
             or "teration " in msg
+            or "Uvicorn" in msg
+            or "tokens/s" in msg
         ):
             self.progress = bool(_PROGRESS.search(msg))
         if not self.stopped and _STOPPED.search(msg) and not _MAY_HANG.search(msg):

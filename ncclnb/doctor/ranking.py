@@ -536,6 +536,10 @@ class _Ranker:
         per_node = {v for opt in ("nproc-per-node", "ntasks-per-node") for v in self.state.launch.get(opt, {})}
         if not per_node and self.context.local_procs:
             per_node = {self.context.local_procs}
+        if not per_node and any(v != "0" for v in self.context.single_views):
+            # a process shown a single GPU that is not the node's first (a launcher's or Ray's per-process view),
+            # with no count of processes per node against it: it has cuda:0 only, whatever its local rank
+            facts.add("one_gpu_per_process")
         if len(per_node) == 1 and self.context.node_gpus and "one_gpu_per_process" not in facts:
             # (processes each shown their own single GPU cannot be too many, however few of them the paste shows)
             # processes a node's launcher starts against the GPUs CUDA_VISIBLE_DEVICES lists (or Slurm gives it)

@@ -26,6 +26,13 @@ from ..model.words import how_many
 # numbers are ASCII digits of bounded length (a version part of 5,000 digits is not a version;
 # the reader drops a match followed by one more digit)
 VERSION = re.compile(r"NCCL version (?P<ver>[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4})(?:[-+]cuda(?P<cuda>[0-9.]{1,16}))?", re.ASCII)
+# the version as torch reports it, a tuple (torch.cuda.nccl.version(), collect_env-style prints: "NCCL (2, 18, 1)",
+# "nccl version: (2, 20, 5)", "torch.cuda.nccl.version() = (2, 19, 3)")
+VERSION_TUPLE = re.compile(
+    r"(?:NCCL \(|nccl \(|NCCL version:? ?=? ?\(|nccl version:? ?=? ?\(|ccl\.version\(\):? ?=? ?\()"
+    r"(?P<a>[0-9]{1,2}), ?(?P<b>[0-9]{1,3}), ?(?P<c>[0-9]{1,3})\)",
+    re.ASCII,
+)
 COMM = re.compile(
     r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>[0-9]+) nRanks (?P<nranks>[0-9]+) nNodes (?P<nnodes>[0-9]+) "
     r"localRanks (?P<lranks>[0-9]+) localRank (?P<lrank>[0-9]+)",
@@ -93,6 +100,7 @@ def launch_count(text: str) -> int:
 # exported with the knowledge base for the grep comparison
 REASONING_PATTERNS = (
     VERSION.pattern,
+    VERSION_TUPLE.pattern,
     COMM.pattern,
     WATCHDOG.pattern,
     WORK.pattern,

@@ -405,3 +405,95 @@ def test_every_stuck_rank_receiving_is_a_p2p_cycle():
         "send_forward (megatron/core/pipeline_parallel/p2p_communication.py:380)",
     )
     assert "traceback_p2p_cycle" not in [f.rule for f in diagnose(mixed).findings]  # a send meets a receive
+
+
+# ---- wordings from the later unseen sets (bench/recalled set 15 and 16): each by its mechanism ------------------
+def test_torchs_env_rendezvous_refusing_a_rank_past_the_world_is_a_rank_world_size_mismatch():
+    log = """\
+  File "/opt/venv/lib/python3.11/site-packages/torch/distributed/rendezvous.py", line 246, in _env_rendezvous_handler
+    raise ValueError(f"Invalid rank {rank}, rank should be in the interval [0, {world_size - 1}]")
+ValueError: Invalid rank 12, rank should be in the interval [0, 7]
+srun: error: node-b: tasks 8-15: Exited with exit code 1
+"""
+    first = _first(log)
+    assert (first.category, first.rule, first.ranks) == ("rank_world_size_mismatch", "env_rank_out_of_range", (12,))
+
+
+def test_a_store_reply_the_client_does_not_expect_is_a_torch_version_split():
+    first = _first("Traceback (most recent call last):\n  ...\nRuntimeError: Stop_waiting response is expected\n")
+    assert (first.category, first.rule) == ("version_mismatch", "tcpstore_protocol_mismatch")
+
+
+@pytest.mark.parametrize(
+    "shown",
+    ["NCCL (2, 18, 1)", "nccl version: (2, 18, 1)", "torch.cuda.nccl.version() = (2, 18, 1)"],
+)
+def test_nccl_versions_torch_prints_as_tuples_are_compared_across_hosts(shown):
+    _WD = (
+        "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+        "Timeout(ms)=600000) ran for 600090 milliseconds before timing out."
+    )
+    log = f"""\
+pool0-0: torch 2.3.1+cu121 | NCCL (2, 20, 5)
+pool1-0: torch 2.1.2+cu121 | {shown}
+pool1-1: torch 2.1.2+cu121 | {shown}
+pool1-0: [Rank 9] {_WD}
+pool0-0: [Rank 0] {_WD}
+"""
+    first = _first(log)
+    assert (first.category, first.rule) == ("version_mismatch", "nccl_version_differs_across_hosts")
+    assert first.hosts == ("pool0-0",) and "2.18.1" in first.title and "2.20.5" in first.title
+
+
+def test_a_topology_file_naming_a_gpu_the_node_lacks_is_the_environment_override():
+    log = """\
+gke-a3-pool:88:88 [0] NCCL INFO NCCL_TOPO_FILE set by environment to /opt/topo/a3plus.xml
+gke-a3-pool:88:140 [0] graph/topo.cc:712 NCCL WARN Topology: could not find GPU with busId 0000:04:00.0 in topology file
+gke-a3-pool:88:140 [0] NCCL INFO init.cc:1234 -> 3
+"""
+    first = _first(log)
+    assert (first.category, first.rule) == ("nccl_env_override", "topology_node_not_found")
+
+
+def test_a_server_that_came_up_and_serves_did_not_hang():
+    log = """\
+fd2c9a1b7e30:835:835 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal implementation
+fd2c9a1b7e30:835:835 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC
+fd2c9a1b7e30:835:835 [0] NCCL INFO comm 0x5627f0b0 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE
+INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)
+"""
+    assert "completed" in _facts(log)
+    assert [f.category for f in diagnose(log).findings] == ["net_plugin_missing"]
+    served = log.replace(
+        "INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)",
+        "INFO 05-21 Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 41.2 tokens/s",
+    )
+    assert "completed" in _facts(served)
+
+
+def test_a_py_spy_command_line_heads_the_dump_it_printed():
+    log = """\
+py-spy dump --pid 40112   (pipeline stage 1, rank 1)
+Thread 40112 (idle): "MainThread"
+    synchronize (torch/cuda/streams.py:225)
+    _communicate (megatron/core/pipeline_parallel/p2p_communication.py:322)
+    recv_backward (megatron/core/pipeline_parallel/p2p_communication.py:436)
+py-spy dump --pid 40113   (pipeline stage 2, rank 2)
+Thread 40113 (idle): "MainThread"
+    _communicate (megatron/core/pipeline_parallel/p2p_communication.py:322)
+    recv_forward (megatron/core/pipeline_parallel/p2p_communication.py:393)
+"""
+    first = _first(log)
+    assert (first.category, first.ranks) == ("p2p_pairing", (1, 2))
+
+
+def test_an_ordinal_past_a_single_gpu_view_that_is_not_the_first_gpu_is_device_mapping():
+    log = """\
+    torch.cuda.set_device(self.local_rank)
+RuntimeError: CUDA error: invalid device ordinal
+(PolicyWorker pid=58112, ip=10.0.0.4) local_rank=2 CUDA_VISIBLE_DEVICES=2 torch.cuda.device_count()=1
+"""
+    assert _first(log).category == "device_mapping"
+    # the same error under a launcher that starts more processes than the node has GPUs: too many ranks
+    launched = log + "torchrun --nproc_per_node=4 train.py\nCUDA_VISIBLE_DEVICES=0,1\n"
+    assert _first(launched).category == "rank_world_size_mismatch"
