@@ -81,7 +81,11 @@ _PREFIXES = (
     ),
     ("glog2", re.compile(r"(?P<lvl>[IWEF])(?P<ts>\d{4} \d{2}:\d{2}:\d{2}\.\d+) +\d+ [\w.\-/]+:\d+\][ \t]*", re.ASCII)),
     ("quote", re.compile(r"(?:>[ \t]?)+(?=\S)", re.ASCII)),
-    ("mpi", re.compile(r"\[\d+,(?P<rank>\d+)\]<(?:stdout|stderr)>:[ \t]?", re.ASCII)),
+    # Open MPI's --tag-output: "[1,3]<stderr>:", and newer releases' "[1,mpirank:3,algo-2]<stdout>:" naming the host
+    (
+        "mpi",
+        re.compile(r"\[\d+,(?:mpirank:)?(?P<rank>\d+)(?:,(?P<host>[A-Za-z][\w.-]{0,62}))?\]<(?:stdout|stderr)>:[ \t]?", re.ASCII),
+    ),
     (
         "glog",
         re.compile(

@@ -218,7 +218,7 @@ _RANKS_ON = re.compile(r"Rank +[0-9]+ (?:Pid +[0-9]+ )?on +(?P<host>[\w.-]+) +de
 # a rank busy on its own work (data preparation, clustering, a checkpoint) in the lines before a timeout
 _BUSY = ("heckpoint", "reprocess", "okeniz", "Clustering", "ndexing", "Building index", "retry loop", "wandb: Network error")
 # a rank that ended its loop while others may still wait in a collective
-_FINISHED = ("fit` stopped", "raining completed")
+_FINISHED = ("fit` stopped", "raining completed", "arly stopping", "Trainer to stop")
 # the communication itself ran to its end (nccl-tests' closing lines, NCCL's communicator torn down in order):
 # a log that ends after these did not hang
 _COMPLETED = ("Out of bounds values", "Avg bus bandwidth", "Destroy COMPLETE")

@@ -281,6 +281,8 @@ class _Ranker:
             for i, (tier, conf, first, g) in enumerate(findings):
                 if g.rule == "watchdog_all_waiting" and tier == _TIER_ROOT_ERROR:
                     findings[i] = (_TIER_CONSEQUENCE, conf, first, g)
+        if "finished" in facts:
+            self._left_the_loop(findings)
         self._suspects_of_an_early_hang(findings, facts)
         self._store_bound_anyway(findings)
         self._first_failure(findings)
@@ -296,6 +298,28 @@ class _Ranker:
             for f, first in self._candidates(facts, stuck):
                 findings.append((_TIER_ALTERNATIVE, f.confidence, first, f))
         return findings
+
+    @staticmethod
+    def _left_the_loop(findings: list) -> None:
+        """The log says a rank ended its loop (early stopping, training completed) while the ranks that report
+        timed out together in a collective, or with ranks missing from them: the rank that left is the one the
+        others wait for, in a collective it will never call (a stop decided on one rank's own numbers). The
+        timeouts' card then says a desync, the slow rank it named by default second."""
+        for i, (tier, conf, first, g) in enumerate(findings):
+            if g.rule in ("watchdog_all_waiting", "watchdog_rank_missing") and tier == _TIER_ROOT_ERROR and not g.alternative_of:
+                findings[i] = (
+                    tier,
+                    conf,
+                    first,
+                    replace(
+                        g,
+                        category="collective_desync",
+                        docs=CATEGORY["collective_desync"].docs,
+                        title=g.title + " (a rank says it left its loop: the others wait in a collective it never calls)",
+                    ),
+                )
+                findings.append((_TIER_ALTERNATIVE, round(conf * 0.6, 3), first, _alternative(g, g.category)))
+                return
 
     def _suspects_of_an_early_hang(self, findings: list, facts: set) -> None:
         """A job that hung in its first collectives (every watchdog timeout at a sequence number up to

@@ -497,3 +497,35 @@ RuntimeError: CUDA error: invalid device ordinal
     # the same error under a launcher that starts more processes than the node has GPUs: too many ranks
     launched = log + "torchrun --nproc_per_node=4 train.py\nCUDA_VISIBLE_DEVICES=0,1\n"
     assert _first(launched).category == "rank_world_size_mismatch"
+
+
+def test_a_rank_that_says_it_left_its_loop_is_what_the_others_wait_for():
+    wd = (
+        "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=71504, OpType=ALLREDUCE, NumelIn=2569, "
+        "NumelOut=2569, Timeout(ms)=1800000) ran for 1800587 milliseconds before timing out."
+    )
+    log = f"""\
+step 14300 | loss 1.8790 | val_loss 2.0162
+[rank0] val_loss did not improve for 5 evals, early stopping.
+[rank2]:[E ProcessGroupNCCL.cpp:563] [Rank 2] {wd}
+[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] {wd}
+[rank3]:[E ProcessGroupNCCL.cpp:563] [Rank 3] {wd}
+"""
+    findings = diagnose(log).findings
+    assert (findings[0].rule, findings[0].category) == ("watchdog_all_waiting", "collective_desync")
+    assert "slow_rank_timeout" in [f.category for f in findings[1:3]]
+    # without the rank's word, the same timeouts say only that everyone waited
+    quiet = log.replace("[rank0] val_loss did not improve for 5 evals, early stopping.\n", "")
+    assert diagnose(quiet).findings[0].category == "slow_rank_timeout"
+
+
+def test_a_crash_inside_the_net_plugin_after_its_interface_fell_back_is_a_plugin_for_another_nccl():
+    log = """\
+[1,mpirank:0,algo-1]<stdout>:algo-1:120:120 [0] NCCL INFO NCCL version 2.21.5+cuda12.4
+[1,mpirank:0,algo-1]<stdout>:algo-1:120:120 [0] NCCL INFO NET/Plugin: Failed to find ncclNetPlugin_v8 symbol.
+[1,mpirank:0,algo-1]<stdout>:algo-1:120:120 [0] NCCL INFO NET/Plugin: Loaded net plugin AWS Libfabric (v6)
+[1,mpirank:0,algo-1]<stderr>:[algo-1:120  :0:344] Caught signal 11 (Segmentation fault: address not mapped to object)
+[1,mpirank:0,algo-1]<stderr>: 1 0x000000000001c8f1 nccl_net_ofi_regMr()  /tmp/aws-ofi-nccl/src/nccl_ofi_net.c:2203
+"""
+    first = _first(log)
+    assert (first.rule, first.category, first.ranks) == ("net_plugin_crash", "version_mismatch", (0,))
