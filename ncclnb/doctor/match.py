@@ -35,6 +35,8 @@ from .reason import (
     REASONING_PATTERNS,
     VERSION,
     VERSION_TUPLE,
+    FR_P2P_TEXT,
+    FR_STATE_TEXT,
     WATCHDOG,
     WORK,
     CommRecord,
@@ -73,6 +75,7 @@ _LINE_GATES: tuple[str, ...] = (
     "CCL (",
     "ccl (",
     "ccl.version()",
+    "profiling_name",
     "nRanks",
     " nranks ",
     "GLOBAL_RANK",
@@ -474,6 +477,12 @@ class Matcher:
                     self.rows.fill(row, host, ln.pid, ctx.name)
         if "WorkNCCL(" in msg or "NCCL work:" in msg or "enqueued work" in msg:
             self._watchdog(msg, rank, host, ln.pid, ev, ctx.name)
+        if "profiling_name" in msg:
+            m = FR_P2P_TEXT.search(msg)
+            state = FR_STATE_TEXT.search(msg) if m else None
+            if m and state and state.group("state") != "completed":
+                # the recorder's own rank waits in this send or recv (its first such entry read says where)
+                self.state.add_wait(int(m.group("rank")), "i" + m.group("op"), ev)
         if "distributed_c10d.py" in msg and rank is not None:
             m = C10D_FRAME.search(msg)
             if m and (rank in ctx.c10d_calls or len(ctx.c10d_calls) < MAX_RANKS):

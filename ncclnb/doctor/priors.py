@@ -129,6 +129,19 @@ _P2P_DENIED = re.compile(
 )
 # df's line for a /dev/shm smaller than 1 GB (df -h sizes in K or M; df's 1K blocks, at most six digits)
 _SMALL_SHM = re.compile(r"^\S+ +(?:[0-9.]+[KM]i?|[0-9]{1,6}) +\S+ +\S+ +[0-9]+% +/dev/shm", re.ASCII)
+# the script's own code, pasted: a branch only one rank takes ("if self.trainer.is_global_zero:", "if rank == 0:") and a
+# collective called in it (or in the next lines read): the other ranks never call it, so the ranks' collectives differ
+_RANK_GUARD = re.compile(
+    r"^(?:el)?if\b[^#\n]{0,120}(?:is_global_zero|is_main_process|is_local_main_process|is_world_process_zero|"
+    r"rank\(?\)? ?== ?0\b)",
+    re.ASCII,
+)
+_COLLECTIVE_CALL = re.compile(
+    r"\b(?:all_reduce|all_gather(?:_object|_into_tensor)?|reduce_scatter(?:_tensor)?|broadcast(?:_object_list)?|barrier|"
+    r"all_to_all(?:_single)?)\(|\bsync_dist ?= ?True",
+    re.ASCII,
+)
+_GUARD_SPAN = 3  # distinct messages read after a rank-0 branch's line that may still be its body
 # the run got on after NCCL's set-up: a training step, a loss, a rate, a bandwidth figure
 _PROGRESS = re.compile(
     r"['\"]loss['\"]: ?-?[0-9]|\bloss[ :=]+-?[0-9]|[0-9] ?(?:it/s|s/it)\b|\bbusbw\b[^0-9\n]{0,8}[0-9]|"
@@ -286,6 +299,8 @@ class LogContext:
     nvls_call: bool = False  # a line names NVLS's source (nvls.cc) or a multicast driver call (cuMulticast*)
     conf_file: bool = False  # an NCCL configuration file is in play (/etc/nccl.conf, ~/.nccl.conf, NCCL_CONF_FILE)
     gpu_processes: dict = field(default_factory=dict)  # GPU index -> pids nvidia-smi's process table lists on it
+    rank_guarded_collective: bool = False  # the pasted code calls a collective in a branch only rank 0 takes
+    _guard_left: int = 0  # messages still read as the body of the last rank-0 branch seen
     own_nets: set = field(default_factory=set)  # the first two octets of the addresses NCCL's interfaces have
     timed_out_nets: set = field(default_factory=set)  # the same of the peers a connection to went unanswered
 
@@ -450,6 +465,12 @@ class LogContext:
             self.nvls_call = True
         if not self.object_collective and "_object" in msg and _OBJECT_COLLECTIVE.search(msg):
             self.object_collective = True
+        if not self.rank_guarded_collective:
+            if self._guard_left and ("(" in msg or "sync_dist" in msg) and _COLLECTIVE_CALL.search(msg):
+                self.rank_guarded_collective = True
+            elif msg.lstrip().startswith(("if", "elif")) and _RANK_GUARD.match(msg.strip()):
+                self._guard_left = _GUARD_SPAN + 1
+            self._guard_left = max(self._guard_left - 1, 0)
 
     def observe_pair(self, prev: str, msg: str) -> None:
         """Facts only two consecutive lines carry: the REPL's answer under the call (``>>> ...can_device_access_peer(0, 1)``
@@ -518,6 +539,7 @@ class LogContext:
                 "object_collective",
                 "nvls_call",
                 "conf_file",
+                "rank_guarded_collective",
             )
             if getattr(self, name)
         }
@@ -566,6 +588,8 @@ class LogContext:
             if len(ops) == 1:
                 if max(seqs) <= 8 and all(r.numel in (None, (1, 1)) for r in recs):
                     out.add("early_barrier")  # barrier() is a 1-element all_reduce; the first few are set-up
+            if ops and ops <= {"ALLTOALL", "ALLTOALL_BASE"}:
+                out.add("alltoall_waits")  # the ranks wait in an all-to-all: its sends and receives, by their sizes
         return out
 
 
@@ -876,6 +900,14 @@ CANDIDATES = {
             down=("one_host",),
         ),
         Candidate(
+            "p2p_pairing",
+            0.1,
+            "the program's own sends and receives do not pair: two ranks that both send first with blocking "
+            "send() (large messages do not complete until the peer receives), or a recv no rank sends to",
+            "the order of each rank's send/recv calls; post both with batch_isend_irecv, or have one side receive first",
+            up=("send_recv", "p2p_code"),
+        ),
+        Candidate(
             "shm_too_small",
             0.12,
             "shared-memory transport between the local ranks stalled",
@@ -949,8 +981,13 @@ def rank_candidates(kind: str, facts: set) -> list[tuple[Candidate, float, list[
 # signature's own or one of its ``also`` wins
 PREFER = (
     (("watchdog_timeout", "timeout_at_nccl_work"), "finished", "collective_desync"),
+    (("watchdog_timeout", "timeout_at_nccl_work"), "rank_guarded_collective", "collective_desync"),
     (("watchdog_timeout", "timeout_at_nccl_work"), "busy", "slow_rank_timeout"),
     (("watchdog_timeout", "timeout_at_nccl_work"), "early_barrier", "slow_rank_timeout"),
+    # an all-to-all is a send and a receive per pair of ranks, each of the size its split tables say: one that does
+    # not complete is split tables that do not pair (a rank expecting more rows than its peer sends) before a rank
+    # that is late
+    (("watchdog_timeout", "timeout_at_nccl_work"), "alltoall_waits", "p2p_pairing"),
     (("nccl_unique_id_store_timeout",), "device_unknown", "device_mapping"),
     (("nccl_unique_id_store_timeout",), "busy", "slow_rank_timeout"),
     # the unique id of a pair's communicator, which torch makes at the pair's first send/recv: the peer never

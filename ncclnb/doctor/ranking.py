@@ -282,7 +282,9 @@ class _Ranker:
                 if g.rule == "watchdog_all_waiting" and tier == _TIER_ROOT_ERROR:
                     findings[i] = (_TIER_CONSEQUENCE, conf, first, g)
         if "finished" in facts:
-            self._left_the_loop(findings)
+            self._left_the_loop(findings, "a rank says it left its loop: the others wait in a collective it never calls")
+        elif "rank_guarded_collective" in facts:
+            self._left_the_loop(findings, "the code calls a collective in a branch only rank 0 takes")
         self._suspects_of_an_early_hang(findings, facts)
         self._store_bound_anyway(findings)
         self._first_failure(findings)
@@ -300,11 +302,12 @@ class _Ranker:
         return findings
 
     @staticmethod
-    def _left_the_loop(findings: list) -> None:
-        """The log says a rank ended its loop (early stopping, training completed) while the ranks that report
-        timed out together in a collective, or with ranks missing from them: the rank that left is the one the
-        others wait for, in a collective it will never call (a stop decided on one rank's own numbers). The
-        timeouts' card then says a desync, the slow rank it named by default second."""
+    def _left_the_loop(findings: list, why: str) -> None:
+        """The log says a rank ended its loop (early stopping, training completed), or its code calls a
+        collective only rank 0 reaches, while the ranks that report timed out together in a collective, or
+        with ranks missing from them: the ranks' collectives differ (a stop decided on one rank's own numbers,
+        a metric synced under ``if is_global_zero``). The timeouts' card then says a desync (``why``), the slow
+        rank it named by default second."""
         for i, (tier, conf, first, g) in enumerate(findings):
             if g.rule in ("watchdog_all_waiting", "watchdog_rank_missing") and tier == _TIER_ROOT_ERROR and not g.alternative_of:
                 findings[i] = (
@@ -315,7 +318,7 @@ class _Ranker:
                         g,
                         category="collective_desync",
                         docs=CATEGORY["collective_desync"].docs,
-                        title=g.title + " (a rank says it left its loop: the others wait in a collective it never calls)",
+                        title=g.title + f" ({why})",
                     ),
                 )
                 findings.append((_TIER_ALTERNATIVE, round(conf * 0.6, 3), first, _alternative(g, g.category)))

@@ -71,6 +71,11 @@ C10D_FRAME = re.compile(r'distributed_c10d\.py", line [0-9]+, in (?P<fn>[A-Za-z_
 # its point-to-point calls (a blocking send/recv, or the requests of isend/irecv and batch_isend_irecv)
 P2P_CALLS = frozenset({"send", "recv", "isend", "irecv", "batch_isend_irecv"})
 
+# a flight-recorder entry pasted as text (a dump's dict printed by pickle.load or fr_trace's raw view): a send or
+# recv of the recorder's rank ("nccl:recv 0<-4": rank 0 receiving from 4) and whether it ever completed
+FR_P2P_TEXT = re.compile(r"'profiling_name': 'nccl:(?P<op>send|recv) (?P<rank>[0-9]{1,7}) ?(?:->|<-) ?[0-9]{1,7}'", re.ASCII)
+FR_STATE_TEXT = re.compile(r"'state': '(?P<state>scheduled|started|completed)'", re.ASCII)
+
 # a rank's point-to-point plan, printed by ncclnb.guard.p2p.log_p2p_plan (read by ncclnb.doctor.pairing)
 PLAN = re.compile(r"ncclnb guard: p2p plan \{", re.ASCII)
 # (not in REASONING_PATTERNS: the regex parser factors the options' common "--n" out of the alternation, so the
@@ -99,6 +104,7 @@ def launch_count(text: str) -> int:
 
 # exported with the knowledge base for the grep comparison
 REASONING_PATTERNS = (
+    FR_P2P_TEXT.pattern,
     VERSION.pattern,
     VERSION_TUPLE.pattern,
     COMM.pattern,

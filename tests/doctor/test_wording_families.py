@@ -529,3 +529,43 @@ def test_a_crash_inside_the_net_plugin_after_its_interface_fell_back_is_a_plugin
 """
     first = _first(log)
     assert (first.rule, first.category, first.ranks) == ("net_plugin_crash", "version_mismatch", (0,))
+
+
+def test_flight_recorder_entries_pasted_as_text_say_where_each_rank_waits():
+    log = """\
+rank 0:
+  {'record_id': 4410, 'pg_id': 3, 'p2p_seq_id': 2205, 'profiling_name': 'nccl:recv 0<-4', 'state': 'started'}
+rank 4:
+  {'record_id': 4409, 'pg_id': 3, 'p2p_seq_id': 2205, 'profiling_name': 'nccl:recv 4<-0', 'state': 'started'}
+"""
+    first = _first(log)
+    assert (first.category, first.ranks) == ("p2p_pairing", (0, 4))
+    # entries that completed say nobody waits there
+    assert not diagnose(log.replace("'started'", "'completed'")).findings
+
+
+def _timeout(rank: int, seq: int, op: str) -> str:
+    return (
+        f"[rank{rank}]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank {rank}] Watchdog caught collective operation timeout: "
+        f"WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800031 milliseconds "
+        "before timing out.\n"
+    )
+
+
+def test_a_collective_in_a_branch_only_rank_0_takes_is_a_desync():
+    code = """\
+    def validation_step(self, batch, idx):
+        if self.trainer.is_global_zero:
+            self.log("val/loss_rank0", loss, sync_dist=True)
+"""
+    log = code + "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2\n" + _timeout(1, 5, "ALLREDUCE")
+    assert "rank_guarded_collective" in _facts(code)
+    assert _first(log).category == "collective_desync"
+    # the collective outside any rank's branch says nothing of the kind
+    assert "rank_guarded_collective" not in _facts('self.log("val/loss", loss, sync_dist=True)\nif rank == 0:\n    print(x)\n')
+
+
+def test_a_timeout_in_an_all_to_all_is_split_tables_that_do_not_pair_first():
+    first = _first("rank1 send_splits=[4, 4, 3, 5] recv_splits=[5, 4, 2, 5]\n" + _timeout(1, 77, "ALLTOALL_BASE"))
+    assert (first.rule, first.category) == ("watchdog_timeout", "p2p_pairing")
+    assert _first(_timeout(1, 77, "ALLREDUCE")).category != "p2p_pairing"
