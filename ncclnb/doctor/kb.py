@@ -451,8 +451,8 @@ TRIGGERS = (
     "response is expected",
     "response expected",
     # the NCCL version as torch reports it, a tuple
-    "NCCL (",
-    "nccl (",
+    "NCCL (2,",
+    "nccl (2,",
     "nccl version",
     "ccl.version()",
 )

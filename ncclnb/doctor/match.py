@@ -413,7 +413,7 @@ class Matcher:
             elif m is None:
                 t = VERSION_TUPLE.search(msg)
                 if t:
-                    ver = f"{t.group('a')}.{t.group('b')}.{t.group('c')}"
+                    ver = f"{t.group('a') or 2}.{t.group('b')}.{t.group('c')}"
             if ver is not None:
                 # one entry per process: two processes on one host may load different libraries. A line
                 # with no host is kept hostless (never the host of the line before it, which in a log of

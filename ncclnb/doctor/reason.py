@@ -28,9 +28,10 @@ from ..model.words import how_many
 VERSION = re.compile(r"NCCL version (?P<ver>[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4})(?:[-+]cuda(?P<cuda>[0-9.]{1,16}))?", re.ASCII)
 # the version as torch reports it, a tuple (torch.cuda.nccl.version(), collect_env-style prints: "NCCL (2, 18, 1)",
 # "nccl version: (2, 20, 5)", "torch.cuda.nccl.version() = (2, 19, 3)")
+# (the bare tuple read with its major, 2: "NCCL (" alone is on every line NCCL prints, too weak a trigger)
 VERSION_TUPLE = re.compile(
-    r"(?:NCCL \(|nccl \(|NCCL version:? ?=? ?\(|nccl version:? ?=? ?\(|ccl\.version\(\):? ?=? ?\()"
-    r"(?P<a>[0-9]{1,2}), ?(?P<b>[0-9]{1,3}), ?(?P<c>[0-9]{1,3})\)",
+    r"(?:NCCL \(2,|nccl \(2,|(?:NCCL version|nccl version|ccl\.version\(\)):? ?=? ?\((?P<a>[0-9]{1,2}),)"
+    r" ?(?P<b>[0-9]{1,3}), ?(?P<c>[0-9]{1,3})\)",
     re.ASCII,
 )
 COMM = re.compile(

@@ -71,3 +71,24 @@ def test_no_trigger_flags_the_heads_of_nccls_lines(monkeypatch):
     monkeypatch.setattr(scan, "_LITERALS", scan._LITERALS + (b"0 [3]",))
     bad = scan._QuadTable(np, data)
     assert len(_flagged_lines(bad, blob)) >= len(pieces) / 100
+
+
+def _plain_lines_flagged(data: bytes) -> tuple[int, int]:
+    table = scan._QuadTable(np, data)
+    flagged = _flagged_lines(table, data)
+    plain = [i for i, line in enumerate(data.split(b"\n")[:-1]) if not scan._has_trigger(line)]
+    return sum(1 for i in plain if i in flagged), len(plain)
+
+
+@pytest.mark.parametrize("path", CAPTURES[:4], ids=lambda p: p.name[:60])
+def test_no_trigger_flags_the_plain_lines_nccl_prints(path, monkeypatch):
+    # A trigger whose every gram at one alignment is common ("NCCL (" has only "CCL " there, on every line NCCL prints)
+    # sends most lines of a log through the per-line path. The lines of a real capture that hold no trigger are
+    # flagged rarely; a trigger made of NCCL's own prefix is caught by the same bound.
+    data = path.read_bytes()
+    data = data if data.endswith(b"\n") else data + b"\n"
+    flagged, plain = _plain_lines_flagged(data)
+    assert plain and flagged < plain / 10, f"{flagged} of {plain} lines without a trigger flagged"
+    monkeypatch.setattr(scan, "_LITERALS", scan._LITERALS + (b"NCCL (",))
+    flagged, plain = _plain_lines_flagged(data)
+    assert flagged >= plain / 10
