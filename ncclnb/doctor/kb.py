@@ -277,6 +277,8 @@ TRIGGERS = (
     "rdma-sharp-plugins",
     "rdma_sharp_plugin",
     "aws-ofi-nccl",
+    # torch's env:// rendezvous refusing a rank (older wording)
+    "WORLD_SIZE (",
     # a flight-recorder entry pasted as text
     "profiling_name",
     # pasted code: a branch only rank 0 takes, and a collective called in it
@@ -291,6 +293,13 @@ TRIGGERS = (
     "all_gather(",
     "barrier(",
     "broadcast(",
+    # a hang as Chinese, Japanese and Korean reporters write it (卡死, 卡住, ハング, フリーズ, 멈춰, 멈춤)
+    "\u5361\u6b7b",
+    "\u5361\u4f4f",
+    "\u30cf\u30f3\u30b0",
+    "\u30d5\u30ea\u30fc\u30ba",
+    "\uba48\ucdb0",
+    "\uba48\ucda4",
     # nvidia-smi topo -p2p: a pair without peer-to-peer support (between separators; a symmetric matrix has one)
     " CNS ",
     " GNS ",
@@ -630,10 +639,14 @@ def _seq_required(seq: list, sp) -> Optional[tuple[str, ...]]:
             got = _seq_required(list(arg[2]), sp)
         if got:
             choices.append(got)
-    choices = [c for c in choices if min(map(len, c)) >= 3]
+    choices = [c for c in choices if min(map(_utf8_len, c)) >= 3]  # (bytes: two CJK characters are long enough)
     if not choices:
         return None
-    return max(choices, key=lambda c: (min(map(len, c)), -len(c)))
+    return max(choices, key=lambda c: (min(map(_utf8_len, c)), -len(c)))
+
+
+def _utf8_len(text: str) -> int:
+    return len(text.encode("utf-8"))
 
 
 def _load_record(path: str) -> Signature:

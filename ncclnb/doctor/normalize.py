@@ -21,6 +21,8 @@ from typing import Optional
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]", re.ASCII)
 FRAME = re.compile(r"^\s*(?:frame #\d+:|#\d+ 0x[0-9a-f]+ in )", re.ASCII)
+# a frame in NCCL's net plugin is evidence (a crash inside the plugin), not noise
+_PLUGIN_FRAME = re.compile(r"nccl_net_ofi_|libnccl-net|rdma[-_]sharp|aws-ofi-nccl", re.ASCII)
 
 _NCCL = re.compile(
     r"(?P<host>[^\s:\[\]]+):(?P<pid>\w+)(?::(?P<tid>\w+))? \[(?P<dev>\d+)\] "
@@ -188,7 +190,7 @@ def num(text, digits: int = RANK_DIGITS) -> Optional[int]:
 def normalize(raw: str) -> Optional[Line]:
     """Peel the prefixes off ``raw``; None for C++ frame noise."""
     text = clean(raw)
-    if FRAME.match(text):
+    if FRAME.match(text) and not _PLUGIN_FRAME.search(text):
         return None
     out = Line(text="")
     for _ in range(12):  # prefixes nest a few deep at most

@@ -154,7 +154,9 @@ _PROGRESS = re.compile(
 _STOPPED = _Gated(
     re.compile(
         r"\b(?:[Hh]angs?|[Hh]anging|[Hh]ung|HANG|[Ss]tuck|[Ff]roze|[Ff]reezes|never (?:returns|finishes|completes))\b|"
-        r"KeyboardInterrupt|py-spy|\(most recent call first\)|^Thread (?:0x[0-9a-f]+|[0-9]+) \((?:idle|active)",
+        r"KeyboardInterrupt|py-spy|\(most recent call first\)|^Thread (?:0x[0-9a-f]+|[0-9]+) \((?:idle|active)|"
+        # the same said in the reporter's own language (Chinese, Japanese, Korean pastes around English error lines)
+        "\u5361\u6b7b|\u5361\u4f4f|\u30cf\u30f3\u30b0|\u30d5\u30ea\u30fc\u30ba|\uba48\ucdb0|\uba48\ucda4",
         re.ASCII,
     )
 )
@@ -208,7 +210,10 @@ _VISIBLE = re.compile(r"CUDA_VISIBLE_DEVICES[\"']?[=:] ?[\"']?(?P<ids>[0-9]{1,3}
 _DEVICE_BY_PHYSICAL_ID = re.compile(r"CUDA_VISIBLE_DEVICES['\"]\)?\]?\)?\.split\([^)]*\)\s*\[", re.ASCII)
 _DEVICE_BY_RANK = re.compile(
     r"(?:set_device\(|cuda:\{|\.cuda\(|device\(\s*['\"]cuda['\"],\s*)(?:args\.|self\.|opt\.|cfg\.|config\.)?"
-    r"(?:rank|global_rank|world_rank|dist\.get_rank\(\)|torch\.distributed\.get_rank\(\))\s*[)}]",
+    r"(?:rank|global_rank|world_rank|dist\.get_rank\(\)|torch\.distributed\.get_rank\(\))\s*[)}]|"
+    # the global rank read from the launcher's environment ("cuda:{int(os.environ['RANK'])}")
+    r"(?:set_device\(|cuda:\{|\.cuda\(|device\(\s*['\"]cuda['\"],\s*)(?:int\()?"
+    r"os\.(?:environ\[|environ\.get\(|getenv\()['\"]RANK['\"]",
     re.ASCII,
 )
 # torch's object collectives put each object's bytes on torch.cuda.current_device(): cuda:0 in every process that
@@ -459,7 +464,7 @@ class LogContext:
                 self.local_procs = int(m.group("n"))
         if not self.device_by_physical_id and "CUDA_VISIBLE_DEVICES" in msg and _DEVICE_BY_PHYSICAL_ID.search(msg):
             self.device_by_physical_id = True
-        if not self.device_by_rank and "rank" in msg and _DEVICE_BY_RANK.search(msg):
+        if not self.device_by_rank and ("rank" in msg or "RANK" in msg) and _DEVICE_BY_RANK.search(msg):
             self.device_by_rank = True
         if "cuMulticast" in msg or "nvls.cc" in msg:
             self.nvls_call = True
@@ -468,8 +473,13 @@ class LogContext:
         if not self.rank_guarded_collective:
             if self._guard_left and ("(" in msg or "sync_dist" in msg) and _COLLECTIVE_CALL.search(msg):
                 self.rank_guarded_collective = True
-            elif msg.lstrip().startswith(("if", "elif")) and _RANK_GUARD.match(msg.strip()):
-                self._guard_left = _GUARD_SPAN + 1
+            elif msg.lstrip().startswith(("if", "elif")):
+                guard = _RANK_GUARD.match(msg.strip())
+                if guard is not None:
+                    # the branch's body on the same line ("if is_main_process(): dist.all_reduce(x)"), or the next lines
+                    self._guard_left = _GUARD_SPAN + 1
+                    if _COLLECTIVE_CALL.search(msg.strip(), guard.end()):
+                        self.rank_guarded_collective = True
             self._guard_left = max(self._guard_left - 1, 0)
 
     def observe_pair(self, prev: str, msg: str) -> None:

@@ -305,11 +305,12 @@ class _Ranker:
     def _left_the_loop(findings: list, why: str) -> None:
         """The log says a rank ended its loop (early stopping, training completed), or its code calls a
         collective only rank 0 reaches, while the ranks that report timed out together in a collective, or
-        with ranks missing from them: the ranks' collectives differ (a stop decided on one rank's own numbers,
-        a metric synced under ``if is_global_zero``). The timeouts' card then says a desync (``why``), the slow
-        rank it named by default second."""
+        with ranks missing from them, or another finding of a slow rank leads (the watchdog stuck, a timeout): the
+        ranks' collectives differ (a stop decided on one rank's own numbers, a metric synced under
+        ``if is_global_zero``). That finding then says a desync (``why``), the slow rank it named by default second."""
         for i, (tier, conf, first, g) in enumerate(findings):
-            if g.rule in ("watchdog_all_waiting", "watchdog_rank_missing") and tier == _TIER_ROOT_ERROR and not g.alternative_of:
+            waiting = g.rule in ("watchdog_all_waiting", "watchdog_rank_missing") or g.category == "slow_rank_timeout"
+            if waiting and tier == _TIER_ROOT_ERROR and not g.alternative_of:
                 findings[i] = (
                     tier,
                     conf,

@@ -569,3 +569,34 @@ def test_a_timeout_in_an_all_to_all_is_split_tables_that_do_not_pair_first():
     first = _first("rank1 send_splits=[4, 4, 3, 5] recv_splits=[5, 4, 2, 5]\n" + _timeout(1, 77, "ALLTOALL_BASE"))
     assert (first.rule, first.category) == ("watchdog_timeout", "p2p_pairing")
     assert _first(_timeout(1, 77, "ALLREDUCE")).category != "p2p_pairing"
+
+
+def test_wordings_from_sets_19_and_20():
+    # torch's older env:// wording for a rank past the world
+    diag = diagnose(
+        "ValueError: Error initializing torch.distributed using env:// rendezvous: RANK (4) must be less than WORLD_SIZE (4)\n"
+    )
+    assert diag.findings[0].category == "rank_world_size_mismatch"
+    assert "env_rank_out_of_range" in [f.rule for f in diag.findings]
+    # a hang said in the reporter's language is a stop
+    for said in (
+        "allreduce \u5361\u6b7b\u4e0d\u52a8",
+        "all_reduce \u304c\u30cf\u30f3\u30b0\u3059\u308b",
+        "\ud559\uc2b5\uc774 \uba48\ucdb0\uc694",
+    ):
+        assert "stopped" in _facts(said), said
+    # a collective on the same line as the rank-0 branch
+    assert "rank_guarded_collective" in _facts("if is_main_process(): dist.all_reduce(loss_for_log)")
+    # a device picked by the global rank from the environment, on a job of several nodes
+    facts = _facts("torchrun --nnodes 2 --nproc_per_node 8\ndevice = torch.device(f\"cuda:{int(os.environ['RANK'])}\")")
+    assert "device_not_local" in facts
+
+
+def test_a_gdb_frame_inside_the_net_plugin_is_read_not_dropped_as_noise():
+    log = """\
+ip-10-1-5-77:41:41 [0] NCCL INFO NET/Plugin: Loaded net plugin AWS Libfabric (v4)
+Fatal Python error: Segmentation fault
+#0 0x00007f3b1e2a90c1 in nccl_net_ofi_regMr () from /opt/amazon/efa/lib/libnccl-net.so
+#2 0x00007f3c9e0120aa in ncclProxyProgress () from /usr/local/lib/python3.10/dist-packages/nvidia/nccl/lib/libnccl.so.2
+"""
+    assert _first(log).rule == "net_plugin_crash"
