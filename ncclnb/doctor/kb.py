@@ -277,6 +277,11 @@ TRIGGERS = (
     "rdma-sharp-plugins",
     "rdma_sharp_plugin",
     "aws-ofi-nccl",
+    # a driver and a CUDA that do not go together (CUDA error 803; an NGC container's banner)
+    "DRIVER_MISMATCH",
+    "DriverMismatch",
+    "driver combination",
+    "was built for NVIDIA Driver",
     # torch's env:// rendezvous refusing a rank (older wording)
     "WORLD_SIZE (",
     # a flight-recorder entry pasted as text
@@ -345,6 +350,12 @@ TRIGGERS = (
     "ecurity group",
     "--gres",
     "--gpus-per-node",
+    "--gpus-per-task",
+    # an all-to-all's split sizes printed before the call
+    "_splits=",
+    "_splits:",
+    "split_sizes",
+    "_splits =",
     "Inconsistent compute device",
     "MiB |",
     "set_device(",

@@ -203,6 +203,11 @@ _GPUS_STATED = re.compile(
 _GPUS_PER_NODE = re.compile(
     r"(?:--gres[= ]gpu(?::[A-Za-z][\w.-]{0,31})?:|--gpus-per-node[= ](?:[A-Za-z][\w.-]{0,31}:)?)(?P<n>[0-9]{1,2})\b", re.ASCII
 )
+# an all-to-all's split sizes as a script prints them before the call ("input_splits=[512, 300]", "send_splits: [3, 5]",
+# "output_split_sizes = [...]"): the sizes each pair of ranks must agree on
+_SPLITS = re.compile(r"\b(?:input|output|send|recv)_?split(?:s|_sizes)?\b ?[=:] ?\[[0-9]", re.ASCII)
+# Slurm binding one GPU to each task (--gpus-per-task=1): every process sees its own single GPU, as cuda:0
+_GPU_PER_TASK = re.compile(r"--gpus-per-task[= ](?:[A-Za-z][\w.-]{0,31}:)?1\b", re.ASCII)
 # CUDA_VISIBLE_DEVICES as a shell line, an env dump or a launcher's echo sets it: the GPUs each process of the node sees
 _VISIBLE = re.compile(r"CUDA_VISIBLE_DEVICES[\"']?[=:] ?[\"']?(?P<ids>[0-9]{1,3}(?:,[0-9]{1,3})*)\b", re.ASCII)
 # code (a traceback's source line, a snippet) that picks a process's GPU by a physical id out of CUDA_VISIBLE_DEVICES
@@ -305,6 +310,8 @@ class LogContext:
     conf_file: bool = False  # an NCCL configuration file is in play (/etc/nccl.conf, ~/.nccl.conf, NCCL_CONF_FILE)
     gpu_processes: dict = field(default_factory=dict)  # GPU index -> pids nvidia-smi's process table lists on it
     rank_guarded_collective: bool = False  # the pasted code calls a collective in a branch only rank 0 takes
+    gpu_per_task: bool = False  # Slurm gives each task one GPU of its own (--gpus-per-task=1)
+    splits_shown: bool = False  # the paste prints an all-to-all's split sizes (input_splits=[...], send_splits=[...])
     _guard_left: int = 0  # messages still read as the body of the last rank-0 branch seen
     own_nets: set = field(default_factory=set)  # the first two octets of the addresses NCCL's interfaces have
     timed_out_nets: set = field(default_factory=set)  # the same of the peers a connection to went unanswered
@@ -436,6 +443,8 @@ class LogContext:
             m = _NCCL_CUDA.search(msg)
             if m:
                 self.cuda_major = max(self.cuda_major, int(m.group("major")))
+        if not self.splits_shown and "split" in msg and _SPLITS.search(msg):
+            self.splits_shown = True
         if not self.p2p_code and _holds(msg, _P2P_CODE):
             self.p2p_code = True
         if not self.send_recv and _holds(msg, _SEND_RECV):
@@ -454,6 +463,8 @@ class LogContext:
         if "--g" in msg:
             for m in _GPUS_PER_NODE.finditer(msg):
                 self.visible_gpus = max(self.visible_gpus, int(m.group("n")))
+            if _GPU_PER_TASK.search(msg):
+                self.gpu_per_task = True
         if "device_count" in msg:
             m = _DEVICE_COUNT.search(msg)
             if m:
@@ -550,6 +561,7 @@ class LogContext:
                 "nvls_call",
                 "conf_file",
                 "rank_guarded_collective",
+                "splits_shown",
             )
             if getattr(self, name)
         }
@@ -574,7 +586,7 @@ class LogContext:
             out.add("device_not_local")
         if self.driver_major and self.driver_major < _DRIVER_FOR_CUDA.get(self.cuda_major, 0):
             out.add("driver_behind_cuda")  # an NCCL built for a CUDA newer than the driver: forward compatibility
-        if len(self.single_views) >= 2:
+        if len(self.single_views) >= 2 or self.gpu_per_task:
             # processes each shown another single GPU (Slurm's --gpus-per-task, Ray, a per-rank launcher): none can
             # share a GPU by count, and device 0 is the only index each has
             out.add("one_gpu_per_process")
@@ -998,6 +1010,8 @@ PREFER = (
     # not complete is split tables that do not pair (a rank expecting more rows than its peer sends) before a rank
     # that is late
     (("watchdog_timeout", "timeout_at_nccl_work"), "alltoall_waits", "p2p_pairing"),
+    # (the same where the timeout names no op but the paste prints the all-to-all's split tables before it)
+    (("watchdog_timeout", "timeout_at_nccl_work"), "splits_shown", "p2p_pairing"),
     (("nccl_unique_id_store_timeout",), "device_unknown", "device_mapping"),
     (("nccl_unique_id_store_timeout",), "busy", "slow_rank_timeout"),
     # the unique id of a pair's communicator, which torch makes at the pair's first send/recv: the peer never

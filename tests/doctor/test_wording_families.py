@@ -600,3 +600,25 @@ Fatal Python error: Segmentation fault
 #2 0x00007f3c9e0120aa in ncclProxyProgress () from /usr/local/lib/python3.10/dist-packages/nvidia/nccl/lib/libnccl.so.2
 """
     assert _first(log).rule == "net_plugin_crash"
+
+
+def test_wordings_from_sets_21_and_22():
+    # CUDA error 803 (and an NGC container's banner saying so): the driver and the CUDA do not go together
+    first = _first(
+        "RuntimeError: Unexpected error from cudaGetDeviceCount(). "
+        "Error 803: system has unsupported display driver / cuda driver combination\n"
+    )
+    assert (first.rule, first.category) == ("driver_too_old", "version_mismatch")
+    # Slurm's --gpus-per-task=1 gives each process its own single GPU: an ordinal past it is the script's mapping
+    log = (
+        "#SBATCH --nodes=2 --ntasks-per-node=4 --gpus-per-task=1\n"
+        "    torch.cuda.set_device(local)\nRuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    assert _first(log).category == "device_mapping"
+    # split tables printed before a timeout that names no op: the all-to-all's sizes do not pair
+    log = (
+        "[rank2] input_splits=[230, 201, 601, 34] output_splits=[212, 177, 601, 34]\n"
+        "[rank2]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank 2] Timeout at NCCL work: 7, "
+        "last enqueued NCCL work: 7, last completed NCCL work: 6.\n"
+    )
+    assert _first(log).category == "p2p_pairing"
