@@ -37,6 +37,7 @@ from .reason import (
     VERSION_TUPLE,
     FR_P2P_TEXT,
     FR_STATE_TEXT,
+    NET_IB_USING,
     WATCHDOG,
     WORK,
     CommRecord,
@@ -76,6 +77,7 @@ _LINE_GATES: tuple[str, ...] = (
     "ccl (",
     "ccl.version()",
     "profiling_name",
+    "NET/IB",
     "nRanks",
     " nranks ",
     "GLOBAL_RANK",
@@ -156,6 +158,7 @@ _ECHO_SAFE = (
     "ccl.version()",
     " nranks ",
     "can_device_access_peer",
+    "NET/IB",
 )
 _ECHO_UNSAFE = tuple(g for g in _LINE_GATES if g not in _ECHO_SAFE)
 
@@ -477,6 +480,10 @@ class Matcher:
                     self.rows.fill(row, host, ln.pid, ctx.name)
         if "WorkNCCL(" in msg or "NCCL work:" in msg or "enqueued work" in msg:
             self._watchdog(msg, rank, host, ln.pid, ev, ctx.name)
+        if "NET/IB" in msg and host and "Using" in msg:
+            m = NET_IB_USING.search(msg)
+            if m:
+                self.state.add_ib_devices(host, m.group("devs"), ev)
         if "profiling_name" in msg:
             m = FR_P2P_TEXT.search(msg)
             state = FR_STATE_TEXT.search(msg) if m else None

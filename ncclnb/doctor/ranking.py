@@ -30,6 +30,7 @@ from .reason import (
     launcher_findings,
     out_of_range_findings,
     plan_findings,
+    ib_device_findings,
     version_findings,
     wait_findings,
     watchdog_findings,
@@ -231,6 +232,7 @@ class _Ranker:
         reasoned = (
             watchdog_findings(self.state, self.world_size, self.table.present())
             + version_findings(self.state, {r: (row.host, row.pid) for r, row in self.rows.items() if isinstance(r, int)})
+            + ib_device_findings(self.state)
             + world_size_findings(self.state, known_ranks)
             + launcher_findings(self.state, self.world_size or self._store_expected())
             + out_of_range_findings(self.state)

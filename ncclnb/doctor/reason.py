@@ -72,6 +72,12 @@ C10D_FRAME = re.compile(r'distributed_c10d\.py", line [0-9]+, in (?P<fn>[A-Za-z_
 # its point-to-point calls (a blocking send/recv, or the requests of isend/irecv and batch_isend_irecv)
 P2P_CALLS = frozenset({"send", "recv", "isend", "irecv", "batch_isend_irecv"})
 
+# the HCAs NCCL's IB transport uses on a host: "NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_bond_0:1/RoCE ; OOB ib0:10.2.0.11<0>"
+NET_IB_USING = re.compile(
+    r"NET/IB : Using (?P<devs>(?:\[[0-9]{1,3}\] ?[\w.-]{1,64}:[0-9]{1,3}/(?:IB|RoCE)[ ;]*){1,64})", re.ASCII
+)
+_IB_DEVICE = re.compile(r"\[[0-9]{1,3}\] ?(?P<dev>[\w.-]{1,64}:[0-9]{1,3}/(?:IB|RoCE))", re.ASCII)
+
 # a flight-recorder entry pasted as text (a dump's dict printed by pickle.load or fr_trace's raw view): a send or
 # recv of the recorder's rank ("nccl:recv 0<-4": rank 0 receiving from 4) and whether it ever completed
 FR_P2P_TEXT = re.compile(r"'profiling_name': 'nccl:(?P<op>send|recv) (?P<rank>[0-9]{1,7}) ?(?:->|<-) ?[0-9]{1,7}'", re.ASCII)
@@ -105,6 +111,7 @@ def launch_count(text: str) -> int:
 
 # exported with the knowledge base for the grep comparison
 REASONING_PATTERNS = (
+    NET_IB_USING.pattern,
     FR_P2P_TEXT.pattern,
     VERSION.pattern,
     VERSION_TUPLE.pattern,
@@ -161,7 +168,16 @@ class ReasonState:
     waits: dict = field(default_factory=dict)  # rank -> (c10d call or None, Evidence) of its first timeout
     values: dict = field(default_factory=dict)  # kind ("batches", "examples") -> {rank: (count, Evidence)}
     launch: dict = field(default_factory=dict)  # launcher option (LAUNCH) -> {value: Evidence} as the log gives it
+    ib_devices: dict = field(default_factory=dict)  # host -> (the HCAs NCCL's IB transport uses there, Evidence)
     limit: int = 8192
+
+    def add_ib_devices(self, host: str, line: str, ev: Evidence) -> None:
+        """The HCAs a host's NET/IB line lists (its first such line; every process on it prints the same)."""
+        if host in self.ib_devices or len(self.ib_devices) >= 256:
+            return
+        devs = tuple(m.group("dev") for m in _IB_DEVICE.finditer(line))
+        if devs:
+            self.ib_devices[host] = (devs, ev)
 
     def add_launch(self, option: str, value: int, ev: Evidence) -> None:
         """A launcher's option as a command line or #SBATCH line in the log sets it (the first line per value)."""
@@ -564,6 +580,40 @@ def watchdog_findings(state: ReasonState, world_size: Optional[int], present=fro
             )
         ]
     return []
+
+
+def ib_device_findings(state: ReasonState) -> list[Finding]:
+    """Hosts whose NCCL uses different HCAs (another count, another link layer: an Ethernet RoCE port listed
+    beside the InfiniBand ones on some hosts only). NCCL pairs the ranks' NICs by index across hosts, so a
+    channel joins two ports that are not on one fabric and its first transfer never arrives."""
+    if len(state.ib_devices) < 2:
+        return []
+    lists = Counter(devs for devs, _ in state.ib_devices.values())
+    if len(lists) < 2:
+        return []
+    (common, most), (_, second) = lists.most_common(2)
+    if most == second:  # no majority (two hosts): the shorter list is the base, a port more is what changed
+        common = min((devs for devs, n in lists.items() if n == most), key=lambda d: (len(d), d))
+    odd = sorted(h for h, (devs, _) in state.ib_devices.items() if devs != common)
+    odd_devs = sorted({d for h in odd for d in state.ib_devices[h][0]} ^ set(common))
+    evidence = (state.ib_devices[odd[0]][1],) + tuple(ev for h, (devs, ev) in sorted(state.ib_devices.items()) if devs == common)[
+        :1
+    ]
+    return [
+        _cross_rank(
+            rule="ib_devices_differ_across_hosts",
+            confidence=0.6,
+            evidence=evidence,
+            values=dict(
+                where=", ".join(odd[:8]) + (f" and {len(odd) - 8} more" if len(odd) > 8 else ""),
+                odd_count=len(odd),
+                hosts=len(state.ib_devices),
+                common=len(common),
+                differ=", ".join(odd_devs[:8]) or "the order of the same devices",
+            ),
+            hosts=tuple(odd[:64]),
+        )
+    ]
 
 
 def version_findings(state: ReasonState, rank_hosts: dict) -> list[Finding]:

@@ -622,3 +622,18 @@ def test_wordings_from_sets_21_and_22():
         "last enqueued NCCL work: 7, last completed NCCL work: 6.\n"
     )
     assert _first(log).category == "p2p_pairing"
+
+
+def test_hosts_listing_different_hcas_are_named_and_hosts_alike_are_not():
+    same = "".join(
+        f"{h}:77:78 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB eth0:10.2.0.{i}<0>\n"
+        for i, h in enumerate(("n1", "n2", "n3"))
+    )
+    assert "ib_devices_differ_across_hosts" not in [f.rule for f in diagnose(same).findings]
+    odd = (
+        same
+        + "n4:77:78 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]mlx5_bond_0:1/RoCE ; OOB eth0:10.2.0.9<0>\n"
+    )
+    found = [f for f in diagnose(odd).findings if f.rule == "ib_devices_differ_across_hosts"]
+    assert len(found) == 1 and found[0].hosts == ("n4",) and found[0].category == "ib_misconfig"
+    assert "mlx5_bond_0:1/RoCE" in found[0].cause
