@@ -67,15 +67,13 @@ COMM_DONE = re.compile(r"comm 0x[0-9a-f]+ rank (?P<rank>[0-9]+) nranks (?P<nrank
 # the substrings on which line() reads a message beyond its signatures (versions, comm lines, banners, watchdog
 # and progress lines, p2p plans): a message holding none of them, with no signature hit and not a WARN, is inert
 # (collapse.Template.inert) and later lines with it take the short way (_inert_line). A new gate goes here too.
+# (a version line: NCCL's own, or the tuple torch reports; Matcher.line tests the same substrings)
+_VERSION_GATES = ("NCCL version", "ccl version", "CCL (", "ccl (", "ccl.version()")
 _LINE_GATES: tuple[str, ...] = (
     "--n",
     "SLURM_N",
     "SLURM_JOB_NUM",
-    "NCCL version",
-    "ccl version",
-    "CCL (",
-    "ccl (",
-    "ccl.version()",
+    *_VERSION_GATES,
     "profiling_name",
     "NET/IB",
     "nRanks",
@@ -151,11 +149,7 @@ _ECHO_SAFE = (
     "--n",
     "SLURM_N",
     "SLURM_JOB_NUM",
-    "NCCL version",
-    "ccl version",
-    "CCL (",
-    "ccl (",
-    "ccl.version()",
+    *_VERSION_GATES,
     " nranks ",
     "can_device_access_peer",
     "NET/IB",
