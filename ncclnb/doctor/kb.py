@@ -284,6 +284,9 @@ TRIGGERS = (
     "was built for NVIDIA Driver",
     # torch's env:// rendezvous refusing a rank (older wording)
     "WORLD_SIZE (",
+    " is out of range",
+    # an all-to-all's split sizes that do not add up (torch's check)
+    "Split sizes doesn",
     # a flight-recorder entry pasted as text
     "profiling_name",
     # pasted code: a branch only rank 0 takes, and a collective called in it

@@ -596,6 +596,8 @@ class LogContext:
             out.add("cumem")
         if "NCCL_NET" in self.env:
             out.add("net_forced")
+        if any(var in self.env for var in _BUFFER_VARS):
+            out.add("buffers_tuned")  # the run sets how much memory NCCL's channels take
         if self.env.get("NCCL_SHM_DISABLE") == "1":
             out.add("shm_disabled")
         if self.env.get("NCCL_P2P_DISABLE") == "1" or self.env.get("NCCL_P2P_LEVEL") in ("LOC", "0"):
@@ -998,6 +1000,10 @@ def rank_candidates(kind: str, facts: set) -> list[tuple[Candidate, float, list[
     return out
 
 
+# the variables that size NCCL's per-channel buffers (their product with the channels and peers is its GPU memory)
+_BUFFER_VARS = ("NCCL_BUFFSIZE", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_NCHANNELS", "NCCL_MIN_CTAS", "NCCL_MAX_CTAS")
+
+
 # ---- a fact that settles which of a signature's categories holds -------------
 # (signature ids, fact, category): the first rule whose fact holds and whose category is the
 # signature's own or one of its ``also`` wins
@@ -1033,6 +1039,11 @@ PREFER = (
     # several processes holding memory on the GPU that ran out: ranks placed on one GPU (torch.load without
     # map_location, no set_device), not a model too large for its GPU
     (("cuda_oom",), "processes_share_gpu", "device_mapping"),
+    # NCCL ran out of GPU memory for its own buffers while the run sets their size or count (a site profile's
+    # NCCL_BUFFSIZE, forced channels): the setting asks for the memory
+    (("cuda_oom_in_nccl",), "buffers_tuned", "nccl_env_override"),
+    # NCCL's proxy lost a rank while a system resource ran out in the same run (a thread, memory): that is why
+    (("proxy_service_accept_failed",), "resource_exhausted", "oom_or_resource"),
     (("topology_xml_unreadable", "topology_path_not_found", "topology_node_not_found"), "topo_env", "nccl_env_override"),
     # NCCL tries P2P only where its topology says the GPUs can: with a topology file from the environment, a refused
     # peer access is the file describing other hardware (a base image's file for another machine)

@@ -554,6 +554,8 @@ class _Ranker:
             facts.add("device_unknown")
         if any(h.sig.category == "p2p_pairing" and not h.sig.consequence for h in self.hits.values()):
             facts.add("p2p_ops")
+        if any(_ran_out(h) for h in self.hits.values()):
+            facts.add("resource_exhausted")  # a system resource ran out (memory, threads, file descriptors)
         ordinal = self.hits.get("invalid_device_ordinal")
         if ordinal is not None and 0 in {self.table.resolve(k) for k in ordinal.printers}:
             # GPU 0 always exists where any GPU is visible: a device index that fails on rank 0 is not
@@ -945,6 +947,17 @@ def _detail(groups: dict, count: int) -> str:
     if count > 1:
         bits.append(f"{count} lines")
     return f" ({'; '.join(bits)})" if bits else ""
+
+
+def _ran_out(h) -> bool:
+    """Whether hit ``h`` says a system resource ran out: an error of oom_or_resource, but EAGAIN only where it
+    creates a thread or a process (on a socket's accept or recv it means "nothing yet", not exhaustion)."""
+    sig = h.sig
+    if sig.category != "oom_or_resource" or sig.severity != "error" or sig.consequence or sig.benign:
+        return False
+    if sig.id == "resource_temporarily_unavailable":
+        return any(w in e.text for e in h.evidence for w in ("pthread_create", "fork", "clone"))
+    return True
 
 
 def _alternative(f: Finding, category: str) -> Finding:

@@ -637,3 +637,22 @@ def test_hosts_listing_different_hcas_are_named_and_hosts_alike_are_not():
     found = [f for f in diagnose(odd).findings if f.rule == "ib_devices_differ_across_hosts"]
     assert len(found) == 1 and found[0].hosts == ("n4",) and found[0].category == "ib_misconfig"
     assert "mlx5_bond_0:1/RoCE" in found[0].cause
+
+
+def test_wordings_from_sets_23_and_24():
+    # NCCL out of memory for its own buffers while the run sizes them: the setting asks for the memory
+    log = (
+        "gpu12:61102:61267 [1] NCCL INFO NCCL_BUFFSIZE set by environment to 536870912.\n"
+        "gpu12:61102:61267 [1] include/alloc.h:114 NCCL WARN Failed to CUDA calloc 536870912 bytes\n"
+    )
+    assert _first(log).category == "nccl_env_override"
+    assert _first(log.splitlines()[1] + "\n").category == "oom_or_resource"
+    # the proxy losing a rank while a thread could not be created: the resource ran out
+    log = (
+        "w3:481:1071 [6] proxy.cc:1524 NCCL WARN [Proxy Service 30] Failed to execute operation Init from rank 30, retcode 2\n"
+        "w3:481:1062 [6] proxy.cc:1213 NCCL WARN Call to pthread_create failed : Resource temporarily unavailable\n"
+    )
+    assert _first(log).category == "oom_or_resource"
+    # another wording of a rank past the world
+    first = _first("ValueError: RANK=2048 is out of range; expected value in [0, 2048) (WORLD_SIZE=2048)\n")
+    assert (first.rule, first.ranks) == ("env_rank_out_of_range", (2048,))
