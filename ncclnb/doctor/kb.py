@@ -582,23 +582,13 @@ def required_literal(pattern: str) -> Optional[str]:
     except re.error:
         return None
     best, run = "", []
-
-    def walk(items) -> None:
-        nonlocal best, run
-        for op, arg in items:
-            if op is sre_parse.LITERAL:
-                run.append(chr(arg))
-                continue
-            if op is sre_parse.SUBPATTERN and not arg[1] and not arg[2]:
-                walk(arg[3])  # a group (no flags of its own) is part of the sequence around it
-                continue
-            if len(run) > len(best):
-                best = "".join(run)
-            run = []
-
-    walk(parsed)
-    if len(run) > len(best):
-        best = "".join(run)
+    for op, arg in _inlined(parsed, sre_parse) + [(None, None)]:
+        if op is sre_parse.LITERAL:
+            run.append(chr(arg))
+            continue
+        if len(run) > len(best):
+            best = "".join(run)
+        run = []
     return best if len(best) >= 3 else None
 
 
@@ -622,17 +612,20 @@ def required_any(pattern: str, flags: int = 0) -> Optional[tuple[str, ...]]:
     return _seq_required(list(parsed), sre_parse)
 
 
-def _seq_required(seq: list, sp) -> Optional[tuple[str, ...]]:
+def _inlined(items, sp) -> list:
+    """The (op, arg) items of a parsed pattern with each group that has no flags of its own opened in place:
+    its contents are part of the sequence around it (a literal run goes on through it)."""
     flat: list = []
+    for op, arg in items:
+        if op is sp.SUBPATTERN and not arg[1] and not arg[2]:
+            flat.extend(_inlined(arg[3], sp))
+        else:
+            flat.append((op, arg))
+    return flat
 
-    def inline(items) -> None:
-        for op, arg in items:
-            if op is sp.SUBPATTERN and not arg[1] and not arg[2]:
-                inline(arg[3])  # a group (no flags of its own) is part of the sequence around it
-            else:
-                flat.append((op, arg))
 
-    inline(seq)
+def _seq_required(seq: list, sp) -> Optional[tuple[str, ...]]:
+    flat = _inlined(seq, sp)
     choices: list[tuple[str, ...]] = []
     run: list[str] = []
     for op, arg in flat + [(None, None)]:

@@ -24,6 +24,7 @@ from typing import Optional
 
 from ..model.derive import parse_version
 from .kb import required_any
+from .reason import ALLTOALL_OPS
 
 
 class _Gated:
@@ -612,7 +613,7 @@ class LogContext:
             if len(ops) == 1:
                 if max(seqs) <= 8 and all(r.numel in (None, (1, 1)) for r in recs):
                     out.add("early_barrier")  # barrier() is a 1-element all_reduce; the first few are set-up
-            if ops and ops <= {"ALLTOALL", "ALLTOALL_BASE"}:
+            if ops and ops <= ALLTOALL_OPS:
                 out.add("alltoall_waits")  # the ranks wait in an all-to-all: its sends and receives, by their sizes
         return out
 

@@ -283,11 +283,35 @@ def test_a_warn_with_no_source_location_leans_by_what_it_says():
         assert diagnose(line + "\n").findings[0].category == category, line
 
 
-def test_a_network_an_nccl_conf_forces_is_the_configuration_files_doing():
-    missing = "l40s-n04:802:846 [0] init.cc:349 NCCL WARN Error: network IB not found.\n"
-    assert _cats(missing)[0] == "net_plugin_missing"
-    conf = "$ cat /etc/nccl.conf\nNCCL_NET=IB\nNCCL_SOCKET_IFNAME=ib0\n"
-    assert _cats(conf + missing)[0] == "nccl_env_override"
+# a failure line read alone, then beside the setting that the rest of the paste shows forcing it: the setting's doing
+_FORCED_BY_A_SETTING = {
+    # a network an /etc/nccl.conf forces
+    "nccl_conf_network": (
+        "l40s-n04:802:846 [0] init.cc:349 NCCL WARN Error: network IB not found.\n",
+        "net_plugin_missing",
+        "$ cat /etc/nccl.conf\nNCCL_NET=IB\nNCCL_SOCKET_IFNAME=ib0\n",
+    ),
+    # a network NCCL_NET forces from the environment
+    "nccl_net_from_env": (
+        "pt-worker-0:57:120 [0] net.cc:631 NCCL WARN Error: network GPUDirectTCPX_v7 not found.\n",
+        "net_plugin_missing",
+        "pt-worker-0:57:57 [0] NCCL INFO NCCL_NET set by environment to GPUDirectTCPX_v7\n",
+    ),
+    # a refused peer access under a topology file from the environment
+    "topology_file_from_env": (
+        "l40s-n08:2210:2298 [0] transport/p2p.cc:275 NCCL WARN Cuda failure 'peer access is not supported between "
+        "these two devices'\n",
+        "p2p_topology",
+        "l40s-n08:2210:2298 [0] NCCL INFO NCCL_TOPO_FILE set by environment to /etc/nccl/dgxa100-topo.xml\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_FORCED_BY_A_SETTING))
+def test_a_failure_a_setting_from_the_paste_forces_is_the_settings_doing(case):
+    failure, alone, setting = _FORCED_BY_A_SETTING[case]
+    assert _cats(failure)[0] == alone
+    assert _cats(setting + failure)[0] == "nccl_env_override"
 
 
 def test_a_peer_silent_on_the_network_nccls_interface_is_on_is_a_firewall():
@@ -321,23 +345,6 @@ def test_a_rank_stuck_in_an_external_service_retry_is_busy_elsewhere():
         "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800890 milliseconds before timing out.\n"
     )
     assert _cats("[rank0]:wandb: Network error (ReadTimeout), entering retry loop.\n" + wd)[0] == "slow_rank_timeout"
-
-
-def test_a_network_nccl_net_forces_from_the_environment_is_the_settings_doing():
-    missing = "pt-worker-0:57:120 [0] net.cc:631 NCCL WARN Error: network GPUDirectTCPX_v7 not found.\n"
-    assert _cats(missing)[0] == "net_plugin_missing"
-    forced = "pt-worker-0:57:57 [0] NCCL INFO NCCL_NET set by environment to GPUDirectTCPX_v7\n"
-    assert _cats(forced + missing)[0] == "nccl_env_override"
-
-
-def test_a_refused_peer_access_under_a_topology_file_from_the_environment_is_the_files_doing():
-    refused = (
-        "l40s-n08:2210:2298 [0] transport/p2p.cc:275 NCCL WARN Cuda failure 'peer access is not supported between "
-        "these two devices'\n"
-    )
-    assert _cats(refused)[0] == "p2p_topology"
-    topo = "l40s-n08:2210:2298 [0] NCCL INFO NCCL_TOPO_FILE set by environment to /etc/nccl/dgxa100-topo.xml\n"
-    assert _cats(topo + refused)[0] == "nccl_env_override"
 
 
 def test_a_refused_operation_on_a_driver_older_than_ncclss_cuda_is_a_version_mismatch():
