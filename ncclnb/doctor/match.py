@@ -34,6 +34,7 @@ from .reason import (
     PROGRESS,
     REASONING_PATTERNS,
     VERSION,
+    version_read,
     VERSION_TUPLE,
     FR_P2P_TEXT,
     FR_STATE_TEXT,
@@ -406,7 +407,7 @@ class Matcher:
             cuda: Optional[str] = None
             m = VERSION.search(msg)
             if m and not msg[m.end("ver") : m.end("ver") + 1].isdigit():  # a part longer than VERSION reads: none
-                ver, cuda = m.group("ver"), m.group("cuda")
+                ver, cuda = version_read(m.group("ver")), m.group("cuda")
             elif m is None:
                 t = VERSION_TUPLE.search(msg)
                 if t:
@@ -414,11 +415,16 @@ class Matcher:
             if ver is not None:
                 # one entry per process: two processes on one host may load different libraries. A line
                 # with no host is kept hostless (never the host of the line before it, which in a log of
-                # many hosts is anyone's), by its rank or else its source and pid
+                # many hosts is anyone's), by its rank or else its source and pid; with neither rank nor pid
+                # (a script's own print per node), by its version: one process loads one library, so two
+                # versions printed so are two processes
                 where = (
                     (host, ln.pid if ln.pid is not None else rank)
                     if host
-                    else (None, rank if rank is not None else f"{ctx.name}:{ln.pid}")
+                    else (
+                        None,
+                        rank if rank is not None else f"{ctx.name}:{ln.pid}" if ln.pid is not None else f"{ctx.name}:{ver}",
+                    )
                 )
                 self.state.add_version(where, ver, cuda, ev)
                 row = self.rows.row(self.rows.key(rank, host, ln.pid))

@@ -26,6 +26,20 @@ from ..model.words import how_many
 # numbers are ASCII digits of bounded length (a version part of 5,000 digits is not a version;
 # the reader drops a match followed by one more digit)
 VERSION = re.compile(r"NCCL version (?P<ver>[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4})(?:[-+]cuda(?P<cuda>[0-9.]{1,16}))?", re.ASCII)
+
+
+def version_read(ver: str) -> str:
+    """An NCCL version as printed, read back: torch 1.x printed NCCL 2.9+'s version code (major * 10000 +
+    minor * 100 + patch, 21003 for 2.10.3) as code / 1000, (code % 1000) / 100, the rest: "21.0.3". No NCCL
+    major has reached 20, so a major that large is that misprint."""
+    a, _, rest = ver.partition(".")
+    b, _, c = rest.partition(".")
+    if not (a.isdigit() and b.isdigit() and c.isdigit()) or int(a) < 20:
+        return ver
+    code = int(a) * 1000 + int(b) * 100 + int(c)
+    return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
+
+
 # the version as torch reports it, a tuple (torch.cuda.nccl.version(), collect_env-style prints: "NCCL (2, 18, 1)",
 # "nccl version: (2, 20, 5)", "torch.cuda.nccl.version() = (2, 19, 3)")
 # (the bare tuple read with its major, 2: "NCCL (" alone is on every line NCCL prints, too weak a trigger)

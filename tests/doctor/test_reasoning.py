@@ -76,6 +76,30 @@ def test_version_mismatch_needs_two_versions():
     assert (f.category, f.hosts, f.ranks) == ("version_mismatch", ("c",), (2,))
 
 
+def test_versions_printed_with_no_host_pid_or_rank_are_compared():
+    # a script's own per-node prints: one process loads one NCCL, so two versions so printed are two processes
+    log = (
+        "[node-a] torch 2.1.0+cu121 nccl (2, 18, 1)\n"
+        "[node-b] torch 2.3.1+cu121 nccl (2, 20, 5)\n"
+        "node-a:5521:5521 [0] NCCL INFO NCCL version 2.18.1+cuda12.1\n"
+    )
+    f = diagnose(log).findings[0]
+    assert (f.category, f.rule) == ("version_mismatch", "nccl_version_differs_across_hosts")
+    assert "2.18.1" in f.title and "2.20.5" in f.title
+
+
+def test_torch_1x_misprint_of_the_version_is_the_same_version():
+    # torch 1.x printed NCCL 2.10.3 (code 21003) as "21.0.3" in its error lines; NCCL's own line says 2.10.3
+    log = (
+        "NCCL version 2.10.3+cuda11.3\n"
+        "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1169, unhandled system error, "
+        "NCCL version 21.0.3\n"
+    )
+    assert not any(f.category == "version_mismatch" for f in diagnose(log).findings)
+    other = log.replace("NCCL version 2.10.3+cuda11.3", "NCCL version 2.12.12+cuda11.6")
+    assert any(f.category == "version_mismatch" for f in diagnose(other).findings)
+
+
 def test_nodes_disagree_on_world_size():
     log = "".join(_comm("node-a", 100 + r, r, 4, 1, r) for r in range(4))
     log += "".join(_comm("node-b", 200 + r, 4 + r, 8, 2, r) for r in range(4))
