@@ -83,6 +83,8 @@ _NEW_GPU = _Gated(
         re.ASCII,
     )
 )
+# the NVSwitch fabric's service or its state, named (a paste that suspects it, nvidia-smi -q's "Fabric" block)
+_FABRIC = re.compile(r"[Ff]abric ?[Mm]anager|fabricmanager|Fabric State", re.ASCII)
 # a cuMem driver call NCCL made, named with how it ended ("cuMemCreate failed", "cuMemMap returned 1")
 _CUMEM_CALL = re.compile(r"\bcuMem[A-Z][A-Za-z]+(?:\(\))? ?(?:failed|returned|error)", re.ASCII)
 _HCA = re.compile(r"\bmlx[45]_[0-9a-z]+|\bibp[0-9]+s[0-9]+", re.ASCII)
@@ -308,6 +310,7 @@ class LogContext:
     device_by_rank: bool = False  # code picks a GPU by the global rank (_DEVICE_BY_RANK)
     object_collective: bool = False  # a traceback passes through an object collective (all_gather_object, ...)
     nvls_call: bool = False  # a line names NVLS's source (nvls.cc) or a multicast driver call (cuMulticast*)
+    fabric_named: bool = False  # a line names the NVSwitch fabric's manager or its state (fabric manager, Fabric State)
     conf_file: bool = False  # an NCCL configuration file is in play (/etc/nccl.conf, ~/.nccl.conf, NCCL_CONF_FILE)
     gpu_processes: dict = field(default_factory=dict)  # GPU index -> pids nvidia-smi's process table lists on it
     rank_guarded_collective: bool = False  # the pasted code calls a collective in a branch only rank 0 takes
@@ -480,6 +483,8 @@ class LogContext:
             self.device_by_rank = True
         if "cuMulticast" in msg or "nvls.cc" in msg:
             self.nvls_call = True
+        if not self.fabric_named and "abric" in msg and _FABRIC.search(msg):
+            self.fabric_named = True
         if not self.object_collective and "_object" in msg and _OBJECT_COLLECTIVE.search(msg):
             self.object_collective = True
         if not self.rank_guarded_collective:
@@ -560,6 +565,7 @@ class LogContext:
                 "many_ranks",
                 "object_collective",
                 "nvls_call",
+                "fabric_named",
                 "conf_file",
                 "rank_guarded_collective",
                 "splits_shown",
@@ -1069,6 +1075,10 @@ PREFER = (
     (("net_plugin_required_missing",), "net_forced", "nccl_env_override"),
     # a feature refused by a driver older than the CUDA the NCCL was built for: the versions do not go together
     (("cuda_operation_not_supported",), "driver_behind_cuda", "version_mismatch"),
+    # NVLS's set-up failed where the paste names the fabric (its manager restarted, its state): the fabric; else one
+    # that failed for want of memory is NCCL's NVLS buffers (hundreds of MB to GBs per communicator) not fitting
+    (("nvls_failure",), "fabric_named", "driver_or_hardware"),
+    (("nvls_failure",), "nvls_out_of_memory", "oom_or_resource"),
     # a feature refused in NVLS's multicast set-up: the NVSwitch fabric (fabric manager, driver) does not offer it
     (("cuda_operation_not_supported",), "nvls_call", "driver_or_hardware"),
     # a feature refused while NCCL uses the cuMem API: the NCCL and driver do not agree on it

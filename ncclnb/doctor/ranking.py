@@ -556,6 +556,9 @@ class _Ranker:
             facts.add("p2p_ops")
         if any(_ran_out(h) for h in self.hits.values()):
             facts.add("resource_exhausted")  # a system resource ran out (memory, threads, file descriptors)
+        nvls = self.hits.get("nvls_failure")
+        if nvls is not None and any("out of memory" in e.text for e in nvls.evidence):
+            facts.add("nvls_out_of_memory")  # CUDA's error 2 in NVLS's set-up: its memory did not fit
         ordinal = self.hits.get("invalid_device_ordinal")
         if ordinal is not None and 0 in {self.table.resolve(k) for k in ordinal.printers}:
             # GPU 0 always exists where any GPU is visible: a device index that fails on rank 0 is not

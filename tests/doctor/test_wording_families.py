@@ -185,9 +185,18 @@ Cuda failure 'out of memory'
 
 
 def test_a_warn_from_nvls_cc_is_an_nvls_failure_not_an_out_of_memory():
+    # what failed is NVLS's set-up (one card, not an OOM card too); 'out of memory' says its memory did not fit
     diag = diagnose(NVLS_OOM)
-    assert (diag.findings[0].category, diag.findings[0].rule) == ("driver_or_hardware", "nvls_failure")
+    assert (diag.findings[0].category, diag.findings[0].rule) == ("oom_or_resource", "nvls_failure")
     assert "cuda_oom_in_nccl" not in [f.rule for f in diag.findings]
+
+
+def test_an_nvls_failure_beside_the_fabric_named_is_the_fabric():
+    log = "NCCL 2.19.3 on 8x H100; after the fabric manager was restarted on this node:\n" + NVLS_OOM
+    assert (_first(log).category, _first(log).rule) == ("driver_or_hardware", "nvls_failure")
+    # and one that CUDA refused for another reason is the fabric or driver, memory or not
+    other = NVLS_OOM.replace("'out of memory'", "'invalid argument'")
+    assert (_first(other).category, _first(other).rule) == ("driver_or_hardware", "nvls_failure")
 
 
 def test_the_same_wording_from_another_file_is_still_an_out_of_memory():
