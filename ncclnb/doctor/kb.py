@@ -215,6 +215,7 @@ TRIGGERS = (
     "placement group of specs",
     "Unable to register memory",
     "_MISMATCH",
+    "does not match found",  # torch's flight-recorder analyzer: "Expected input sizes: ... does not match found ..."
     "communicator data",
     "launched up to operation",
     "not launched any operations",

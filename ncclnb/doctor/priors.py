@@ -58,11 +58,19 @@ def _holds(text: str, words: tuple) -> bool:
 
 # ---- facts of the run -------------------------------------------------------
 _CONTAINER_HOST = re.compile(r"[0-9a-f]{12}", re.ASCII)  # docker's default hostname
-# an interface no peer on another host can reach NCCL through: loopback, container bridges, and the tunnels and overlays
-# of container networks (Calico's tunl0 and vxlan.calico, flannel, weave, Cilium, kube-ipvs)
+# an interface no peer on another host can reach NCCL through: loopback, container bridges, the tunnels and overlays
+# of container networks (Calico's tunl0 and vxlan.calico, flannel, weave, Cilium, kube-ipvs), and VPNs (Tailscale,
+# WireGuard, OpenVPN's tun and tap, ZeroTier): a path between some hosts, not the cluster's network
+_UNREACHABLE_IFACE = (
+    r"(?:lo|docker[0-9]*|veth[0-9a-z]*|virbr[0-9]*|br-[0-9a-f]+|cni[0-9]*|"
+    r"tunl[0-9]*|vxlan[\w.]*|flannel[\w.]*|cali[0-9a-f]*|weave|cilium_[\w]+|kube-ipvs[0-9]*|"
+    r"tailscale[0-9]*|wg[0-9]+|tun[0-9]+|tap[0-9]+|zt[0-9a-z]+|ztun[0-9]*):"
+)
+# the interface bootstrap uses, or any of those NET/Socket lists (its channels use every one: one channel over a
+# VPN hangs while the others run)
 _BAD_IFACE = re.compile(
-    r"(?:Bootstrap|NET/Socket) ?: ?Using (?:\[[0-9]+\] ?)?(?:lo|docker[0-9]*|veth[0-9a-z]*|virbr[0-9]*|br-[0-9a-f]+|cni[0-9]*|"
-    r"tunl[0-9]*|vxlan[\w.]*|flannel[\w.]*|cali[0-9a-f]*|weave|cilium_[\w]+|kube-ipvs[0-9]*):",
+    rf"(?:Bootstrap|NET/Socket) ?: ?Using (?:\[[0-9]+\] ?)?{_UNREACHABLE_IFACE}"
+    rf"|NET/Socket ?: ?Using [^\n]{{0,512}}?\[[0-9]+\] ?{_UNREACHABLE_IFACE}",
     re.ASCII,
 )
 # the address an interface NCCL uses has ("Bootstrap : Using eth0:172.31.5.11<0>", "NET/Socket : Using [0]ens5:10.0.3.4<0>")

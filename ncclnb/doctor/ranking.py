@@ -575,18 +575,23 @@ class _Ranker:
             # a process shown a single GPU that is not the node's first (a launcher's or Ray's per-process view),
             # with no count of processes per node against it: it has cuda:0 only, whatever its local rank
             facts.add("one_gpu_per_process")
+        forced = 2  # the most processes the counts put on one GPU (two: the ways two ranks share one)
         if len(per_node) == 1 and self.context.node_gpus and "one_gpu_per_process" not in facts:
-            # (processes each shown their own single GPU cannot be too many, however few of them the paste shows)
             # processes a node's launcher starts against the GPUs CUDA_VISIBLE_DEVICES lists (or Slurm gives it)
-            facts.add("oversubscribed" if per_node.pop() > self.context.node_gpus else "one_gpu_per_process")
+            # (processes each shown their own single GPU cannot be too many, however few of them the paste shows)
+            procs = per_node.pop()
+            facts.add("oversubscribed" if procs > self.context.node_gpus else "one_gpu_per_process")
+            forced = max(forced, -(-procs // self.context.node_gpus))
         duplicate = self.hits.get("duplicate_gpu")
         if duplicate is not None:
             on: dict = {}
             for e in duplicate.evidence:
                 for a, b, dev in _DUPLICATE_PAIR.findall(e.text):
                     on.setdefault(dev, set()).update((a, b))
-            if any(len(ranks) >= 3 for ranks in on.values()):
-                facts.add("ranks_pile_on_one_gpu")  # three ranks on one GPU: not two processes per GPU by count
+            if any(len(ranks) > forced for ranks in on.values()):
+                # more ranks on one GPU than the counts put there (three, where two would be a count's doing; four
+                # tasks on a node Slurm gives one GPU all share it, whatever the code does): none set its device
+                facts.add("ranks_pile_on_one_gpu")
         for h in self.hits.values():
             joined, expected = num(h.groups.get("joined")), num(h.groups.get("expected"))
             if joined is not None and expected is not None and joined > expected:

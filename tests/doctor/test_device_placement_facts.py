@@ -124,6 +124,13 @@ def test_three_ranks_nccl_finds_on_one_gpu_is_a_device_mapping_mistake():
     two_devices = pairs.replace("rank 3 and rank 0 both on CUDA device 7000", "rank 3 and rank 2 both on CUDA device 41000")
     assert diagnose(two_devices).findings[0].category == "rank_world_size_mismatch"
 
+    # three on one GPU where the counts put four there (four tasks, a node Slurm gives one GPU): the counts did it
+    one_gpu = "srun -N1 --ntasks-per-node=4 --gres=gpu:1 python train_ddp.py\n" + pairs
+    assert diagnose(one_gpu).findings[0].category == "rank_world_size_mismatch"
+    # but three on one GPU where the counts put two there is still a pile
+    two_gpus = one_gpu.replace("--gres=gpu:1", "--gres=gpu:2")
+    assert diagnose(two_gpus).findings[0].category == "device_mapping"
+
 
 def test_the_gpus_a_script_counts_and_the_nodes_slurm_starts_settle_it_too():
     counted = "".join("torch.cuda.device_count() = 4\n" for _ in range(4))

@@ -665,3 +665,15 @@ def test_wordings_from_sets_23_and_24():
     # another wording of a rank past the world
     first = _first("ValueError: RANK=2048 is out of range; expected value in [0, 2048) (WORLD_SIZE=2048)\n")
     assert (first.rule, first.ranks) == ("env_rank_out_of_range", (2048,))
+
+
+def test_a_vpn_interface_among_those_nccls_sockets_use_is_a_bad_interface():
+    listed = (
+        "w1:2131:2131 [0] NCCL INFO NET/Socket : Using [0]eth0:10.244.1.17<0> [1]{iface}:100.101.7.3<0>\n"
+        "w1:2131:2219 [0] NCCL INFO Channel 01/0 : 1[0] -> 0[0] [receive] via NET/Socket/1\n"
+    )
+    for iface in ("tailscale0", "wg0", "tun0", "ztly5abcde"):
+        assert "bad_iface" in _facts(listed.format(iface=iface)), iface
+    assert "bad_iface" not in _facts(listed.format(iface="eth1"))
+    # bootstrap uses one interface: the first is the one
+    assert "bad_iface" not in _facts("w1:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0> tailscale0 is up\n")
