@@ -1087,6 +1087,10 @@ PREFER = (
     # that failed for want of memory is NCCL's NVLS buffers (hundreds of MB to GBs per communicator) not fitting
     (("nvls_failure",), "fabric_named", "driver_or_hardware"),
     (("nvls_failure",), "nvls_out_of_memory", "oom_or_resource"),
+    # CUDA refused the P2P transport's buffer set-up where the platform shows no peer access (nvidia-smi's CNS/GNS,
+    # torch's can_device_access_peer False, consumer cards): the GPUs' path, not the NCCL release's cuMem bugs
+    (("p2p_cuda_invalid_argument",), "p2p_denied", "p2p_topology"),
+    (("p2p_cuda_invalid_argument",), "consumer_gpu", "p2p_topology"),
     # a feature refused in NVLS's multicast set-up: the NVSwitch fabric (fabric manager, driver) does not offer it
     (("cuda_operation_not_supported",), "nvls_call", "driver_or_hardware"),
     # a feature refused while NCCL uses the cuMem API: the NCCL and driver do not agree on it

@@ -556,6 +556,8 @@ class _Ranker:
             facts.add("p2p_ops")
         if any(_ran_out(h) for h in self.hits.values()):
             facts.add("resource_exhausted")  # a system resource ran out (memory, threads, file descriptors)
+        if "p2p_matrix_not_supported" in self.hits:
+            facts.add("p2p_denied")  # nvidia-smi's peer-to-peer matrix says the same as torch's answer would
         nvls = self.hits.get("nvls_failure")
         if nvls is not None and any("out of memory" in e.text for e in nvls.evidence):
             facts.add("nvls_out_of_memory")  # CUDA's error 2 in NVLS's set-up: its memory did not fit

@@ -677,3 +677,20 @@ def test_a_vpn_interface_among_those_nccls_sockets_use_is_a_bad_interface():
     assert "bad_iface" not in _facts(listed.format(iface="eth1"))
     # bootstrap uses one interface: the first is the one
     assert "bad_iface" not in _facts("w1:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0> tailscale0 is up\n")
+
+
+# ---- CUDA's 'invalid argument' in NCCL's P2P buffer set-up -------------------------------------------------
+P2P_INVALID = """\
+h100-a:3312:3410 [0] NCCL INFO NCCL version 2.18.1+cuda12.1
+h100-a:3312:3410 [0] transport/p2p.cc:427 NCCL WARN Cuda failure 'invalid argument'
+h100-a:3312:3410 [0] NCCL INFO transport/p2p.cc:508 -> 1
+[rank0]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1331, \
+unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.1
+"""
+
+
+def test_cuda_refusing_the_p2p_buffer_set_up_is_the_nccl_release_unless_the_gpus_have_no_peer_access():
+    assert (_first(P2P_INVALID).category, _first(P2P_INVALID).rule) == ("version_mismatch", "p2p_cuda_invalid_argument")
+    matrix = "$ nvidia-smi topo -p2p r\n GPU0\tX\tCNS\n GPU1\tCNS\tX\n"
+    assert _first(matrix + P2P_INVALID).category == "p2p_topology"
+    assert _first("2x RTX 4090 on one board\n" + P2P_INVALID).category == "p2p_topology"
