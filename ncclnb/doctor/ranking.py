@@ -47,6 +47,7 @@ _WAITING = {"collective_desync", "slow_rank_timeout", "p2p_pairing", "rendezvous
 # cross-rank findings that explain a watchdog timeout (the incident's card when there is one)
 _INCIDENT_CARDS = (
     "watchdog_rank_behind",
+    "watchdog_ranks_ahead",
     "watchdog_uneven_data",
     "watchdog_desync",
     "watchdog_seq_differs",
@@ -64,6 +65,7 @@ _NAMES_THE_DIVERGENCE = (
     "watchdog_uneven_data",
     "watchdog_seq_differs",
     "watchdog_rank_behind",
+    "watchdog_ranks_ahead",
     "watchdog_alltoall_unpaired",
     "watchdog_p2p_cycle",
     "watchdog_p2p_batch",

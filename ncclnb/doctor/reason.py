@@ -398,7 +398,9 @@ def _behind(recs: dict) -> list[Finding]:
     stuck = min(p.completed for p in recs.values()) + 1
     behind = {r for r, p in recs.items() if p.enqueued < stuck}
     reached = set(recs) - behind
-    if not behind or not reached or len(behind) > len(reached):
+    if not behind:
+        return _ahead(recs, stuck)
+    if not reached or len(behind) > len(reached):
         return []
     last = sorted({recs[r].enqueued for r in behind})
     order = sorted(recs.values(), key=lambda p: (p.rank not in behind, p.rank))
@@ -409,6 +411,35 @@ def _behind(recs: dict) -> list[Finding]:
             evidence=tuple(p.evidence for p in order[:8]),
             values=dict(behind=_ranks_text(behind), reached=_ranks_text(reached), stuck=stuck, last=", ".join(map(str, last))),
             ranks=tuple(sorted(behind)),
+        )
+    ]
+
+
+def _ahead(recs: dict, stuck: int) -> list[Finding]:
+    """Every rank enqueued work ``stuck`` and none completed it, yet some enqueued more work than the others.
+    A rank's enqueue runs ahead of its GPU until its code waits on a result, and ranks running the same code
+    wait at the same point, with the same count enqueued: counts that differ are code paths that differ (a
+    collective only some ranks call, under a condition of their own), and work ``stuck`` is not the same
+    collective on every rank."""
+    most = max(p.enqueued for p in recs.values())
+    ahead = {r for r, p in recs.items() if p.enqueued == most}
+    fewer = set(recs) - ahead
+    if not fewer or any(p.enqueued < stuck or p.completed >= stuck for p in recs.values()):
+        return []
+    order = sorted(recs.values(), key=lambda p: (p.rank not in ahead, p.rank))
+    return [
+        _cross_rank(
+            rule="watchdog_ranks_ahead",
+            confidence=0.7,
+            evidence=tuple(p.evidence for p in order[:8]),
+            values=dict(
+                ahead=_ranks_text(ahead),
+                fewer=_ranks_text(fewer),
+                stuck=stuck,
+                most=most,
+                least=min(p.enqueued for p in recs.values()),
+            ),
+            ranks=tuple(sorted(ahead)),
         )
     ]
 
@@ -471,7 +502,8 @@ def watchdog_findings(state: ReasonState, world_size: Optional[int], present=fro
     evidence = tuple(r.evidence for r in sorted(recs.values(), key=lambda r: r.rank)[:8])
     timed_out = set(recs)
     known = set(range(world_size)) if world_size and world_size > len(timed_out) and world_size <= 1 << 20 else set()
-    traced = {r for r in present if isinstance(r, int)}
+    # (a rank that printed its batches or dataset length left a trace too, whatever prefix its lines carry)
+    traced = {r for r in present if isinstance(r, int)} | {r for per in state.values.values() for r in per if isinstance(r, int)}
     missing = known - timed_out
     if len(missing - traced) > len(timed_out):
         # most of the world left no trace at all (a paste of a few lines, the logs of some ranks): that says

@@ -591,6 +591,18 @@ def test_uneven_batches_printed_by_the_script_itself_explain_a_rank_behind():
     assert (top.rule, top.category) == ("watchdog_uneven_data", "collective_desync")
 
 
+def test_a_rank_that_printed_its_batches_but_no_timeout_is_the_one_the_others_waited_for():
+    # its count line names it with a prefix of the script's own ("[eval] rank 2 ..."): it left a trace, and no timeout
+    log = "".join(f"[eval] rank {r} finished after {n} batches\n" for r, n in ((0, 126), (1, 126), (3, 126), (2, 125)))
+    log += "".join(
+        f"[E ProcessGroupNCCL.cpp:475] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=90412, "
+        "OpType=ALLGATHER, NumelIn=16, NumelOut=64, Timeout(ms)=1800000) ran for 1800519 milliseconds before timing out.\n"
+        for r in (0, 1, 3)
+    )
+    top = diagnose(log).findings[0]
+    assert (top.rule, top.category, top.ranks) == ("watchdog_uneven_data", "collective_desync", (0, 1, 3))
+
+
 def test_an_all_to_all_whose_receive_splits_are_not_the_senders_is_a_pairing_mistake():
     truncated = (
         "moe-n1:60312:60581 [3] transport/net_socket.cc:419 NCCL WARN NET/Socket : message truncated : receiving 1179648 "

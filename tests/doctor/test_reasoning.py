@@ -206,3 +206,21 @@ def test_frames_are_noise_and_line_numbers_survive():
     assert [f.rule for f in diag.findings] == ["shm_segment_create_failed"]
     assert diag.findings[0].evidence[0].line == 4
     assert diag.lines_read == 4
+
+
+def _at_work(rank: int, enqueued: int, work: int = 10417) -> str:
+    return (
+        f"[rank{rank}]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank {rank}] Timeout at NCCL work: {work}, "
+        f"last enqueued NCCL work: {enqueued}, last completed NCCL work: {work - 1}.\n"
+    )
+
+
+def test_ranks_that_all_reached_the_stuck_work_but_enqueued_different_amounts_are_a_desync():
+    log = _at_work(2, 10417) + _at_work(0, 10419) + _at_work(1, 10417) + _at_work(3, 10419)
+    top = diagnose(log).findings[0]
+    assert (top.category, top.rule, top.ranks) == ("collective_desync", "watchdog_ranks_ahead", (0, 3))
+    # the same counts everywhere say nothing of the kind; a rank that never enqueued it is behind, as before
+    same = "".join(_at_work(r, 10419) for r in range(4))
+    assert "watchdog_ranks_ahead" not in [f.rule for f in diagnose(same).findings]
+    behind = _at_work(0, 10419) + _at_work(1, 10416) + _at_work(2, 10419) + _at_work(3, 10419)
+    assert diagnose(behind).findings[0].rule == "watchdog_rank_behind"
