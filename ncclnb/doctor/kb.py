@@ -363,6 +363,7 @@ TRIGGERS = (
     "Inconsistent compute device",
     "MiB |",
     "set_device(",
+    "cuda:{",  # code picking a device by an expression (f"cuda:{rank}"): priors' device facts
     "Broken pipe",
     "No space left",
     "ACSCtl",

@@ -224,6 +224,9 @@ _VISIBLE = re.compile(r"CUDA_VISIBLE_DEVICES[\"']?[=:] ?[\"']?(?P<ids>[0-9]{1,3}
 # code (a traceback's source line, a snippet) that picks a process's GPU by a physical id out of CUDA_VISIBLE_DEVICES
 # (CUDA renumbers the visible GPUs from 0), or by the global rank (the local rank on one node only)
 _DEVICE_BY_PHYSICAL_ID = re.compile(r"CUDA_VISIBLE_DEVICES['\"]\)?\]?\)?\.split\([^)]*\)\s*\[", re.ASCII)
+# (or out of a list of GPU ids of its own: "cuda:{os.environ['GPU_IDS'].split(',')[local_rank]}", ids a process whose
+# CUDA_VISIBLE_DEVICES is set does not number its GPUs by)
+_DEVICE_FROM_ID_LIST = re.compile(r"(?:cuda:\{|set_device\(|torch\.device\()[^\n]{0,120}?\.split\([^)]{0,8}\)\s*\[", re.ASCII)
 _DEVICE_BY_RANK = re.compile(
     r"(?:set_device\(|cuda:\{|\.cuda\(|device\(\s*['\"]cuda['\"],\s*)(?:args\.|self\.|opt\.|cfg\.|config\.)?"
     r"(?:rank|global_rank|world_rank|dist\.get_rank\(\)|torch\.distributed\.get_rank\(\))\s*[)}]|"
@@ -486,6 +489,8 @@ class LogContext:
             if m:
                 self.local_procs = int(m.group("n"))
         if not self.device_by_physical_id and "CUDA_VISIBLE_DEVICES" in msg and _DEVICE_BY_PHYSICAL_ID.search(msg):
+            self.device_by_physical_id = True
+        if not self.device_by_physical_id and ".split(" in msg and _DEVICE_FROM_ID_LIST.search(msg):
             self.device_by_physical_id = True
         if not self.device_by_rank and ("rank" in msg or "RANK" in msg) and _DEVICE_BY_RANK.search(msg):
             self.device_by_rank = True

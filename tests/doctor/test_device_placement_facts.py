@@ -216,3 +216,15 @@ def test_the_gpus_a_paste_says_its_machine_has_count_when_nothing_else_does():
     # two different statements (two machines, or a typo): neither is taken
     both = "node a: 2x RTX 3090; node b: 4x RTX 3090\npython -m torch.distributed.run --nproc_per_node 2 ddp.py\n"
     assert diagnose(both + DUPLICATE).findings[0].category == "rank_world_size_mismatch"
+
+
+def test_a_device_picked_out_of_a_list_of_gpu_ids_is_device_mapping():
+    log = (
+        "CUDA_VISIBLE_DEVICES=2,3,6,7\n"
+        "    model = model.to(f\"cuda:{os.environ['GPU_IDS'].split(',')[local_rank]}\")\n"
+        "RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    assert diagnose(log).findings[0].category == "device_mapping"
+    # a device picked by the local rank itself is no such mistake
+    plain = log.replace("os.environ['GPU_IDS'].split(',')[local_rank]", "local_rank")
+    assert diagnose(plain).findings[0].category == "rank_world_size_mismatch"
