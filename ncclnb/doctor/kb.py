@@ -364,6 +364,12 @@ TRIGGERS = (
     "MiB |",
     "set_device(",
     "cuda:{",  # code picking a device by an expression (f"cuda:{rank}"): priors' device facts
+    "DDP expects same model",
+    "appears not to match",
+    "send_counts",  # an all-to-all's counts as a script prints them (priors' splits_shown)
+    "recv_counts",
+    "cudaDriverVersion",  # the CUDA version the driver supports (priors' driver_behind_cuda)
+    "uilding the indices",  # rank-0-only work (priors' busy): Megatron's index maps
     "Broken pipe",
     "No space left",
     "ACSCtl",

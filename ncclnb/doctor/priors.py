@@ -185,7 +185,17 @@ _DEVICE_COUNT = re.compile(r"device_count(?:\(\))?\s*(?:=|:|is)\s*(?P<n>[0-9]{1,
 # processes a launcher starts on this node, as DeepSpeed's launcher reports it
 _LOCAL_PROCS = re.compile(r"\bnum_local_procs=(?P<n>[0-9]{1,4})\b", re.ASCII)
 # a host firewall or a cloud security group in the paste (its status, its rules, the command that lists them)
-_FIREWALL = ("firewall-cmd", "firewalld", "iptables", "ufw status", "ufw allow", "Chain INPUT (policy", "ecurity group")
+_FIREWALL = (
+    "firewall-cmd",
+    "firewalld",
+    "iptables",
+    "ufw status",
+    "ufw allow",
+    "Chain INPUT (policy",
+    "ecurity group",
+    "firewall-rules",  # gcloud compute firewall-rules: a VPC's rules, open for some ports only
+    "firewall rule",
+)
 # code or a stack that sends to and receives from chosen peers: its sizes are the program's, per pair
 _SEND_RECV = (
     "isend(",
@@ -200,6 +210,8 @@ _SEND_RECV = (
 _P2P_CODE = ("all_to_all", "alltoall") + _SEND_RECV
 # the driver's version (nvidia-smi's header, the kernel module's banner) and the CUDA an NCCL was built for
 _DRIVER = re.compile(r"(?:Driver Version: |NVIDIA UNIX [\w-]+ Kernel Module +)(?P<major>[0-9]{3})\.[0-9]", re.ASCII)
+# the CUDA version the driver supports, as NCCL prints it (11040: 11.4)
+_DRIVER_CUDA = re.compile(r"cudaDriverVersion (?P<v>[0-9]{4,5})\b", re.ASCII)
 _NCCL_CUDA = re.compile(r"NCCL version [0-9]+\.[0-9]+\.[0-9]+\+cuda(?P<major>[0-9]{2})\.", re.ASCII)
 # the oldest driver of each CUDA major: an older one runs it only through the forward-compatibility package, which
 # leaves out features NCCL uses (the cuMem API, IPC handles)
@@ -216,7 +228,7 @@ _GPUS_PER_NODE = re.compile(
 )
 # an all-to-all's split sizes as a script prints them before the call ("input_splits=[512, 300]", "send_splits: [3, 5]",
 # "output_split_sizes = [...]"): the sizes each pair of ranks must agree on
-_SPLITS = re.compile(r"\b(?:input|output|send|recv)_?split(?:s|_sizes)?\b ?[=:] ?\[[0-9]", re.ASCII)
+_SPLITS = re.compile(r"\b(?:input|output|send|recv)_?(?:split(?:s|_sizes)?|counts)\b ?[=:] ?\[[0-9]", re.ASCII)
 # Slurm binding one GPU to each task (--gpus-per-task=1): every process sees its own single GPU, as cuda:0
 _GPU_PER_TASK = re.compile(r"--gpus-per-task[= ](?:[A-Za-z][\w.-]{0,31}:)?1\b", re.ASCII)
 # CUDA_VISIBLE_DEVICES as a shell line, an env dump or a launcher's echo sets it: the GPUs each process of the node sees
@@ -253,7 +265,17 @@ _SRUN_NODE = re.compile(r"srun: error: (?P<host>[A-Za-z][\w.-]{0,62}): tasks? [0
 _RANKS_ON = re.compile(r"Rank +[0-9]+ (?:Pid +[0-9]+ )?on +(?P<host>[\w.-]+) +device", re.ASCII)  # nccl-tests' device table
 
 # a rank busy on its own work (data preparation, clustering, a checkpoint) in the lines before a timeout
-_BUSY = ("heckpoint", "reprocess", "okeniz", "Clustering", "ndexing", "Building index", "retry loop", "wandb: Network error")
+_BUSY = (
+    "heckpoint",
+    "reprocess",
+    "okeniz",
+    "Clustering",
+    "ndexing",
+    "Building index",
+    "uilding the indices",
+    "retry loop",
+    "wandb: Network error",
+)
 # a rank that ended its loop while others may still wait in a collective
 _FINISHED = ("fit` stopped", "raining completed", "arly stopping", "Trainer to stop")
 # the communication itself ran to its end (nccl-tests' closing lines, NCCL's communicator torn down in order):
@@ -310,6 +332,7 @@ class LogContext:
     p2p_code: bool = False  # the paste's code or stack exchanges data point to point or all-to-all (_P2P_CODE)
     driver_major: int = 0  # the oldest driver the paste shows (470 of 470.199.02)
     cuda_major: int = 0  # the newest CUDA an NCCL of the paste was built for (12 of +cuda12.4)
+    driver_cuda: int = 0  # the oldest CUDA major a driver of the paste supports (11 of cudaDriverVersion 11040)
     send_recv: bool = False  # ... by send and recv (_SEND_RECV): torch makes a communicator per pair for them, lazily
     cumem: bool = False  # NCCL's cuMem API in play (NCCL_CUMEM_ENABLE set, a cuMem call named)
     single_process: bool = False  # one process drives every GPU (nccl-tests -g N): one host
@@ -454,11 +477,16 @@ class LogContext:
             if m:
                 major = int(m.group("major"))
                 self.driver_major = min(self.driver_major, major) if self.driver_major else major
+        if "cudaDriverVersion" in msg:
+            m = _DRIVER_CUDA.search(msg)
+            if m:
+                v = int(m.group("v")) // 1000
+                self.driver_cuda = min(self.driver_cuda, v) if self.driver_cuda else v
         if "+cuda" in msg:
             m = _NCCL_CUDA.search(msg)
             if m:
                 self.cuda_major = max(self.cuda_major, int(m.group("major")))
-        if not self.splits_shown and "split" in msg and _SPLITS.search(msg):
+        if not self.splits_shown and ("split" in msg or "_counts" in msg) and _SPLITS.search(msg):
             self.splits_shown = True
         if not self.p2p_code and _holds(msg, _P2P_CODE):
             self.p2p_code = True
@@ -604,7 +632,9 @@ class LogContext:
                 out.add("ranks_pile_on_one_gpu")  # every process, or three or more, on one GPU: none set its device
         if self.device_by_physical_id or (self.device_by_rank and self.several_hosts):
             out.add("device_not_local")
-        if self.driver_major and self.driver_major < _DRIVER_FOR_CUDA.get(self.cuda_major, 0):
+        if (self.driver_major and self.driver_major < _DRIVER_FOR_CUDA.get(self.cuda_major, 0)) or (
+            self.driver_cuda and self.driver_cuda < self.cuda_major
+        ):
             out.add("driver_behind_cuda")  # an NCCL built for a CUDA newer than the driver: forward compatibility
         if len(self.single_views) >= 2 or self.gpu_per_task:
             # processes each shown another single GPU (Slurm's --gpus-per-task, Ray, a per-rank launcher): none can
@@ -1075,6 +1105,8 @@ PREFER = (
     # more bytes than posted, in a program that picks its peers and sizes itself (all-to-all splits, send/recv)
     (("net_message_truncated",), "p2p_ops", "p2p_pairing"),
     (("net_message_truncated",), "p2p_code", "p2p_pairing"),
+    # (or where the paste prints the split sizes or counts each rank sends and receives)
+    (("net_message_truncated",), "splits_shown", "p2p_pairing"),
     # "NET/IB : No device found" is harmless only where nobody meant to use IB: with NCCL_IB_HCA set or an HCA
     # on the node, NCCL did not find the HCAs it was told to use
     (("ib_no_device_found", "libibverbs_missing"), "ib_wanted", "ib_misconfig"),

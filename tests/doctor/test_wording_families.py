@@ -694,3 +694,49 @@ def test_cuda_refusing_the_p2p_buffer_set_up_is_the_nccl_release_unless_the_gpus
     matrix = "$ nvidia-smi topo -p2p r\n GPU0\tX\tCNS\n GPU1\tCNS\tX\n"
     assert _first(matrix + P2P_INVALID).category == "p2p_topology"
     assert _first("2x RTX 4090 on one board\n" + P2P_INVALID).category == "p2p_topology"
+
+
+# ---- blind sets 27 and 28: context that settles a signature's category ----------------------------------
+def test_torchs_ipv6_bind_warning_is_not_a_port_in_use():
+    log = (
+        "[W socket.cpp:464] [c10d] The server socket has failed to bind to [::]:23456 "
+        "(errno: 97 - Address family not supported by protocol).\n"
+    )
+    in_use = log.replace("97 - Address family not supported by protocol", "98 - Address already in use")
+    assert "master_port_in_use" not in [rule for _, rule in _rules(diagnose(log))]
+    assert "master_port_in_use" in [rule for _, rule in _rules(diagnose(in_use))]
+
+
+def test_a_vpcs_firewall_rules_listed_beside_a_refused_peer_is_the_rendezvous_path():
+    log = (
+        "gpu-b:5120:5190 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.128.0.12<44751> failed : "
+        "Software caused connection abort\n"
+    )
+    assert _first(log).category == "socket_ifname"
+    rules = "$ gcloud compute firewall-rules list --filter network=ml-vpc\nml-vpc-torch  ml-vpc  INGRESS  1000  tcp:29500\n"
+    assert _first(rules + log).category == "rendezvous_unreachable"
+
+
+def test_a_driver_whose_cuda_is_older_than_ncclss_build_is_a_version_mismatch():
+    log = (
+        "gpu-old:1422:1422 [0] NCCL INFO cudaDriverVersion {v}\n"
+        "NCCL version 2.18.1+cuda12.1\n"
+        "gpu-old:1422:1490 [0] transport/p2p.cc:274 NCCL WARN Cuda failure 'operation not supported'\n"
+    )
+    assert "driver_behind_cuda" in _facts(log.format(v=11040))
+    assert "driver_behind_cuda" not in _facts(log.format(v=12040))
+    assert _first(log.format(v=11040)).category == "version_mismatch"
+
+
+def test_index_maps_built_on_rank_0_make_it_busy():
+    assert "busy" in _facts(" > WARNING: could not find index map files, building the indices on rank 0 ...\n")
+
+
+def test_counts_a_script_prints_for_its_all_to_all_are_split_tables():
+    assert "splits_shown" in _facts("[moe] rank 0 send_counts=[512, 512, 512, 640] recv_counts=[512, 512, 448, 576]\n")
+    log = (
+        "[moe] rank 1 send_counts=[512, 512, 448, 576] recv_counts=[384, 512, 512, 640]\n"
+        "moe-0:2210:2290 [1] transport/net_ib.cc:557 NCCL WARN NET/IB : Message truncated : received 262144 bytes "
+        "instead of 196608\n"
+    )
+    assert (_first(log).category, _first(log).rule) == ("p2p_pairing", "net_message_truncated")
