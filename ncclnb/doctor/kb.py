@@ -50,6 +50,10 @@ PROGRESS_TRIGGERS = (
     "loss:",
     "loss=",
     "it/s,",
+    # a bare progress bar (tqdm with no postfix: "1.12it/s]"), by the digit before its rate (a trigger must not hold
+    # "]": scan's bulk path splits lines at the first one)
+    *(f"{d}it/s" for d in "0123456789"),
+    *(f"{d}s/it" for d in "0123456789"),
     "s/it,",
     "busbw",
     "step ",
@@ -370,6 +374,7 @@ TRIGGERS = (
     "recv_counts",
     "cudaDriverVersion",  # the CUDA version the driver supports (priors' driver_behind_cuda)
     "uilding the indices",  # rank-0-only work (priors' busy): Megatron's index maps
+    "loader)",  # a rank's len(loader): its batches per epoch (rank_count)
     "Broken pipe",
     "No space left",
     "ACSCtl",

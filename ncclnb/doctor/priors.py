@@ -347,6 +347,7 @@ class LogContext:
     fabric_named: bool = False  # a line names the NVSwitch fabric's manager or its state (fabric manager, Fabric State)
     conf_file: bool = False  # an NCCL configuration file is in play (/etc/nccl.conf, ~/.nccl.conf, NCCL_CONF_FILE)
     gpu_processes: dict = field(default_factory=dict)  # GPU index -> pids nvidia-smi's process table lists on it
+    collective_code: bool = False  # the paste's code or traceback calls a collective (all_reduce(, all_gather(, ...)
     rank_guarded_collective: bool = False  # the pasted code calls a collective in a branch only rank 0 takes
     gpu_per_task: bool = False  # Slurm gives each task one GPU of its own (--gpus-per-task=1)
     splits_shown: bool = False  # the paste prints an all-to-all's split sizes (input_splits=[...], send_splits=[...])
@@ -528,6 +529,8 @@ class LogContext:
             self.fabric_named = True
         if not self.object_collective and "_object" in msg and _OBJECT_COLLECTIVE.search(msg):
             self.object_collective = True
+        if not self.collective_code and "(" in msg and _COLLECTIVE_CALL.search(msg):
+            self.collective_code = True
         if not self.rank_guarded_collective:
             if self._guard_left and ("(" in msg or "sync_dist" in msg) and _COLLECTIVE_CALL.search(msg):
                 self.rank_guarded_collective = True
@@ -609,6 +612,7 @@ class LogContext:
                 "fabric_named",
                 "conf_file",
                 "rank_guarded_collective",
+                "collective_code",
                 "splits_shown",
             )
             if getattr(self, name)
@@ -1058,6 +1062,9 @@ _BUFFER_VARS = ("NCCL_BUFFSIZE", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NC
 # (signature ids, fact, category): the first rule whose fact holds and whose category is the
 # signature's own or one of its ``also`` wins
 PREFER = (
+    # the work that timed out is a send or a receive (torch's older wording, with no SeqNum for the cross-rank
+    # reading): its peer never posted the other half
+    (("watchdog_timeout", "timeout_at_nccl_work"), "p2p_timed_out", "p2p_pairing"),
     (("watchdog_timeout", "timeout_at_nccl_work"), "finished", "collective_desync"),
     (("watchdog_timeout", "timeout_at_nccl_work"), "rank_guarded_collective", "collective_desync"),
     (("watchdog_timeout", "timeout_at_nccl_work"), "busy", "slow_rank_timeout"),
@@ -1107,6 +1114,9 @@ PREFER = (
     (("net_message_truncated",), "p2p_code", "p2p_pairing"),
     # (or where the paste prints the split sizes or counts each rank sends and receives)
     (("net_message_truncated",), "splits_shown", "p2p_pairing"),
+    # more bytes than posted in a collective the paste's code calls (no send/recv of its own): the ranks passed it
+    # tensors of different sizes (an all_gather of per-rank lengths)
+    (("net_message_truncated",), "collective_code", "collective_desync"),
     # "NET/IB : No device found" is harmless only where nobody meant to use IB: with NCCL_IB_HCA set or an HCA
     # on the node, NCCL did not find the HCAs it was told to use
     (("ib_no_device_found", "libibverbs_missing"), "ib_wanted", "ib_misconfig"),

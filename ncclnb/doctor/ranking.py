@@ -74,6 +74,8 @@ _NAMES_THE_DIVERGENCE = (
 # cross-rank findings that name ranks that never reached the collective the others waited in
 _NEVER_ARRIVED = ("watchdog_rank_missing", "traceback_rank_missing")
 # "Process 55120 has 7.21 GiB memory in use" in torch's CUDA OOM message (2.1+)
+# the op of a watchdog timeout that is point-to-point (reason.P2P_OPS less the batch, which may hold collectives)
+_P2P_OPTYPE = re.compile(r"OpType=(?:SEND|RECV|RECVANYSOURCE)\b", re.ASCII)
 _OOM_PROCESS = re.compile(r"Process ([0-9]{1,9}) has [0-9.]{1,12} [KMGT]iB memory in use", re.ASCII)
 EARLY_SEQ = 8  # a timeout at this sequence number or below is in the job's first collectives
 # cross-rank findings from where the ranks' tracebacks say they waited (reason.wait_findings)
@@ -558,6 +560,9 @@ class _Ranker:
             facts.add("p2p_ops")
         if any(_ran_out(h) for h in self.hits.values()):
             facts.add("resource_exhausted")  # a system resource ran out (memory, threads, file descriptors)
+        timeouts = [self.hits[rule] for rule in ("watchdog_timeout", "timeout_at_nccl_work") if rule in self.hits]
+        if any(_P2P_OPTYPE.search(e.text) for h in timeouts for e in h.evidence):
+            facts.add("p2p_timed_out")  # a send or a receive timed out
         if "p2p_matrix_not_supported" in self.hits:
             facts.add("p2p_denied")  # nvidia-smi's peer-to-peer matrix says the same as torch's answer would
         nvls = self.hits.get("nvls_failure")

@@ -261,7 +261,7 @@ class ReasonState:
 
 
 # what a rank_count line counts: the iterations of an epoch, or the data behind them
-_VALUE_KINDS = (("batches", ("batch", "step", "iteration")), ("examples", ("example", "sample", "dataset")))
+_VALUE_KINDS = (("batches", ("batch", "step", "iteration", "loader")), ("examples", ("example", "sample", "dataset")))
 
 
 def value_kind(what: str) -> Optional[str]:
@@ -319,27 +319,33 @@ def value_tiebreak(state: ReasonState, sides: list) -> Optional[tuple]:
 
 
 def uneven_data(state: ReasonState, waiting: set, others: set, op: str, seq, evidence: tuple) -> Optional[Finding]:
-    """The ranks that wait in a collective the others never called printed more batches (or training
-    examples) than those others: they run the loop once more, and that iteration's collective has no partner.
-    Uneven data per rank (collective_desync), not ranks busy elsewhere; None when the counts do not say so."""
+    """The ranks that wait in a collective the others never called printed another number of batches (or
+    training examples) than those others. With more, they run the loop once more, and that iteration's
+    collective has no partner; with fewer, they left the loop and wait in what follows it while the others are
+    still in their last iteration. Uneven data per rank (collective_desync), not ranks busy elsewhere: the
+    ranks with more are named. None when the counts do not split the two sides."""
     split = count_split(state, [waiting, others]) if waiting and others else None
-    if split is None or split[1] != 0:
-        return None  # no counts, or the late ranks have more: nothing says they left the loop
-    kind, _, n_more, n_less, lines = split
+    if split is None:
+        return None
+    kind, more_side, n_more, n_less, lines = split
+    more, fewer = (waiting, others) if more_side == 0 else (others, waiting)
     return _cross_rank(
         rule="watchdog_uneven_data",
         confidence=0.8,
         evidence=tuple(lines + [e for e in evidence if e not in lines])[:8],
         values=dict(
-            more=_ranks_text(waiting),
-            fewer=_ranks_text(others),
+            more=_ranks_text(more),
+            fewer=_ranks_text(fewer),
+            waiting=_ranks_text(waiting),
+            others=_ranks_text(others),
             what="batches" if kind == "batches" else "training examples",
             n_more=n_more,
             n_fewer=n_less,
             op=op,
             seq=seq,
+            where="the extra iteration's" if more_side == 0 else "the one after the loop",
         ),
-        ranks=tuple(sorted(waiting)),
+        ranks=tuple(sorted(more)),
     )
 
 

@@ -740,3 +740,45 @@ def test_counts_a_script_prints_for_its_all_to_all_are_split_tables():
         "instead of 196608\n"
     )
     assert (_first(log).category, _first(log).rule) == ("p2p_pairing", "net_message_truncated")
+
+
+# ---- blind set 29: short questions -------------------------------------------------------------------------
+def test_ranks_waiting_after_the_loop_with_fewer_batches_are_uneven_data_too():
+    log = "".join(f"[rank {r}] len(loader)={n}\n" for r, n in ((0, 1503), (1, 1502), (2, 1502), (3, 1503)))
+    log += "".join(
+        f"[rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL("
+        "SeqNum=9018, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800322 milliseconds before "
+        "timing out.\n"
+        for r in (1, 2)
+    )
+    top = _first(log)
+    # the ranks with the extra batch are named, whichever side timed out
+    assert (top.rule, top.category, top.ranks) == ("watchdog_uneven_data", "collective_desync", (0, 3))
+
+
+def test_a_bare_progress_bar_says_the_run_went_on():
+    assert "completed" in _facts("  3%|▎         | 112/3750 [01:41<54:02,  1.12it/s]\n")
+    healthy = (
+        "h100-a:31201:31490 [0] NCCL INFO ncclCommInitRank comm 0x55d1c8f0 rank 0 nranks 8 cudaDev 0 nvmlDev 0 busId "
+        "18000 commId 0x9e3c7a1b5d0f2e44 - Init COMPLETE\n"
+        "  3%|▎         | 112/3750 [01:41<54:02,  1.12it/s]\n"
+    )
+    assert not [f for f in diagnose(healthy).findings if f.rule.startswith("candidate.hang")]
+
+
+def test_a_truncated_message_in_a_collective_the_code_calls_is_a_desync():
+    log = (
+        "gathering predictions with dist.all_gather(out_list, preds) where preds is (n_i, 10)\n"
+        "n2:3901:3956 [1] transport/net_socket.cc:405 NCCL WARN NET/Socket : peer 10.1.0.5<44021> message truncated : "
+        "receiving 20480 bytes instead of 16384\n"
+    )
+    assert (_first(log).category, _first(log).rule) == ("collective_desync", "net_message_truncated")
+
+
+def test_a_receive_that_timed_out_in_torchs_older_wording_is_a_pairing_mistake():
+    log = (
+        "[E ProcessGroupNCCL.cpp:566] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(OpType=RECV, "
+        "Timeout(ms)=1800000) ran for 1806024 milliseconds before timing out.\n"
+    )
+    assert _first(log).category == "p2p_pairing"
+    assert _first(log.replace("OpType=RECV", "OpType=ALLREDUCE")).category != "p2p_pairing"
