@@ -782,3 +782,8 @@ def test_a_receive_that_timed_out_in_torchs_older_wording_is_a_pairing_mistake()
     )
     assert _first(log).category == "p2p_pairing"
     assert _first(log.replace("OpType=RECV", "OpType=ALLREDUCE")).category != "p2p_pairing"
+
+
+def test_a_hang_said_after_punctuation_or_at_a_lines_start_is_a_stop():
+    for said in ("(hang, nothing after Init START)", "hangs forever after init", "it hung. no error at all"):
+        assert [f.rule for f in diagnose(said + "\n").findings if f.rule.startswith("candidate.hang")], said
