@@ -48,6 +48,7 @@ _WAITING = {"collective_desync", "slow_rank_timeout", "p2p_pairing", "rendezvous
 _INCIDENT_CARDS = (
     "watchdog_rank_behind",
     "watchdog_ranks_ahead",
+    "watchdog_work_offset",
     "watchdog_uneven_data",
     "watchdog_desync",
     "watchdog_seq_differs",
@@ -66,6 +67,7 @@ _NAMES_THE_DIVERGENCE = (
     "watchdog_seq_differs",
     "watchdog_rank_behind",
     "watchdog_ranks_ahead",
+    "watchdog_work_offset",
     "watchdog_alltoall_unpaired",
     "watchdog_p2p_cycle",
     "watchdog_p2p_batch",

@@ -405,7 +405,7 @@ def _behind(recs: dict) -> list[Finding]:
     behind = {r for r, p in recs.items() if p.enqueued < stuck}
     reached = set(recs) - behind
     if not behind:
-        return _ahead(recs, stuck)
+        return _offset(recs) or _ahead(recs, stuck)
     if not reached or len(behind) > len(reached):
         return []
     last = sorted({recs[r].enqueued for r in behind})
@@ -417,6 +417,33 @@ def _behind(recs: dict) -> list[Finding]:
             evidence=tuple(p.evidence for p in order[:8]),
             values=dict(behind=_ranks_text(behind), reached=_ranks_text(reached), stuck=stuck, last=", ".join(map(str, last))),
             ranks=tuple(sorted(behind)),
+        )
+    ]
+
+
+def _offset(recs: dict) -> list[Finding]:
+    """A rank waits in a work number that other ranks have completed. A collective completes on no rank before
+    every rank of the group joined it, so the two ranks' work of that number is not the same collective: their
+    counts are offset, they issued different numbers of collectives (an extra or a skipped one). The ranks whose
+    pending work others completed are named, when they are fewer than the others."""
+    done = max(p.completed for p in recs.values())
+    offset = {r for r, p in recs.items() if p.enqueued > p.completed and p.completed < done}
+    others = set(recs) - offset
+    if not offset or len(offset) >= len(others) or any(p.completed < done for r, p in recs.items() if r in others):
+        return []
+    order = sorted(recs.values(), key=lambda p: (p.rank not in offset, p.rank))
+    return [
+        _cross_rank(
+            rule="watchdog_work_offset",
+            confidence=0.7,
+            evidence=tuple(p.evidence for p in order[:8]),
+            values=dict(
+                offset=_ranks_text(offset),
+                others=_ranks_text(others),
+                pending=", ".join(str(n) for n in sorted({recs[r].completed + 1 for r in offset})),
+                done=done,
+            ),
+            ranks=tuple(sorted(offset)),
         )
     ]
 

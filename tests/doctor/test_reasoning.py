@@ -224,3 +224,20 @@ def test_ranks_that_all_reached_the_stuck_work_but_enqueued_different_amounts_ar
     assert "watchdog_ranks_ahead" not in [f.rule for f in diagnose(same).findings]
     behind = _at_work(0, 10419) + _at_work(1, 10416) + _at_work(2, 10419) + _at_work(3, 10419)
     assert diagnose(behind).findings[0].rule == "watchdog_rank_behind"
+
+
+def _detected(rank: int, enqueued: int, completed: int) -> str:
+    return (
+        f"[rank{rank}]:[E1105 06:47:18.111203 ProcessGroupNCCL.cpp:1785] [PG 0 (default_pg) Rank {rank}] Exception "
+        f"(either an error or timeout) detected by watchdog at work: {enqueued}, last enqueued NCCL work: {enqueued}, "
+        f"last completed NCCL work: {completed}.\n"
+    )
+
+
+def test_a_rank_waiting_in_work_the_others_completed_is_offset_by_a_collective():
+    log = _detected(0, 98211, 98210) + _detected(7, 98211, 98210) + _detected(11, 98209, 98208)
+    top = diagnose(log).findings[0]
+    assert (top.category, top.rule, top.ranks) == ("collective_desync", "watchdog_work_offset", (11,))
+    # counters far apart are two attempts of the job (a restart numbers its work again), not one group's
+    restarted = _detected(0, 98211, 98210) + _detected(7, 98211, 98210) + _detected(11, 12, 11)
+    assert "watchdog_work_offset" not in [f.rule for f in diagnose(restarted).findings]
