@@ -375,6 +375,9 @@ TRIGGERS = (
     "cudaDriverVersion",  # the CUDA version the driver supports (priors' driver_behind_cuda)
     "uilding the indices",  # rank-0-only work (priors' busy): Megatron's index maps
     "loader)",  # a rank's len(loader): its batches per epoch (rank_count)
+    "NCCL_ERROR_",  # NCCL's result codes as other bindings print them (CuPy's NcclError)
+    "Coordination agent",  # TensorFlow's and JAX's coordination service
+    "shuffle buffer",  # a task still filling TensorFlow's shuffle buffer (priors' busy)
     "Broken pipe",
     "No space left",
     "ACSCtl",

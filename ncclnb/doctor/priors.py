@@ -273,6 +273,7 @@ _BUSY = (
     "ndexing",
     "Building index",
     "uilding the indices",
+    "shuffle buffer",
     "retry loop",
     "wandb: Network error",
 )

@@ -787,3 +787,37 @@ def test_a_receive_that_timed_out_in_torchs_older_wording_is_a_pairing_mistake()
 def test_a_hang_said_after_punctuation_or_at_a_lines_start_is_a_stop():
     for said in ("(hang, nothing after Init START)", "hangs forever after init", "it hung. no error at all"):
         assert [f.rule for f in diagnose(said + "\n").findings if f.rule.startswith("candidate.hang")], said
+
+
+# ---- blind set 32: NCCL under other frameworks (TensorFlow, JAX, CuPy, Horovod) ----------------------------
+def test_nccl_result_codes_as_other_bindings_print_them_are_the_generic_errors():
+    for line, rule in (
+        ("cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_INVALID_USAGE: invalid usage", "nccl_invalid_usage"),
+        (
+            "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: NCCL operation ncclCommInitRank(&comm, nranks, id, rank) "
+            "failed: internal error - please report this issue to the NCCL developers.",
+            "nccl_internal_error",
+        ),
+        (
+            "[1,0]<stderr>: E horovod/common/ops/nccl_operations.cc:101] NCCL error: unhandled cuda error",
+            "nccl_unhandled_cuda_error",
+        ),
+    ):
+        assert rule in [r for _, r in _rules(diagnose(line + "\n"))], line
+
+
+def test_tensorflows_collective_timeout_is_read_as_a_watchdog_timeout_is():
+    log = (
+        "2023-09-14 07:20:11.553312: I tensorflow/core/kernels/data/shuffle_dataset_op.cc:392] Filling up shuffle buffer "
+        "(this may take a while): 163001 of 2000000\n"
+        "tensorflow.python.framework.errors_impl.DeadlineExceededError: Collective ops is aborted by: Collective operation "
+        "timed out after 1800 seconds\n"
+    )
+    assert (_first(log).rule, _first(log).category) == ("watchdog_timeout", "slow_rank_timeout")  # a task still busy
+
+
+def test_grpc_and_jax_coordination_that_cannot_reach_its_peers_is_the_rendezvous():
+    tf = "tensorflow.python.framework.errors_impl.UnavailableError: failed to connect to all addresses\n"
+    assert (_first(tf).rule, _first(tf).category) == ("grpc_peer_unreachable", "rendezvous_unreachable")
+    jax = "jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Barrier timed out. Id: PjRT_Client_Connect.\n"
+    assert _first(jax).rule == "jax_coordination_barrier_timeout"
