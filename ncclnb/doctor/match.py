@@ -33,6 +33,7 @@ from .reason import (
     PLAN,
     PROGRESS,
     REASONING_PATTERNS,
+    COLL_TRACE,
     VERSION,
     version_read,
     VERSION_TUPLE,
@@ -86,6 +87,7 @@ _LINE_GATES: tuple[str, ...] = (
     "p2p plan",
     "distributed_c10d.py",
     "can_device_access_peer",
+    "opCount",
 )
 
 # ---- stack dumps of living processes: where each rank waits ----------------
@@ -506,6 +508,12 @@ class Matcher:
         stack_gate, line_gate, echo_unsafe = gates
         if stack_gate or (ctx.stack is not None and "distributed_c10d.py" in msg):
             self._stack_line(ctx, line_no, msg.strip(), rank, host, ln.pid, ev)
+        if "opCount" in msg and rank is not None:
+            m = COLL_TRACE.search(msg)
+            if m:
+                self.state.add_coll_trace(
+                    rank, int(m.group("oc"), 16), (m.group("op"), int(m.group("count")), int(m.group("dt"))), ev
+                )
         if "p2p plan" in msg and PLAN.search(msg):
             from .pairing import parse_plan_line
 

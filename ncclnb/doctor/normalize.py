@@ -59,7 +59,11 @@ _PREFIXES = (
         "dmesg",
         re.compile(r"(?:<\d>)?\[(?:\s*\d+\.\d+|[A-Z][a-z]{2} [A-Z][a-z]{2} +\d+ \d{2}:\d{2}:\d{2} \d{4})\][ \t]*", re.ASCII),
     ),
-    ("rank", re.compile(r"\[rank(?P<rank>\d+)\]:[ \t]?", re.ASCII)),
+    # torch's "[rank3]:", and a launcher's or script's "[rank3] " in front of a line NCCL printed
+    (
+        "rank",
+        re.compile(r"\[rank ?(?P<rank>\d+)\](?::[ \t]?| (?=[A-Za-z][\w.-]{0,254}:[0-9]{1,9}:[0-9]{1,9} \[))", re.ASCII),
+    ),
     ("local", re.compile(r"\[default(?P<local>\d+)\]:[ \t]?", re.ASCII)),
     # any other launcher's per-process tag ([trainer3]:, [worker0]:): stripped, its number not trusted as a rank
     ("tag", re.compile(r"\[[A-Za-z][A-Za-z_-]{0,30}\d{1,5}\]:[ \t]?", re.ASCII)),

@@ -26,6 +26,7 @@ from .normalize import MAX_DIGITS, num
 from .priors import CANDIDATE_KIND_TITLES, preferred_category, rank_candidates
 from .rank_table import MAX_BLAMED, MAX_RANKS
 from .reason import (
+    coll_trace_findings,
     duplicate_claims,
     launcher_findings,
     out_of_range_findings,
@@ -244,6 +245,7 @@ class _Ranker:
             + out_of_range_findings(self.state)
             + plan_findings(self.state, fr.ranks_ahead(dumps) if dumps else frozenset())
             + wait_findings(self.state, self.table.present())
+            + coll_trace_findings(self.state)
         )
         reasoned_categories = {f.category for f in reasoned}
         settled = bool(reasoned_categories - _WAITING)
@@ -567,6 +569,9 @@ class _Ranker:
             facts.add("p2p_timed_out")  # a send or a receive timed out
         if "p2p_matrix_not_supported" in self.hits:
             facts.add("p2p_denied")  # nvidia-smi's peer-to-peer matrix says the same as torch's answer would
+        recs = self.state.watchdog
+        if "p2p_denied" in facts and recs and max(r.seq for r in recs.values()) <= EARLY_SEQ:
+            facts.add("p2p_denied_early")
         nvls = self.hits.get("nvls_failure")
         if nvls is not None and any("out of memory" in e.text for e in nvls.evidence):
             facts.add("nvls_out_of_memory")  # CUDA's error 2 in NVLS's set-up: its memory did not fit

@@ -123,6 +123,15 @@ def launch_count(text: str) -> int:
     return int(lo) if not hi or hi == lo else -1
 
 
+# NCCL's per-call trace (NCCL_DEBUG_SUBSYS=COLL): "AllReduce: opCount 3f4 sendbuff 0x... recvbuff 0x... count 1
+# datatype 7 op 0 root 0 comm 0x... [nranks=4] stream 0x...": the op, its number in the communicator, size and type
+COLL_TRACE = re.compile(
+    r"\b(?P<op>AllReduce|AllGather|ReduceScatter|Broadcast|Reduce|AllToAll|Send|Recv): opCount (?P<oc>[0-9a-f]{1,16}) "
+    r"[^\n]{0,200}?count (?P<count>[0-9]{1,20}) datatype (?P<dt>[0-9]{1,3})",
+    re.ASCII,
+)
+MAX_TRACED_OPS = 4  # the last opCounts of each rank's trace that are compared
+
 # exported with the knowledge base for the grep comparison
 REASONING_PATTERNS = (
     NET_IB_USING.pattern,
@@ -136,6 +145,7 @@ REASONING_PATTERNS = (
     BANNER.pattern,
     PLAN.pattern,
     C10D_FRAME.pattern,
+    COLL_TRACE.pattern,
 )
 
 
@@ -173,6 +183,7 @@ class ReasonState:
     """Bounded state the reasoning needs; fed line by line by the matcher."""
 
     watchdog: dict = field(default_factory=dict)  # rank -> last WatchdogRecord
+    coll_trace: dict = field(default_factory=dict)  # rank -> {opCount: (op, count, datatype, Evidence)}, its last few
     versions: dict = field(default_factory=dict)  # (host or source, pid) -> (version, cuda, Evidence)
     comm_by_host: dict = field(default_factory=dict)  # host -> CommRecord with the largest nRanks
     out_of_range: dict = field(default_factory=dict)  # rank -> (size, Evidence)
@@ -236,6 +247,18 @@ class ReasonState:
             return
         if old is None or rec.seq >= old.seq:
             self.watchdog[rec.rank] = rec
+
+    def add_coll_trace(self, rank: int, op_count: int, call: tuple, ev: Evidence) -> None:
+        """One line of NCCL's COLL trace: ``call`` is (op, count, datatype). Each rank keeps its last MAX_TRACED_OPS."""
+        ops = self.coll_trace.get(rank)
+        if ops is None:
+            if len(self.coll_trace) >= self.limit:
+                return
+            ops = self.coll_trace[rank] = {}
+        if op_count not in ops:
+            ops[op_count] = (*call, ev)
+            if len(ops) > MAX_TRACED_OPS:
+                del ops[min(ops)]
 
     def add_version(self, key: tuple, version: str, cuda: Optional[str], ev: Evidence) -> None:
         if key in self.versions or len(self.versions) >= self.limit:
@@ -369,6 +392,48 @@ def _ranks_text(ranks) -> str:
     if len(ranks) > 8:
         return ", ".join(map(str, ranks[:8])) + f" and {len(ranks) - 8} more"
     return ", ".join(map(str, ranks))
+
+
+def coll_trace_findings(state: ReasonState) -> list[Finding]:
+    """NCCL's COLL trace of two or more ranks: the latest operation number all of them traced is one call of one
+    communicator on every rank, so its op, count and datatype must agree. Where they do not, the ranks called
+    different collectives (or sizes) at that point: a desync; the ranks outside the most common call are named (on
+    a tie, every rank)."""
+    traced = {r: ops for r, ops in state.coll_trace.items() if isinstance(r, int)}
+    if len(traced) < 2:
+        return []
+    shared = set.intersection(*(set(ops) for ops in traced.values()))
+    for oc in sorted(shared, reverse=True):
+        calls = {r: ops[oc] for r, ops in traced.items()}
+        kinds = Counter(c[:3] for c in calls.values())
+        if len(kinds) < 2:
+            continue
+        (common, n), (_, n2) = kinds.most_common(2)
+        odd = {r for r, c in calls.items() if c[:3] != common} if n > n2 else set(calls)
+        others = set(calls) - odd
+        odd_call = Counter(calls[r][:3] for r in odd).most_common(1)[0][0]
+        order = sorted(calls, key=lambda r: (r not in odd, r))
+        return [
+            _cross_rank(
+                rule="coll_trace_mismatch",
+                confidence=0.85,
+                evidence=tuple(calls[r][3] for r in order[:8]),
+                values=dict(
+                    op_count=format(oc, "x"),
+                    odd=_ranks_text(odd),
+                    odd_call=_call_text(odd_call),
+                    others=_ranks_text(others) if others else "the others",
+                    common=_call_text(common),
+                ),
+                ranks=tuple(sorted(odd)) if others else (),
+            )
+        ]
+    return []
+
+
+def _call_text(call: tuple) -> str:
+    op, count, dtype = call
+    return f"{op} of {count} elements (datatype {dtype})"
 
 
 def progress_findings(state: ReasonState) -> list[Finding]:
@@ -602,6 +667,21 @@ def watchdog_findings(state: ReasonState, world_size: Optional[int], present=fro
         late = set(behind[0].ranks)
         uneven = uneven_data(state, timed_out - late, late, ops.most_common(1)[0][0], seqs.most_common(1)[0][0], evidence)
         return [uneven] if uneven is not None else behind
+    if len(seqs) > 1 and len(recs) >= 2 and set(ops) <= ALLTOALL_OPS:
+        # all-to-alls at different numbers: a rank whose receive from a peer is larger than the peer's send waits
+        # in its all-to-all while the peers complete their halves and go on to the next one (the split sizes, not
+        # a collective some ranks skipped: the ranks at the earlier number are the ones still receiving)
+        low = min(seqs)
+        stuck = {r.rank for r in recs.values() if r.seq == low}
+        return [
+            _cross_rank(
+                rule="watchdog_alltoall_unpaired",
+                confidence=0.7,
+                evidence=evidence,
+                values=dict(ranks=_ranks_text(stuck), op=ops.most_common(1)[0][0], seq=low),
+                ranks=tuple(sorted(stuck)),
+            )
+        ]
     if len(seqs) > 1 and len(recs) >= 2:
         # the most common sequence number; on a tie the higher one, so that the ranks behind are named
         common = max(seqs, key=lambda s: (seqs[s], s))

@@ -821,3 +821,36 @@ def test_grpc_and_jax_coordination_that_cannot_reach_its_peers_is_the_rendezvous
     assert (_first(tf).rule, _first(tf).category) == ("grpc_peer_unreachable", "rendezvous_unreachable")
     jax = "jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Barrier timed out. Id: PjRT_Client_Connect.\n"
     assert _first(jax).rule == "jax_coordination_barrier_timeout"
+
+
+# ---- blind set 31: NCCL's own internals ----------------------------------------------------------------------
+def test_a_rank_label_in_front_of_nccls_prefix_names_the_rank():
+    from ncclnb.doctor.normalize import normalize
+
+    ln = normalize("[rank2] ip-172-31-9-20:3323:3323 [2] NCCL INFO Broadcast: opCount 3f4 sendbuff 0x7f count 1 datatype 0")
+    assert (ln.rank, ln.host, ln.pid) == (2, "ip-172-31-9-20", 3323)
+
+
+def test_all_to_alls_at_different_numbers_are_split_sizes_that_do_not_pair():
+    log = "".join(
+        f"[rank{r}]:[E ProcessGroupNCCL.cpp:1182] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL("
+        f"SeqNum={seq}, OpType=ALLTOALL_BASE, NumelIn=2097152, NumelOut=2115584, Timeout(ms)=600000) ran for 600091 "
+        "milliseconds before timing out.\n"
+        for r, seq in ((1, 1092), (0, 1093), (2, 1093), (3, 1093))
+    )
+    top = _first(log)
+    assert (top.rule, top.category, top.ranks) == ("watchdog_alltoall_unpaired", "p2p_pairing", (1,))
+    # the same numbers in another collective are still a rank that issued a different count
+    assert _first(log.replace("ALLTOALL_BASE", "ALLREDUCE")).rule == "watchdog_seq_differs"
+
+
+def test_the_first_collective_timing_out_on_gpus_without_peer_access_is_the_p2p_path():
+    log = (
+        ">>> torch.cuda.can_device_access_peer(0, 1)\nFalse\n"
+        "box:3101:3160 [0] NCCL INFO Channel 00/0 : 0[1000] -> 1[2000] via P2P/direct pointer\n"
+        "[E ProcessGroupNCCL.cpp:475] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
+        "OpType=BROADCAST, NumelIn=262144000, NumelOut=262144000, Timeout(ms)=1800000) ran for 1800331 milliseconds "
+        "before timing out.\n"
+    )
+    assert _first(log).category == "p2p_topology"
+    assert _first(log.replace("SeqNum=1,", "SeqNum=4012,")).category != "p2p_topology"  # late in the run: not the path
