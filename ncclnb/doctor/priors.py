@@ -206,6 +206,10 @@ _SEND_RECV = (
     "P2POp(",
     "ProcessGroupNCCL::send(",
     "ProcessGroupNCCL::recv(",
+    "ncclSend(",  # NCCL's C API, and CuPy's communicator
+    "ncclRecv(",
+    "comm.send(",
+    "comm.recv(",
 )
 _P2P_CODE = ("all_to_all", "alltoall") + _SEND_RECV
 # the driver's version (nvidia-smi's header, the kernel module's banner) and the CUDA an NCCL was built for
@@ -228,7 +232,7 @@ _GPUS_PER_NODE = re.compile(
 )
 # an all-to-all's split sizes as a script prints them before the call ("input_splits=[512, 300]", "send_splits: [3, 5]",
 # "output_split_sizes = [...]"): the sizes each pair of ranks must agree on
-_SPLITS = re.compile(r"\b(?:input|output|send|recv)_?(?:split(?:s|_sizes)?|counts)\b ?[=:] ?\[[0-9]", re.ASCII)
+_SPLITS = re.compile(r"\b(?:input|output|in|out|send|recv)_?(?:split(?:s|_sizes)?|counts)\b ?[=:] ?\[[0-9]", re.ASCII)
 # Slurm binding one GPU to each task (--gpus-per-task=1): every process sees its own single GPU, as cuda:0
 _GPU_PER_TASK = re.compile(r"--gpus-per-task[= ](?:[A-Za-z][\w.-]{0,31}:)?1\b", re.ASCII)
 # CUDA_VISIBLE_DEVICES as a shell line, an env dump or a launcher's echo sets it: the GPUs each process of the node sees
@@ -856,6 +860,15 @@ CANDIDATES = {
             down=(),
         ),
         _IFNAME,
+        Candidate(
+            "p2p_pairing",
+            0.08,
+            "a peer sent more than this rank posted to receive (all-to-all split tables or send/recv sizes that do not "
+            "pair) and the transfer was torn down",
+            "each rank's send and receive sizes for the exchange (input/output splits): what a sends to b must be what b "
+            "expects from a",
+            up=("splits_shown", "p2p_code"),
+        ),
     ),
     "cuda": (
         Candidate(

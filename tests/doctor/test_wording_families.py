@@ -854,3 +854,20 @@ def test_the_first_collective_timing_out_on_gpus_without_peer_access_is_the_p2p_
     )
     assert _first(log).category == "p2p_topology"
     assert _first(log.replace("SeqNum=1,", "SeqNum=4012,")).category != "p2p_topology"  # late in the run: not the path
+
+
+def test_sends_and_receives_in_ncclss_c_api_or_cupy_are_point_to_point_code():
+    for code in (
+        "ncclSend(sendbuf, n, ncclFloat, (rank+1)%size, comm, s);",
+        "comm.send(x.data.ptr, x.size, nccl.NCCL_FLOAT32, 1, s)",
+    ):
+        assert {"send_recv", "p2p_code"} <= _facts(code + "\n"), code
+
+
+def test_split_tables_beside_a_lost_peer_put_pairing_among_its_candidates():
+    log = (
+        "[rank0] all_to_all_single in_splits=[512, 384] out_splits=[512, 256]\n"
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1275, "
+        "remote process exited or there was a network error, NCCL version 2.18.1\n"
+    )
+    assert _first(log).rule == "candidate.remote.p2p_pairing"
