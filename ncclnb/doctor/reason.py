@@ -433,7 +433,7 @@ def coll_trace_findings(state: ReasonState) -> list[Finding]:
 
 def _call_text(call: tuple) -> str:
     op, count, dtype = call
-    return f"{op} of {count} elements (datatype {dtype})"
+    return f"{op} of {how_many(count, 'element')} (datatype {dtype})"
 
 
 def progress_findings(state: ReasonState) -> list[Finding]:
