@@ -174,7 +174,10 @@ class ProgressLines:
         # a pattern that a line with no other trigger may match names the progress triggers it may rely on
         needed = [p for p in patterns if not pattern_covered(p, other)]
         safe = [t for t in PROGRESS_TRIGGERS if not any(t in p or pattern_covered(p, other + (t,)) for p in needed)]
-        self.progress = tuple(t.encode() for t in safe)
+        progress = tuple(t.encode() for t in safe)
+        # (a progress literal with a digit, "1s/it", is looked for in the line, its masked form in the shape)
+        self.progress = tuple(lit for lit in progress if lit == lit.translate(None, b"0123456789"))
+        self.progress_masked = tuple((lit.translate(_MASK_BYTE_DIGITS), lit) for lit in progress if lit not in self.progress)
         rest = [t.encode() for t in TRIGGERS if t not in safe] + [g.encode() for g in gates]  # a gate is read beyond
         self.with_digit = tuple(lit for lit in rest if lit != lit.translate(None, b"0123456789"))
         self.plain = tuple(lit for lit in rest if lit not in self.with_digit)
@@ -186,13 +189,19 @@ class ProgressLines:
     def only(self, raw: bytes) -> bool:
         shape = raw.translate(_MASK_BYTE_DIGITS)
         try:
-            check = self.shapes[shape]
+            check, needed = self.shapes[shape]
         except KeyError:
             if len(self.shapes) >= 4096:
                 self.shapes.clear()
-            only = any(lit in shape for lit in self.progress) and not any(lit in shape for lit in self.plain)
-            check = self.shapes[shape] = tuple(lit for masked, lit in self.masked if masked in shape) if only else None
-        return check is not None and not any(lit in raw for lit in check)
+            needed = None  # the progress literals with a digit the line must hold (None: it holds one without)
+            if not any(lit in shape for lit in self.progress):
+                needed = tuple(lit for masked, lit in self.progress_masked if masked in shape)
+            only = needed != () and not any(lit in shape for lit in self.plain)
+            check = tuple(lit for masked, lit in self.masked if masked in shape) if only else None
+            self.shapes[shape] = (check, needed)
+        return (
+            check is not None and not any(lit in raw for lit in check) and (needed is None or any(lit in raw for lit in needed))
+        )
 
 
 @cache

@@ -16,6 +16,10 @@ def test_loss_and_rate_lines_alone_are_progress_lines():
     assert only(b"[default0]:{'loss': 0.3335, 'grad_norm': 0.041, 'learning_rate': 2.9e-05, 'epoch': 0.12}")
     assert only(b"Epoch 1:  50%|#####     | 781/1563 [02:01<02:01,  6.43it/s, loss=0.412, v_num=3]")
     assert only(b"step 1200 | loss 2.31 | lr 3.0e-4")
+    # a bare bar: its progress literal has a digit ("1s/it"), looked for in the line, not in the masked shape
+    assert only(b"[default4]:  17%|###       | 17/100 [00:17<01:10,  1.21s/it]")
+    assert only(b"  3%|#         | 112/3750 [01:41<54:02,  1.12it/s]")
+    assert not only(b"  3%|#         | 112/3750 [01:41<54:02,  s/it]")  # no rate: no progress literal at all
 
 
 def test_a_line_with_anything_else_to_read_is_not_passed_by():
