@@ -376,6 +376,7 @@ TRIGGERS = (
     "uilding the indices",  # rank-0-only work (priors' busy): Megatron's index maps
     "loader)",  # a rank's len(loader): its batches per epoch (rank_count)
     "NCCL_ERROR_",  # NCCL's result codes as other bindings print them (CuPy's NcclError)
+    "Unexpected task registered",  # JAX's coordination service refusing a task
     "ncclSend(",  # point-to-point calls in pasted code (priors' send_recv): NCCL's C API, CuPy's communicator
     "ncclRecv(",
     "comm.send(",

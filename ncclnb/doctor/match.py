@@ -610,8 +610,9 @@ class Matcher:
         WARN rule reads (its template says so), or one a once_per_message
         signature has read already: the host is seen, the message is the one a
         hard-wrapped next line would be joined to. Nothing else."""
-        ctx.host = ln.host
-        self.context.observe_host(ln.host)
+        if ln.host:  # (a line with no host, a once-read plugin line pasted twice, borrows none and names none)
+            ctx.host = ln.host
+            self.context.observe_host(ln.host)
         self.matches(ln.text)  # the same lookups as line(): a message the bounded cache dropped feeds the context again
         ctx.prev_no, ctx.prev_text, ctx.prev_ids = line_no, ln.text[:2000], frozenset()
         if tpl is not None:

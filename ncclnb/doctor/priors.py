@@ -1080,7 +1080,8 @@ PREFER = (
     # reading): its peer never posted the other half
     (("watchdog_timeout", "timeout_at_nccl_work"), "p2p_timed_out", "p2p_pairing"),
     # the job's first collectives timed out on GPUs that say they have no peer access (torch's answer, nvidia-smi's
-    # matrix): the P2P path NCCL set up between them does not carry data
+    # matrix) or that are consumer cards (whose drivers may advertise P2P they do not carry): the P2P path NCCL set up
+    # between them does not carry data
     (("watchdog_timeout",), "p2p_denied_early", "p2p_topology"),
     (("watchdog_timeout", "timeout_at_nccl_work"), "finished", "collective_desync"),
     (("watchdog_timeout", "timeout_at_nccl_work"), "rank_guarded_collective", "collective_desync"),

@@ -570,7 +570,7 @@ class _Ranker:
         if "p2p_matrix_not_supported" in self.hits:
             facts.add("p2p_denied")  # nvidia-smi's peer-to-peer matrix says the same as torch's answer would
         recs = self.state.watchdog
-        if "p2p_denied" in facts and recs and max(r.seq for r in recs.values()) <= EARLY_SEQ:
+        if ("p2p_denied" in facts or "consumer_gpu" in facts) and recs and max(r.seq for r in recs.values()) <= EARLY_SEQ:
             facts.add("p2p_denied_early")
         nvls = self.hits.get("nvls_failure")
         if nvls is not None and any("out of memory" in e.text for e in nvls.evidence):

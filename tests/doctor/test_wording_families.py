@@ -871,3 +871,20 @@ def test_split_tables_beside_a_lost_peer_put_pairing_among_its_candidates():
         "remote process exited or there was a network error, NCCL version 2.18.1\n"
     )
     assert _first(log).rule == "candidate.remote.p2p_pairing"
+
+
+def test_the_first_collective_timing_out_on_consumer_gpus_with_p2p_channels_is_the_p2p_path():
+    log = (
+        "2x RTX 4090, torch 2.0.1+cu118, driver 525.105.17\n"
+        "ws:88:88 [0] NCCL INFO Channel 00/0 : 0[1000] -> 1[2000] via P2P/IPC\n"
+        "[E ProcessGroupNCCL.cpp:828] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
+        "OpType=BROADCAST, Timeout(ms)=1800000) ran for 1800473 milliseconds before timing out.\n"
+    )
+    assert _first(log).category == "p2p_topology"
+    assert _first(log.replace("2x RTX 4090", "8x H100")).category != "p2p_topology"
+
+
+def test_a_once_read_line_with_no_host_pasted_twice_is_read_without_error():
+    # (it reached the inert path with no host, and the run facts were handed None for one: a traceback)
+    line = "NET/Plugin: Could not find: libnccl-tuner.so libnccl-net.so. Using internal tuner plugin.\n"
+    assert [rule for _, rule in _rules(diagnose(line * 2))] == [rule for _, rule in _rules(diagnose(line))]
