@@ -175,9 +175,15 @@ class ProgressLines:
         needed = [p for p in patterns if not pattern_covered(p, other)]
         safe = [t for t in PROGRESS_TRIGGERS if not any(t in p or pattern_covered(p, other + (t,)) for p in needed)]
         progress = tuple(t.encode() for t in safe)
-        # (a progress literal with a digit, "1s/it", is looked for in the line, its masked form in the shape)
-        self.progress = tuple(lit for lit in progress if lit == lit.translate(None, b"0123456789"))
-        self.progress_masked = tuple((lit.translate(_MASK_BYTE_DIGITS), lit) for lit in progress if lit not in self.progress)
+        # (a progress literal with a digit, "1s/it", is looked for in the line, its masked form in the shape; where
+        # all ten digits' literals are progress literals, the masked form in the shape is enough: "\0s/it")
+        digits = [lit for lit in progress if lit != lit.translate(None, b"0123456789")]
+        by_mask: dict = {}
+        for lit in digits:
+            by_mask.setdefault(lit.translate(_MASK_BYTE_DIGITS), []).append(lit)
+        complete = {m for m, lits in by_mask.items() if len(lits) == 10 and m.count(0) == 1}
+        self.progress = tuple(lit for lit in progress if lit not in digits) + tuple(complete)
+        self.progress_masked = tuple((m, lit) for m, lits in by_mask.items() if m not in complete for lit in lits)
         rest = [t.encode() for t in TRIGGERS if t not in safe] + [g.encode() for g in gates]  # a gate is read beyond
         self.with_digit = tuple(lit for lit in rest if lit != lit.translate(None, b"0123456789"))
         self.plain = tuple(lit for lit in rest if lit not in self.with_digit)
