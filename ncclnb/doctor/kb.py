@@ -377,6 +377,11 @@ TRIGGERS = (
     "loader)",  # a rank's len(loader): its batches per epoch (rank_count)
     "NCCL_ERROR_",  # NCCL's result codes as other bindings print them (CuPy's NcclError)
     "Unexpected task registered",  # JAX's coordination service refusing a task
+    "IndexError",
+    "[hvd.local_rank",  # code indexing the node's GPUs by the local rank (priors' gpu_list_by_local_rank)
+    "[args.local_rank",
+    "[self.local_rank",
+    "[local_rank",
     "ncclSend(",  # point-to-point calls in pasted code (priors' send_recv): NCCL's C API, CuPy's communicator
     "ncclRecv(",
     "comm.send(",

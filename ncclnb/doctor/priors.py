@@ -242,6 +242,11 @@ _VISIBLE = re.compile(r"CUDA_VISIBLE_DEVICES[\"']?[=:] ?[\"']?(?P<ids>[0-9]{1,3}
 _DEVICE_BY_PHYSICAL_ID = re.compile(r"CUDA_VISIBLE_DEVICES['\"]\)?\]?\)?\.split\([^)]*\)\s*\[", re.ASCII)
 # (or out of a list of GPU ids of its own: "cuda:{os.environ['GPU_IDS'].split(',')[local_rank]}", ids a process whose
 # CUDA_VISIBLE_DEVICES is set does not number its GPUs by)
+# code picking a GPU out of the node's list of GPUs by the local rank (Horovod's gpus[hvd.local_rank()]): a list that
+# runs out where more processes run on the node than it has GPUs
+_GPU_LIST_BY_LOCAL_RANK = re.compile(
+    r"\b(?:gpus|devices|physical_devices|gpu_ids|visible_gpus)\[(?:hvd\.|args\.|self\.)?local_rank(?:\(\))?\]", re.ASCII
+)
 _DEVICE_FROM_ID_LIST = re.compile(r"(?:cuda:\{|set_device\(|torch\.device\()[^\n]{0,120}?\.split\([^)]{0,8}\)\s*\[", re.ASCII)
 _DEVICE_BY_RANK = re.compile(
     r"(?:set_device\(|cuda:\{|\.cuda\(|device\(\s*['\"]cuda['\"],\s*)(?:args\.|self\.|opt\.|cfg\.|config\.)?"
@@ -347,6 +352,7 @@ class LogContext:
     local_procs: int = 0  # the processes a launcher says it starts on a node (DeepSpeed's num_local_procs)
     device_by_physical_id: bool = False  # code indexes GPUs by CUDA_VISIBLE_DEVICES's ids (_DEVICE_BY_PHYSICAL_ID)
     device_by_rank: bool = False  # code picks a GPU by the global rank (_DEVICE_BY_RANK)
+    gpu_list_by_local_rank: bool = False  # code picks a GPU out of the node's list by the local rank (_GPU_LIST_BY_LOCAL_RANK)
     object_collective: bool = False  # a traceback passes through an object collective (all_gather_object, ...)
     nvls_call: bool = False  # a line names NVLS's source (nvls.cc) or a multicast driver call (cuMulticast*)
     fabric_named: bool = False  # a line names the NVSwitch fabric's manager or its state (fabric manager, Fabric State)
@@ -526,6 +532,8 @@ class LogContext:
             self.device_by_physical_id = True
         if not self.device_by_physical_id and ".split(" in msg and _DEVICE_FROM_ID_LIST.search(msg):
             self.device_by_physical_id = True
+        if not self.gpu_list_by_local_rank and "local_rank" in msg and _GPU_LIST_BY_LOCAL_RANK.search(msg):
+            self.gpu_list_by_local_rank = True
         if not self.device_by_rank and ("rank" in msg or "RANK" in msg) and _DEVICE_BY_RANK.search(msg):
             self.device_by_rank = True
         if "cuMulticast" in msg or "nvls.cc" in msg:
@@ -618,6 +626,7 @@ class LogContext:
                 "conf_file",
                 "rank_guarded_collective",
                 "collective_code",
+                "gpu_list_by_local_rank",
                 "splits_shown",
             )
             if getattr(self, name)
@@ -1104,6 +1113,8 @@ PREFER = (
     # the launcher starts more processes per node than CUDA_VISIBLE_DEVICES lists GPUs, or at most as many: the
     # counts say which of the two ways to put two ranks on one GPU (or ask for one past the last) it was
     (("duplicate_gpu", "invalid_device_ordinal"), "oversubscribed", "rank_world_size_mismatch"),
+    # a list index out of range where the code indexes the node's GPUs by the local rank: more processes than GPUs
+    (("list_index_out_of_range",), "gpu_list_by_local_rank", "rank_world_size_mismatch"),
     (("duplicate_gpu", "invalid_device_ordinal"), "one_gpu_per_process", "device_mapping"),
     (("duplicate_gpu", "invalid_device_ordinal"), "device_unknown", "device_mapping"),
     (("duplicate_gpu", "invalid_device_ordinal", "cuda_oom", "cuda_oom_in_nccl"), "device_not_local", "device_mapping"),

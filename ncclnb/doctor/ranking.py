@@ -278,6 +278,8 @@ class _Ranker:
             findings.append((tier, f.confidence, h.first, f))
             if tier in (_TIER_ROOT_ERROR, _TIER_ROOT_WARNING):
                 for alt in others:
+                    if alt == "unknown":
+                        continue  # (a signature of no category of its own that the log settled: no alternative to offer)
                     findings.append((_TIER_ALTERNATIVE, round(f.confidence * 0.6, 3), h.first, _alternative(f, alt)))
         if folded:
             for i, (tier, conf, first, g) in enumerate(findings):

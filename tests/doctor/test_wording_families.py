@@ -888,3 +888,14 @@ def test_a_once_read_line_with_no_host_pasted_twice_is_read_without_error():
     # (it reached the inert path with no host, and the run facts were handed None for one: a traceback)
     line = "NET/Plugin: Could not find: libnccl-tuner.so libnccl-net.so. Using internal tuner plugin.\n"
     assert [rule for _, rule in _rules(diagnose(line * 2))] == [rule for _, rule in _rules(diagnose(line))]
+
+
+def test_a_gpu_list_indexed_by_the_local_rank_running_out_is_more_processes_than_gpus():
+    log = (
+        "[1,4]<stderr>:    tf.config.experimental.set_visible_devices(gpus[hvd.local_rank()], 'GPU')\n"
+        "[1,4]<stderr>:IndexError: list index out of range\n"
+    )
+    assert (_first(log).rule, _first(log).category) == ("list_index_out_of_range", "rank_world_size_mismatch")
+    # an IndexError elsewhere says nothing of the kind
+    other = "    x = batch[idx]\nIndexError: list index out of range\n"
+    assert _first(other).category == "unknown"
