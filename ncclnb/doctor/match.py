@@ -75,6 +75,7 @@ _LINE_GATES: tuple[str, ...] = (
     "--n",
     "SLURM_N",
     "SLURM_JOB_NUM",
+    "PET_N",
     *_VERSION_GATES,
     "profiling_name",
     "NET/IB",
@@ -152,6 +153,7 @@ _ECHO_SAFE = (
     "--n",
     "SLURM_N",
     "SLURM_JOB_NUM",
+    "PET_N",
     *_VERSION_GATES,
     " nranks ",
     "can_device_access_peer",
@@ -478,7 +480,7 @@ class Matcher:
                 old = self.rows.pid_rank.get((host, ln.pid))
                 if (old is None and len(self.rows.pid_rank) < MAX_CUT_COUNTED) or (old is not None and n > old[0]):
                     self.rows.pid_rank[(host, ln.pid)] = (n, r, old[2] if old is not None else None)
-        if "--n" in msg or "SLURM_N" in msg or "SLURM_JOB_NUM" in msg:
+        if "--n" in msg or "SLURM_N" in msg or "SLURM_JOB_NUM" in msg or "PET_N" in msg:
             for m in LAUNCH.finditer(msg):
                 self.state.add_launch(m.group("opt"), launch_count(m.group("n")), ev)
         if "GLOBAL_RANK" in msg:

@@ -105,15 +105,19 @@ PLAN = re.compile(r"ncclnb guard: p2p plan \{", re.ASCII)
 # on srun's command line) and torchrun's (torch.distributed.launch's) --nnodes, --nproc_per_node / --nproc-per-node
 LAUNCH = re.compile(
     r"(?P<opt>--nodes|--ntasks-per-node|--ntasks|--nnodes|--nproc[_-]per[_-]node"
-    r"|\bSLURM_(?:NNODES|JOB_NUM_NODES|NTASKS|NTASKS_PER_NODE))[= ]+(?P<n>[0-9]{1,5}(?::[0-9]{1,5})?)\b",
+    r"|\bSLURM_(?:NNODES|JOB_NUM_NODES|NTASKS|NTASKS_PER_NODE)|\bPET_(?:NNODES|NPROC_PER_NODE))[= ]+"
+    r"(?P<n>[0-9]{1,5}(?::[0-9]{1,5})?)\b",
     re.ASCII,
 )
-# Slurm's environment (an env dump, the job's echo) says what its options said
+# Slurm's environment (an env dump, the job's echo), and torchrun's PET_ variables, say what their options said
 LAUNCH_ENV = {
     "SLURM_NNODES": "nodes",
     "SLURM_JOB_NUM_NODES": "nodes",
     "SLURM_NTASKS": "ntasks",
     "SLURM_NTASKS_PER_NODE": "ntasks-per-node",
+    # torchrun's options as the environment a Kubernetes operator (PyTorchJob) hands it
+    "PET_NNODES": "nnodes",
+    "PET_NPROC_PER_NODE": "nproc-per-node",
 }
 
 

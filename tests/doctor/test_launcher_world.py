@@ -84,3 +84,10 @@ def test_torchrun_waiting_for_more_nodes_than_slurm_starts_agents():
     assert "launcher_nodes_differ" not in _rules(launch.format(n=2) + timeout)
     # an elastic range of nodes: how many join is not fixed
     assert "launcher_nodes_differ" not in _rules(launch.format(n="1:4") + timeout)
+
+
+def test_torchruns_options_as_a_kubernetes_operator_hands_them_count_too():
+    env = "worker-0 env: PET_NNODES=2 PET_NPROC_PER_NODE=8 WORLD_SIZE=16\n"
+    banner = "lightning: Initializing distributed: GLOBAL_RANK: 9, MEMBER: 10/32\n"
+    assert "launcher_world_differs" in _rules(env + banner)
+    assert "launcher_world_differs" not in _rules(env + banner.replace("10/32", "10/16"))
