@@ -378,6 +378,9 @@ TRIGGERS = (
     "NCCL_ERROR_",  # NCCL's result codes as other bindings print them (CuPy's NcclError)
     "Unexpected task registered",  # JAX's coordination service refusing a task
     "IndexError",
+    "other workers",  # fairseq's workers out of sync
+    "fallen out of sync",
+    "enter the function together",
     "PET_NNODES",  # torchrun's options as environment (reason.LAUNCH)
     "PET_NPROC_PER_NODE",
     "[hvd.local_rank",  # code indexing the node's GPUs by the local rank (priors' gpu_list_by_local_rank)
