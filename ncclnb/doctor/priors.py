@@ -242,11 +242,6 @@ _VISIBLE = re.compile(r"CUDA_VISIBLE_DEVICES[\"']?[=:] ?[\"']?(?P<ids>[0-9]{1,3}
 _DEVICE_BY_PHYSICAL_ID = re.compile(r"CUDA_VISIBLE_DEVICES['\"]\)?\]?\)?\.split\([^)]*\)\s*\[", re.ASCII)
 # (or out of a list of GPU ids of its own: "cuda:{os.environ['GPU_IDS'].split(',')[local_rank]}", ids a process whose
 # CUDA_VISIBLE_DEVICES is set does not number its GPUs by)
-# code picking a GPU out of the node's list of GPUs by the local rank (Horovod's gpus[hvd.local_rank()]): a list that
-# runs out where more processes run on the node than it has GPUs
-_GPU_LIST_BY_LOCAL_RANK = re.compile(
-    r"\b(?:gpus|devices|physical_devices|gpu_ids|visible_gpus)\[(?:hvd\.|args\.|self\.)?local_rank(?:\(\))?\]", re.ASCII
-)
 _DEVICE_FROM_ID_LIST = re.compile(r"(?:cuda:\{|set_device\(|torch\.device\()[^\n]{0,120}?\.split\([^)]{0,8}\)\s*\[", re.ASCII)
 _DEVICE_BY_RANK = re.compile(
     r"(?:set_device\(|cuda:\{|\.cuda\(|device\(\s*['\"]cuda['\"],\s*)(?:args\.|self\.|opt\.|cfg\.|config\.)?"
@@ -255,6 +250,11 @@ _DEVICE_BY_RANK = re.compile(
     r"(?:set_device\(|cuda:\{|\.cuda\(|device\(\s*['\"]cuda['\"],\s*)(?:int\()?"
     r"os\.(?:environ\[|environ\.get\(|getenv\()['\"]RANK['\"]",
     re.ASCII,
+)
+# code picking a GPU out of the node's list of GPUs by the local rank (Horovod's gpus[hvd.local_rank()]): a list that
+# runs out where more processes run on the node than it has GPUs
+_GPU_LIST_BY_LOCAL_RANK = re.compile(
+    r"\b(?:gpus|devices|physical_devices|gpu_ids|visible_gpus)\[(?:hvd\.|args\.|self\.)?local_rank(?:\(\))?\]", re.ASCII
 )
 # torch's object collectives put each object's bytes on torch.cuda.current_device(): cuda:0 in every process that
 # never called set_device

@@ -26,6 +26,7 @@ from .normalize import MAX_DIGITS, num
 from .priors import CANDIDATE_KIND_TITLES, preferred_category, rank_candidates
 from .rank_table import MAX_BLAMED, MAX_RANKS
 from .reason import (
+    P2P_OPS,
     coll_trace_findings,
     duplicate_claims,
     launcher_findings,
@@ -76,9 +77,9 @@ _NAMES_THE_DIVERGENCE = (
 )
 # cross-rank findings that name ranks that never reached the collective the others waited in
 _NEVER_ARRIVED = ("watchdog_rank_missing", "traceback_rank_missing")
-# "Process 55120 has 7.21 GiB memory in use" in torch's CUDA OOM message (2.1+)
 # the op of a watchdog timeout that is point-to-point (reason.P2P_OPS less the batch, which may hold collectives)
-_P2P_OPTYPE = re.compile(r"OpType=(?:SEND|RECV|RECVANYSOURCE)\b", re.ASCII)
+_P2P_OPTYPE = re.compile(r"OpType=(?:%s)\b" % "|".join(sorted(P2P_OPS - {"COALESCED"})), re.ASCII)
+# "Process 55120 has 7.21 GiB memory in use" in torch's CUDA OOM message (2.1+)
 _OOM_PROCESS = re.compile(r"Process ([0-9]{1,9}) has [0-9.]{1,12} [KMGT]iB memory in use", re.ASCII)
 EARLY_SEQ = 8  # a timeout at this sequence number or below is in the job's first collectives
 # cross-rank findings from where the ranks' tracebacks say they waited (reason.wait_findings)

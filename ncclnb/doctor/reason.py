@@ -402,7 +402,7 @@ def coll_trace_findings(state: ReasonState) -> list[Finding]:
     """NCCL's COLL trace of two or more ranks: the latest operation number all of them traced is one call of one
     communicator on every rank, so its op, count and datatype must agree. Where they do not, the ranks called
     different collectives (or sizes) at that point: a desync; the ranks outside the most common call are named (on
-    a tie, every rank)."""
+    a tie, none: both sides' calls are said, nothing says which is wrong)."""
     traced = {r: ops for r, ops in state.coll_trace.items() if isinstance(r, int)}
     if len(traced) < 2:
         return []
@@ -413,7 +413,7 @@ def coll_trace_findings(state: ReasonState) -> list[Finding]:
         if len(kinds) < 2:
             continue
         (common, n), (_, n2) = kinds.most_common(2)
-        odd = {r for r, c in calls.items() if c[:3] != common} if n > n2 else set(calls)
+        odd = {r for r, c in calls.items() if c[:3] != common}
         others = set(calls) - odd
         odd_call = Counter(calls[r][:3] for r in odd).most_common(1)[0][0]
         order = sorted(calls, key=lambda r: (r not in odd, r))
@@ -426,10 +426,10 @@ def coll_trace_findings(state: ReasonState) -> list[Finding]:
                     op_count=format(oc, "x"),
                     odd=_ranks_text(odd),
                     odd_call=_call_text(odd_call),
-                    others=_ranks_text(others) if others else "the others",
+                    others=_ranks_text(others),
                     common=_call_text(common),
                 ),
-                ranks=tuple(sorted(odd)) if others else (),
+                ranks=tuple(sorted(odd)) if n > n2 else (),
             )
         ]
     return []
@@ -449,7 +449,10 @@ def progress_findings(state: ReasonState) -> list[Finding]:
     consequence. Said only when the lagging ranks are no more than the ranks
     that reached it (a lone rank ahead of all others is another story) and
     the records can be one group's: no rank completes a collective before
-    every rank enqueued it, so their completed counts differ by little."""
+    every rank enqueued it, so their completed counts differ by little. Where
+    no rank lags, a rank waiting in work the others completed (_offset) or
+    ranks that enqueued different amounts after the stuck work (_ahead) say
+    the ranks' collectives diverged."""
     groups: dict = {}
     for (rank, pg), rec in state.progress.items():
         if isinstance(rank, int):
@@ -464,13 +467,28 @@ def progress_findings(state: ReasonState) -> list[Finding]:
 MAX_COMPLETED_SPREAD = 8  # completed counts further apart than this are not one process group's
 
 
+def _progress_finding(rule: str, confidence: float, recs: dict, named: set, values: dict) -> list[Finding]:
+    """A finding read from the ranks' progress records ``recs`` that names the ranks ``named``: their lines come
+    first among its evidence."""
+    order = sorted(recs.values(), key=lambda p: (p.rank not in named, p.rank))
+    return [
+        _cross_rank(
+            rule=rule,
+            confidence=confidence,
+            evidence=tuple(p.evidence for p in order[:8]),
+            values=values,
+            ranks=tuple(sorted(named)),
+        )
+    ]
+
+
 def _behind(recs: dict) -> list[Finding]:
     if len(recs) < 2:
         return []
     done = [p.completed for p in recs.values()]
     if max(done) - min(done) > MAX_COMPLETED_SPREAD:
         return []
-    stuck = min(p.completed for p in recs.values()) + 1
+    stuck = min(done) + 1
     behind = {r for r, p in recs.items() if p.enqueued < stuck}
     reached = set(recs) - behind
     if not behind:
@@ -478,16 +496,8 @@ def _behind(recs: dict) -> list[Finding]:
     if not reached or len(behind) > len(reached):
         return []
     last = sorted({recs[r].enqueued for r in behind})
-    order = sorted(recs.values(), key=lambda p: (p.rank not in behind, p.rank))
-    return [
-        _cross_rank(
-            rule="watchdog_rank_behind",
-            confidence=0.8,
-            evidence=tuple(p.evidence for p in order[:8]),
-            values=dict(behind=_ranks_text(behind), reached=_ranks_text(reached), stuck=stuck, last=", ".join(map(str, last))),
-            ranks=tuple(sorted(behind)),
-        )
-    ]
+    values = dict(behind=_ranks_text(behind), reached=_ranks_text(reached), stuck=stuck, last=", ".join(map(str, last)))
+    return _progress_finding(rule="watchdog_rank_behind", confidence=0.8, recs=recs, named=behind, values=values)
 
 
 def _offset(recs: dict) -> list[Finding]:
@@ -500,21 +510,13 @@ def _offset(recs: dict) -> list[Finding]:
     others = set(recs) - offset
     if not offset or len(offset) >= len(others) or any(p.completed < done for r, p in recs.items() if r in others):
         return []
-    order = sorted(recs.values(), key=lambda p: (p.rank not in offset, p.rank))
-    return [
-        _cross_rank(
-            rule="watchdog_work_offset",
-            confidence=0.7,
-            evidence=tuple(p.evidence for p in order[:8]),
-            values=dict(
-                offset=_ranks_text(offset),
-                others=_ranks_text(others),
-                pending=", ".join(str(n) for n in sorted({recs[r].completed + 1 for r in offset})),
-                done=done,
-            ),
-            ranks=tuple(sorted(offset)),
-        )
-    ]
+    values = dict(
+        offset=_ranks_text(offset),
+        others=_ranks_text(others),
+        pending=", ".join(str(n) for n in sorted({recs[r].completed + 1 for r in offset})),
+        done=done,
+    )
+    return _progress_finding(rule="watchdog_work_offset", confidence=0.7, recs=recs, named=offset, values=values)
 
 
 def _ahead(recs: dict, stuck: int) -> list[Finding]:
@@ -528,22 +530,10 @@ def _ahead(recs: dict, stuck: int) -> list[Finding]:
     fewer = set(recs) - ahead
     if not fewer or any(p.enqueued < stuck or p.completed >= stuck for p in recs.values()):
         return []
-    order = sorted(recs.values(), key=lambda p: (p.rank not in ahead, p.rank))
-    return [
-        _cross_rank(
-            rule="watchdog_ranks_ahead",
-            confidence=0.7,
-            evidence=tuple(p.evidence for p in order[:8]),
-            values=dict(
-                ahead=_ranks_text(ahead),
-                fewer=_ranks_text(fewer),
-                stuck=stuck,
-                most=most,
-                least=min(p.enqueued for p in recs.values()),
-            ),
-            ranks=tuple(sorted(ahead)),
-        )
-    ]
+    values = dict(
+        ahead=_ranks_text(ahead), fewer=_ranks_text(fewer), stuck=stuck, most=most, least=min(p.enqueued for p in recs.values())
+    )
+    return _progress_finding(rule="watchdog_ranks_ahead", confidence=0.7, recs=recs, named=ahead, values=values)
 
 
 # torch's OpType names (ProcessGroupNCCL's WorkNCCL) of point-to-point work: a send, a receive, or a

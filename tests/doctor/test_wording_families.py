@@ -899,3 +899,14 @@ def test_a_gpu_list_indexed_by_the_local_rank_running_out_is_more_processes_than
     # an IndexError elsewhere says nothing of the kind
     other = "    x = batch[idx]\nIndexError: list index out of range\n"
     assert _first(other).category == "unknown"
+
+
+def test_a_coll_trace_split_one_against_one_names_both_calls_and_blames_no_rank():
+    line = (
+        "[rank{r}] ip-1:33{r}:33{r} [{r}] NCCL INFO {op}: opCount 3f4 sendbuff 0x7f recvbuff 0x7f count {n} datatype {dt} "
+        "op 0 root 0 comm 0x55 [nranks=2] stream 0x55\n"
+    )
+    log = line.format(r=0, op="AllReduce", n=1, dt=7) + line.format(r=1, op="Broadcast", n=65536, dt=0)
+    top = _first(log)
+    assert (top.rule, top.category, top.ranks) == ("coll_trace_mismatch", "collective_desync", ())
+    assert "AllReduce of 1 element" in top.title and "Broadcast of 65536 elements" in top.title
