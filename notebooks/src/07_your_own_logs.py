@@ -38,16 +38,15 @@ print("reading:", LOGS)
 # |---|---|---|
 # | a directory of per-rank logs (`rank0.log`, `slurm-123_4.out`, `node*/stderr`, ...) | `diagnose("/path/dir")` | every file under it; ranks are read from `[rankN]:` prefixes, NCCL's `host:pid:tid [dev]` prefixes or the file names |
 # | some files, compressed or not | `diagnose("a.log", "b.log.gz")` | `.gz` is read as a stream |
-# | torch flight-recorder dumps, JSON form | in the directory, or by path | recognised by content, rank from the file name (`rank3.json`, `nccl_trace_rank_3`) |
+# | torch flight-recorder dumps, JSON or pickle | in the directory, or by path | recognised by content, rank from the file name (`rank3.json`, `nccl_trace_rank_3`) |
 # | text copied from a terminal or a ticket | `diagnose(text)`, or a cell starting with `%%ncclnb_doctor` | anything with a newline is text |
 # | a terminal, not a notebook | `ncclnb doctor DIR`, `ncclnb doctor --json DIR`, or pipe text into `ncclnb doctor -` | same diagnosis, as text or JSON |
 #
-# **Flight-recorder dumps are read in their JSON form only.** What `TORCH_NCCL_DUMP_ON_TIMEOUT=1` writes
+# **Flight-recorder dumps are read as torch writes them.** What `TORCH_NCCL_DUMP_ON_TIMEOUT=1` writes
 # (with `TORCH_NCCL_TRACE_BUFFER_SIZE` > 0; newer releases also read `TORCH_FR_BUFFER_SIZE`) is a
-# **pickle**, and the doctor never unpickles: loading a pickle can run code. If the dumps are your own,
-# convert them where you trust them, one file per rank:
-# `json.dump(pickle.load(open("nccl_trace_rank_3", "rb")), open("rank3.fr.json", "w"), default=str)`;
-# or have the job write JSON itself on failure with `torch._C._distributed_c10d._dump_fr_trace_json()`.
+# **pickle**; `torch._C._distributed_c10d._dump_fr_trace_json()` writes JSON. A pickle is read with no
+# globals at all (`ncclnb/doctor/unpickle.py`): plain dicts, lists, strings and numbers come out, and one that
+# asks for anything else is refused with one line saying so, so nothing in it runs.
 #
 # Big logs are fine: memory stays flat, and files of 64 MiB or more are scanned by several processes.
 # Credentials in evidence lines are replaced by `<redacted>` unless you pass `redact=False`.
